@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+)
+
+// InboxOptions are the inputs of `swarm inbox`.
+type InboxOptions struct {
+	App   *App
+	Name  string
+	State string
+	Sent  bool
+	Limit int
+	Now   func() time.Time
+}
+
+func newInboxCmd(app *App) *cobra.Command {
+	opts := &InboxOptions{App: app, Now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "inbox <agent|operator>",
+		Short: "List an agent's (or operator's) messages and what happened to each",
+		Long: `List the messages sent to an agent, or to operator (what the agents told you),
+oldest first, with each message's delivery state:
+
+  queued         waiting for the agent's next session
+  delivered (sN) shown in session N, which has not completed yet
+  done (sN)      session N completed with it
+
+With --sent, list the messages the agent sent instead, so a sender can see
+what became of each.`,
+		Example: `  swarm inbox backend
+  swarm inbox operator --state queued
+  swarm inbox backend --sent --json --limit 0`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: app.completeAgents(true),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			return runInbox(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.State, "state", "", "only messages in this state: queued, delivered or done")
+	f.BoolVar(&opts.Sent, "sent", false, "list the messages this agent sent")
+	f.IntVar(&opts.Limit, "limit", 50, "show the newest N messages (0 means all)")
+	cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]cobra.Completion{"queued", "delivered", "done"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func runInbox(ctx context.Context, opts *InboxOptions) error {
+	app := opts.App
+	if opts.Limit < 0 {
+		return usagef("--limit must be 0 (all) or more, got %d", opts.Limit)
+	}
+	if opts.State != "" && !slices.Contains(message.States, message.State(opts.State)) {
+		return usagef("--state must be queued, delivered or done, got %q", opts.State)
+	}
+	l, cfg, err := app.loadConfig()
+	if err != nil {
+		return err
+	}
+	if opts.Name != config.Operator && !slices.Contains(cfg.AgentNames(), opts.Name) {
+		return fmt.Errorf("unknown agent %q: known names are %s", opts.Name, strings.Join(cfg.Recipients(), ", "))
+	}
+	st, err := app.openStore(ctx, l, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ms, err := st.Inbox(ctx, opts.Name, mailbox.Filter{State: message.State(opts.State), Sent: opts.Sent, Limit: opts.Limit})
+	if err != nil {
+		return err
+	}
+	if app.JSON {
+		if ms == nil {
+			ms = []message.Message{}
+		}
+		return app.printJSON(ms)
+	}
+	if len(ms) == 0 {
+		fmt.Fprintf(app.Stdout, "no messages for %s\n", opts.Name)
+		return nil
+	}
+	now := opts.Now()
+	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)
+	peer := "FROM"
+	if opts.Sent {
+		peer = "TO"
+	}
+	fmt.Fprintf(tw, "ID\t%s\tKIND\tSTATE\tAGE\tBODY\n", peer)
+	for _, m := range ms {
+		who := m.From
+		if opts.Sent {
+			who = m.To
+		}
+		body := firstLineCut(m.Body, 60)
+		if m.IsUrgent() {
+			body = "[URGENT] " + body
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.ID, who, m.Kind, stateLabel(m), humanAge(now.Sub(m.CreatedAt)), body)
+	}
+	return tw.Flush()
+}
+
+func stateLabel(m message.Message) string {
+	if m.SessionSeq != nil {
+		return fmt.Sprintf("%s (s%d)", m.State, *m.SessionSeq)
+	}
+	return string(m.State)
+}
+
+// humanAge renders a duration the way the prompt does: 12s, 2m, 3h, 2d.
+func humanAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+func firstLineCut(s string, n int) string {
+	line, _, more := strings.Cut(s, "\n")
+	r := []rune(line)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	if more {
+		return line + " …"
+	}
+	return line
+}

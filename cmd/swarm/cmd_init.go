@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/proc"
+	"github.com/swarmhq/swarm/repo"
+)
+
+// InitOptions are the inputs of `swarm init`.
+type InitOptions struct {
+	App   *App
+	Force bool
+}
+
+func newInitCmd(app *App) *cobra.Command {
+	opts := &InitOptions{App: app}
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Set up swarm in this git repository",
+		Long: `Set up swarm in the current git repository (or --dir):
+
+  - writes a commented swarm.toml with two example agents,
+  - creates .swarm/ and its database .swarm/swarm.db,
+  - adds .swarm/ to .git/info/exclude, so git never shows swarm's files.
+
+It refuses to overwrite an existing swarm.toml unless --force is given.`,
+		Example: `  swarm init
+  swarm init --dir ~/src/myrepo`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runInit(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "overwrite an existing swarm.toml")
+	return cmd
+}
+
+type initResult struct {
+	Root     string `json:"root"`
+	Config   string `json:"config"`
+	Database string `json:"database"`
+	Exclude  string `json:"exclude"`
+	Wrote    bool   `json:"wrote_config"`
+}
+
+func runInit(ctx context.Context, opts *InitOptions) error {
+	app := opts.App
+	start := app.Cwd
+	if app.Dir != "" {
+		start = app.Dir
+		if !filepath.IsAbs(start) {
+			start = filepath.Join(app.Cwd, start)
+		}
+	} else if r := app.Env.Getenv("SWARM_ROOT"); r != "" {
+		start = r
+	}
+	root, err := gitOutput(ctx, start, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return err
+	}
+	// --path-format=absolute needs git 2.31; older ones may answer relative
+	// to the directory git ran in.
+	commonDir, err := gitOutput(ctx, root, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(commonDir) {
+		commonDir = filepath.Join(root, commonDir)
+	}
+	l := repo.At(root, app.Env.Getenv("SWARM_DB"))
+	res := initResult{Root: root, Config: l.Config, Database: l.DB, Exclude: filepath.Join(commonDir, "info", "exclude")}
+
+	if _, err := os.Stat(l.Config); err == nil && !opts.Force {
+		return fmt.Errorf("%s already exists; edit it, or run 'swarm init --force' to replace it with the starter file", l.Config)
+	}
+	if err := writeFileAtomic(l.Config, config.Starter()); err != nil {
+		return fmt.Errorf("write %s: %w", l.Config, err)
+	}
+	res.Wrote = true
+	if err := os.MkdirAll(l.State, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", l.State, err)
+	}
+	if err := addExclude(res.Exclude, "/"+repo.StateDir+"/"); err != nil {
+		return fmt.Errorf("update %s: %w", res.Exclude, err)
+	}
+	cfg, err := config.Load(l.Config, l.Root)
+	if err != nil {
+		return err
+	}
+	st, err := mailbox.Open(ctx, l.DB, mailbox.Options{Agents: cfg.AgentNames()})
+	if err != nil {
+		return err
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
+	if app.JSON {
+		return app.printJSON(res)
+	}
+	fmt.Fprintf(app.Stdout, "Initialized swarm in %s\n", root)
+	fmt.Fprintf(app.Stdout, "  wrote    %s (agents: %s)\n", rel(root, l.Config), strings.Join(cfg.AgentNames(), ", "))
+	fmt.Fprintf(app.Stdout, "  created  %s\n", rel(root, l.DB))
+	fmt.Fprintf(app.Stdout, "  ignored  .swarm/ in %s\n", rel(root, res.Exclude))
+	fmt.Fprintln(app.Stdout, "Next: edit swarm.toml, set GEMINI_API_KEY, then run 'swarm up' (or 'swarm up --engine script' to try it offline).")
+	return nil
+}
+
+// gitOutput runs git in dir and returns its trimmed stdout, turning the
+// usual failures into errors that say what to do.
+func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
+	res, err := proc.Run(ctx, proc.Spec{Dir: dir}, "git", args...)
+	var ee *proc.ExitError
+	switch {
+	case errors.Is(err, os.ErrNotExist) || isNotFound(err):
+		return "", errors.New("git is not installed or not on PATH; install git 2.20 or newer")
+	case errors.As(err, &ee) && strings.Contains(ee.Stderr, "not a git repository"):
+		return "", fmt.Errorf("%s is not inside a git repository; run 'git init' first, or pass --dir", dir)
+	case err != nil:
+		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// addExclude appends line to git's exclude file unless it is already there.
+func addExclude(path, line string) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		switch strings.TrimSpace(l) {
+		case line, strings.TrimPrefix(line, "/"), strings.TrimSuffix(line, "/"), strings.Trim(line, "/"):
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	prefix := ""
+	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
+		prefix = "\n"
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(f, "%s# swarm's state (agents' worktrees, database, logs)\n%s\n", prefix, line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// writeFileAtomic writes through a temporary file and a rename, so a crash
+// never leaves half a file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func rel(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}

@@ -1,0 +1,109 @@
+// Command swarm runs a team of LLM coding agents in one git repository.
+//
+// Exit codes: 0 success, 1 a runtime error, 2 a usage error (bad flags or
+// arguments). Errors go to stderr as one line saying what went wrong and what
+// to do, in text and --json mode alike.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/swarmhq/swarm/repo"
+)
+
+// Exit codes, documented in `swarm --help`.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+func main() { os.Exit(Main()) }
+
+// Main runs the CLI with the process's arguments and streams. It is the
+// entry point of the testscript tests too.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "swarm: cannot read the working directory:", err)
+		return exitError
+	}
+	app := &App{
+		Stdin:  os.Stdin,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		Env:    repo.OSEnv{},
+		Cwd:    cwd,
+	}
+	return run(ctx, app, os.Args[1:])
+}
+
+func run(ctx context.Context, app *App, args []string) int {
+	root := newRootCmd(app)
+	root.SetArgs(args)
+	root.SetIn(app.Stdin)
+	root.SetOut(app.Stdout)
+	root.SetErr(app.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	return report(app.Stderr, err)
+}
+
+// report prints err as one line and returns the exit code.
+func report(w io.Writer, err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(w, "swarm: %v\n", ue.err)
+		if ue.help != "" {
+			fmt.Fprintf(w, "Run '%s --help' for usage.\n", ue.help)
+		}
+		return exitUsage
+	}
+	var ce *codeError
+	if errors.As(err, &ce) {
+		if ce.err != nil {
+			fmt.Fprintf(w, "swarm: %v\n", ce.err)
+		}
+		return ce.code
+	}
+	fmt.Fprintf(w, "swarm: %v\n", err)
+	return exitError
+}
+
+// usageError is a mistake in the command line: exit 2.
+type usageError struct {
+	err  error
+	help string // the command path to suggest --help for
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// codeError carries a specific exit code; a nil err prints nothing (the
+// command already reported).
+type codeError struct {
+	code int
+	err  error
+}
+
+func (e *codeError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *codeError) Unwrap() error { return e.err }

@@ -1,0 +1,262 @@
+// Package config reads swarm.toml: it parses the file, applies defaults and
+// validates everything up front, so a mistake is reported once, with its
+// file:line, before any agent starts.
+//
+// Parsing uses github.com/pelletier/go-toml/v2 because it can reject unknown
+// keys with their positions and exposes a parser that maps every key to its
+// line, which the semantic checks (bad names, durations, engines) need too.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
+)
+
+// Built-in engine names. An [engine.NAME] table with one of these names
+// replaces the built-in.
+const (
+	EngineGemini = "gemini"
+	EngineScript = "script"
+	EngineExec   = "exec" // a kind only; exec engines always have a table
+)
+
+// Exec presets.
+var Presets = []string{"claude", "codex", "gemini-cli"}
+
+// Operator is the reserved name of the human at the CLI.
+const Operator = message.Operator
+
+// Interrupt styles.
+const (
+	InterruptCancel   = "cancel"
+	InterruptBoundary = "boundary"
+)
+
+// Prompt delivery styles for exec engines.
+const (
+	PromptStdin = "stdin"
+	PromptArg   = "arg"
+	PromptFile  = "file"
+)
+
+// Config is a parsed, validated swarm.toml.
+type Config struct {
+	Path     string // the file it came from
+	Root     string // the repository root
+	Defaults Settings
+	Agents   []Agent
+	Engines  map[string]Engine
+	Prompt   Prompt
+	Liveness Liveness
+	Errors   Errors
+	Mailbox  Mailbox
+	Worktree Worktree
+}
+
+// Settings are the keys of [defaults] that every agent can override.
+type Settings struct {
+	Engine         string
+	Model          string
+	Mode           mode.Mode
+	SessionTimeout time.Duration
+	MaxTurns       int
+	Interrupt      string
+	InterruptGrace time.Duration
+}
+
+// Agent is one [[agent]] with its defaults applied.
+type Agent struct {
+	Settings
+	Name     string
+	Role     string // the role text, read from the file when RoleFile is set
+	RoleFile string // the @path, relative to the repo root, if any
+	Script   string // script engine file; empty means .swarm/scripts/<name>.toml
+}
+
+// Engine is an [engine.NAME] table, or a built-in.
+type Engine struct {
+	Name    string
+	Kind    string // gemini | script | exec
+	Model   string // overrides the agent's model when set
+	BaseURL string // gemini: an API gateway or test server
+	Command []string
+	Preset  string
+	Args    []string
+	Prompt  string // stdin | arg | file
+}
+
+// Prompt tunes the prompt pipeline.
+type Prompt struct {
+	MessageCap   int // bytes of one message body shown before it is cut
+	TaskLimit    int
+	IncludeEpics bool
+	GitTimeout   time.Duration
+	BDTimeout    time.Duration
+}
+
+// Liveness sets heartbeats, nudges and task polling.
+type Liveness struct {
+	Heartbeat  time.Duration
+	NudgeAfter time.Duration // 0 turns nudges off
+	NudgeEvery time.Duration
+	MaxNudges  int
+	TaskPoll   time.Duration
+}
+
+// Errors sets when an agent is stopped and how it backs off.
+type Errors struct {
+	MaxConsecutive int
+	MaxTotal       int
+	BackoffMin     time.Duration
+	BackoffMax     time.Duration
+}
+
+// Mailbox sets how long done mail is kept.
+type Mailbox struct {
+	Retention time.Duration
+}
+
+// Worktree places agent worktrees.
+type Worktree struct {
+	Dir string // absolute
+}
+
+// Default values, documented in the starter file and the README.
+var defaultSettings = Settings{
+	Engine:         EngineGemini,
+	Model:          "gemini-2.5-flash",
+	Mode:           mode.Code,
+	SessionTimeout: 30 * time.Minute,
+	MaxTurns:       100,
+	Interrupt:      InterruptCancel,
+	InterruptGrace: 10 * time.Second,
+}
+
+func defaults(root string) Config {
+	return Config{
+		Root:     root,
+		Defaults: defaultSettings,
+		Engines:  map[string]Engine{},
+		Prompt:   Prompt{MessageCap: 4 << 10, TaskLimit: 20, GitTimeout: 2 * time.Second, BDTimeout: 5 * time.Second},
+		Liveness: Liveness{Heartbeat: 5 * time.Second, NudgeAfter: 120 * time.Second, NudgeEvery: 300 * time.Second, MaxNudges: 3, TaskPoll: 60 * time.Second},
+		Errors:   Errors{MaxConsecutive: 5, MaxTotal: 20, BackoffMin: time.Second, BackoffMax: 5 * time.Minute},
+		Mailbox:  Mailbox{Retention: 720 * time.Hour},
+		Worktree: Worktree{Dir: filepath.Join(root, ".swarm", "worktrees")},
+	}
+}
+
+// Error is a configuration problem at a place in the file.
+type Error struct {
+	File string
+	Line int // 0 when the problem has no single line
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// ErrNoConfig means swarm.toml does not exist.
+var ErrNoConfig = errors.New("no swarm.toml")
+
+// Load reads and validates the swarm.toml at path. root is the repository
+// root, against which @role files and [worktree] dir are resolved.
+func Load(path, root string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s: run 'swarm init' to create one", ErrNoConfig, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, path, root)
+}
+
+// Parse validates a swarm.toml held in memory. name is used in errors.
+func Parse(data []byte, name, root string) (*Config, error) {
+	raw, lines, err := decode(data, name)
+	if err != nil {
+		return nil, err
+	}
+	b := builder{cfg: defaults(root), lines: lines, file: name, root: root}
+	b.cfg.Path = name
+	b.build(raw)
+	if len(b.errs) > 0 {
+		return nil, errors.Join(b.errs...)
+	}
+	return &b.cfg, nil
+}
+
+// AgentNames returns the agents' names in config order.
+func (c *Config) AgentNames() []string {
+	names := make([]string, len(c.Agents))
+	for i, a := range c.Agents {
+		names[i] = a.Name
+	}
+	return names
+}
+
+// Agent returns the named agent.
+func (c *Config) Agent(name string) (Agent, bool) {
+	for _, a := range c.Agents {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Agent{}, false
+}
+
+// Recipients are the names mail can be addressed to: the agents and operator.
+func (c *Config) Recipients() []string {
+	return append(c.AgentNames(), Operator)
+}
+
+// EngineFor resolves the engine an agent runs on. override is `swarm up
+// --engine`, and wins over the agent's own engine when set.
+func (c *Config) EngineFor(a Agent, override string) (Engine, error) {
+	name := a.Engine
+	if override != "" {
+		name = override
+	}
+	e, ok := c.engine(name)
+	if !ok {
+		return Engine{}, fmt.Errorf("unknown engine %q (valid: %s)", name, strings.Join(c.EngineNames(), ", "))
+	}
+	if e.Kind == EngineExec && a.Interrupt == InterruptBoundary {
+		return Engine{}, fmt.Errorf("agent %s: interrupt = \"boundary\" needs an in-process engine, but %q runs an external command; use interrupt = \"cancel\"", a.Name, name)
+	}
+	return e, nil
+}
+
+func (c *Config) engine(name string) (Engine, bool) {
+	if e, ok := c.Engines[name]; ok {
+		return e, true
+	}
+	if name == EngineGemini || name == EngineScript {
+		return Engine{Name: name, Kind: name}, true
+	}
+	return Engine{}, false
+}
+
+// EngineNames lists the built-ins and configured engines, sorted.
+func (c *Config) EngineNames() []string {
+	names := []string{EngineGemini, EngineScript}
+	for n := range c.Engines {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,149 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmhq/swarm/mode"
+)
+
+func TestStarterParses(t *testing.T) {
+	cfg, err := Parse(Starter(), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatalf("starter file does not parse: %v", err)
+	}
+	if got := cfg.AgentNames(); strings.Join(got, ",") != "backend,frontend" {
+		t.Errorf("agents = %v", got)
+	}
+	if cfg.Defaults != defaultSettings {
+		t.Errorf("starter defaults %+v differ from built-in defaults %+v", cfg.Defaults, defaultSettings)
+	}
+}
+
+func TestDefaultsAndOverrides(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "prompts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "prompts", "lead.md"), []byte("Lead the team.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := `
+[defaults]
+engine = "script"
+session_timeout = "5m"
+
+[[agent]]
+name = "backend"
+role = "API owner"
+
+[[agent]]
+name = "lead"
+mode = "delegate"
+role = "@prompts/lead.md"
+engine = "claude"
+model = "opus"
+session_timeout = "1h"
+max_turns = 7
+interrupt_grace = "3s"
+
+[engine.claude]
+kind = "exec"
+preset = "claude"
+
+[prompt]
+message_cap = "1KiB"
+task_limit = 5
+
+[liveness]
+nudge_after = "0s"
+
+[worktree]
+dir = "../wt"
+`
+	cfg, err := Parse([]byte(src), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, _ := cfg.Agent("backend")
+	if be.Engine != "script" || be.Mode != mode.Code || be.SessionTimeout != 5*time.Minute || be.MaxTurns != 100 || be.Role != "API owner" {
+		t.Errorf("backend = %+v", be)
+	}
+	lead, _ := cfg.Agent("lead")
+	if lead.Engine != "claude" || lead.Mode != mode.Delegate || lead.Model != "opus" || lead.SessionTimeout != time.Hour ||
+		lead.MaxTurns != 7 || lead.InterruptGrace != 3*time.Second || lead.Role != "Lead the team." || lead.RoleFile != "prompts/lead.md" {
+		t.Errorf("lead = %+v", lead)
+	}
+	if cfg.Prompt.MessageCap != 1024 || cfg.Prompt.TaskLimit != 5 || cfg.Prompt.BDTimeout != 5*time.Second {
+		t.Errorf("prompt = %+v", cfg.Prompt)
+	}
+	if cfg.Liveness.NudgeAfter != 0 || cfg.Liveness.NudgeEvery != 300*time.Second {
+		t.Errorf("liveness = %+v", cfg.Liveness)
+	}
+	if want := filepath.Join(filepath.Dir(root), "wt"); cfg.Worktree.Dir != want {
+		t.Errorf("worktree dir = %q, want %q", cfg.Worktree.Dir, want)
+	}
+	e, err := cfg.EngineFor(lead, "")
+	if err != nil || e.Kind != EngineExec || e.Preset != "claude" || e.Prompt != PromptStdin {
+		t.Errorf("EngineFor(lead) = %+v, %v", e, err)
+	}
+	e, err = cfg.EngineFor(lead, "script")
+	if err != nil || e.Kind != EngineScript {
+		t.Errorf("override: %+v, %v", e, err)
+	}
+	if _, err := cfg.EngineFor(lead, "nope"); err == nil {
+		t.Error("unknown override engine accepted")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want string // substring, including file:line
+	}{
+		{"unknown key on line 7", "[defaults]\nengine = \"script\"\n\n[[agent]]\nname = \"a\"\n\ncolour = \"red\"\n", `swarm.toml:7: unknown key "agent.colour"`},
+		{"unknown table", "[[agent]]\nname = \"a\"\n[bogus]\nx = 1\n", `swarm.toml:3: unknown key "bogus"`},
+		{"bad name", "[[agent]]\nname = \"Backend\"\n", `swarm.toml:2: bad agent name "Backend"`},
+		{"path name", "[[agent]]\nname = \"../x\"\n", `swarm.toml:2: bad agent name "../x"`},
+		{"operator reserved", "[[agent]]\nname = \"operator\"\n", `swarm.toml:2: "operator" is reserved`},
+		{"duplicate", "[[agent]]\nname = \"a\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:4: duplicate agent name "a" (first defined on line 2)`},
+		{"bad duration", "[[agent]]\nname = \"a\"\nsession_timeout = \"soon\"\n", `swarm.toml:3: bad duration "soon"`},
+		{"bad default duration", "[liveness]\nheartbeat = \"5\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: bad duration "5"`},
+		{"unknown engine", "[[agent]]\nname = \"a\"\nengine = \"gpt\"\n", `swarm.toml:3: unknown engine "gpt"`},
+		{"unknown default engine", "[defaults]\nengine = \"gpt\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: unknown engine "gpt"`},
+		{"unknown mode", "[[agent]]\nname = \"a\"\nmode = \"boss\"\n", `swarm.toml:3: unknown mode "boss"`},
+		{"no agents", "[defaults]\nengine = \"script\"\n", `swarm.toml: no agents`},
+		{"missing role file", "[[agent]]\nname = \"a\"\nrole = \"@prompts/none.md\"\n", `swarm.toml:3: role file prompts/none.md`},
+		{"wrong type", "[[agent]]\nname = \"a\"\nmax_turns = \"ten\"\n", `swarm.toml:3:`},
+		{"syntax", "[[agent]\nname = \"a\"\n", `swarm.toml`},
+		{"exec without command", "[engine.x]\nkind = \"exec\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:1: an exec engine needs command`},
+		{"exec arg without placeholder", "[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\nprompt = \"arg\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:3: prompt = "arg" needs`},
+		{"bad preset", "[engine.x]\nkind = \"exec\"\npreset = \"gpt\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:3: unknown preset "gpt"`},
+		{"boundary on exec", "[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\n[[agent]]\nname = \"a\"\nengine = \"x\"\ninterrupt = \"boundary\"\n", `swarm.toml:7: agent a: interrupt = "boundary" needs an in-process engine`},
+		{"bad interrupt", "[[agent]]\nname = \"a\"\ninterrupt = \"kill\"\n", `swarm.toml:3: interrupt must be`},
+		{"bad size", "[prompt]\nmessage_cap = \"lots\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: bad size "lots"`},
+		{"no name", "[[agent]]\nrole = \"x\"\n", `swarm.toml:1: agent has no name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src), "swarm.toml", t.TempDir())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadMissing(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "swarm.toml"), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "swarm init") {
+		t.Fatalf("err = %v, want a hint to run swarm init", err)
+	}
+}

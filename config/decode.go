@@ -1,0 +1,497 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
+)
+
+// The raw file shape. Pointers tell "unset" from a zero value, so per-agent
+// settings override [defaults] only when present.
+type rawFile struct {
+	Defaults rawSettings          `toml:"defaults"`
+	Agent    []rawAgent           `toml:"agent"`
+	Engine   map[string]rawEngine `toml:"engine"`
+	Prompt   rawPrompt            `toml:"prompt"`
+	Liveness rawLiveness          `toml:"liveness"`
+	Errors   rawErrors            `toml:"errors"`
+	Mailbox  rawMailbox           `toml:"mailbox"`
+	Worktree rawWorktree          `toml:"worktree"`
+}
+
+type rawSettings struct {
+	Engine         *string `toml:"engine"`
+	Model          *string `toml:"model"`
+	Mode           *string `toml:"mode"`
+	SessionTimeout *string `toml:"session_timeout"`
+	MaxTurns       *int    `toml:"max_turns"`
+	Interrupt      *string `toml:"interrupt"`
+	InterruptGrace *string `toml:"interrupt_grace"`
+}
+
+type rawAgent struct {
+	rawSettings
+	Name   string `toml:"name"`
+	Role   string `toml:"role"`
+	Script string `toml:"script"`
+}
+
+type rawEngine struct {
+	Kind    string   `toml:"kind"`
+	Model   string   `toml:"model"`
+	BaseURL string   `toml:"base_url"`
+	Command []string `toml:"command"`
+	Preset  string   `toml:"preset"`
+	Args    []string `toml:"args"`
+	Prompt  string   `toml:"prompt"`
+}
+
+type rawPrompt struct {
+	MessageCap   any     `toml:"message_cap"` // "4KiB" or a number of bytes
+	TaskLimit    *int    `toml:"task_limit"`
+	IncludeEpics *bool   `toml:"include_epics"`
+	GitTimeout   *string `toml:"git_timeout"`
+	BDTimeout    *string `toml:"bd_timeout"`
+}
+
+type rawLiveness struct {
+	Heartbeat  *string `toml:"heartbeat"`
+	NudgeAfter *string `toml:"nudge_after"`
+	NudgeEvery *string `toml:"nudge_every"`
+	MaxNudges  *int    `toml:"max_nudges"`
+	TaskPoll   *string `toml:"task_poll"`
+}
+
+type rawErrors struct {
+	MaxConsecutive *int    `toml:"max_consecutive"`
+	MaxTotal       *int    `toml:"max_total"`
+	BackoffMin     *string `toml:"backoff_min"`
+	BackoffMax     *string `toml:"backoff_max"`
+}
+
+type rawMailbox struct {
+	Retention *string `toml:"retention"`
+}
+
+type rawWorktree struct {
+	Dir *string `toml:"dir"`
+}
+
+// lineIndex maps a key path such as "agent[1].name" or "engine.claude" to
+// the line it is written on.
+type lineIndex map[string]int
+
+func decode(data []byte, file string) (*rawFile, lineIndex, error) {
+	lines, err := indexLines(data)
+	if err != nil {
+		return nil, nil, tomlError(file, err)
+	}
+	var raw rawFile
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, nil, tomlError(file, err)
+	}
+	return &raw, lines, nil
+}
+
+func tomlError(file string, err error) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		var errs []error
+		for _, e := range strict.Errors {
+			line, _ := e.Position()
+			errs = append(errs, &Error{File: file, Line: line, Msg: fmt.Sprintf("unknown key %q", strings.Join(e.Key(), "."))})
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, _ := de.Position()
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		if k := de.Key(); len(k) > 0 {
+			msg = fmt.Sprintf("%s: %s", strings.Join(k, "."), msg)
+		}
+		return &Error{File: file, Line: line, Msg: msg}
+	}
+	var pe *unstable.ParserError
+	if errors.As(err, &pe) {
+		return &Error{File: file, Msg: pe.Error()}
+	}
+	return &Error{File: file, Msg: err.Error()}
+}
+
+func indexLines(data []byte) (lineIndex, error) {
+	idx := lineIndex{}
+	counts := map[string]int{}
+	prefix := ""
+	var p unstable.Parser
+	p.Reset(data)
+	for p.NextExpression() {
+		e := p.Expression()
+		var parts []string
+		line := 0
+		for it := e.Key(); it.Next(); {
+			n := it.Node()
+			parts = append(parts, string(n.Data))
+			if line == 0 {
+				line = p.Shape(n.Raw).Start.Line
+			}
+		}
+		key := strings.Join(parts, ".")
+		switch e.Kind {
+		case unstable.Table:
+			prefix = key
+		case unstable.ArrayTable:
+			prefix = fmt.Sprintf("%s[%d]", key, counts[key])
+			counts[key]++
+		case unstable.KeyValue:
+			if prefix != "" {
+				key = prefix + "." + key
+			}
+		default:
+			continue
+		}
+		if key != "" {
+			if _, seen := idx[key]; !seen {
+				idx[key] = line
+			}
+			if e.Kind != unstable.KeyValue {
+				idx[prefix] = line
+			}
+		}
+	}
+	return idx, p.Error()
+}
+
+type builder struct {
+	cfg   Config
+	lines lineIndex
+	file  string
+	root  string
+	errs  []error
+}
+
+func (b *builder) errorf(key, format string, args ...any) {
+	b.errs = append(b.errs, &Error{File: b.file, Line: b.line(key), Msg: fmt.Sprintf(format, args...)})
+}
+
+// line finds key, or the nearest enclosing table when the key itself is
+// absent (for errors about a missing key).
+func (b *builder) line(key string) int {
+	for k := key; k != ""; {
+		if l, ok := b.lines[k]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(k, ".[")
+		if i < 0 {
+			break
+		}
+		k = k[:i]
+	}
+	return 0
+}
+
+func (b *builder) build(raw *rawFile) {
+	b.settings(&b.cfg.Defaults, raw.Defaults, "defaults")
+	b.engines(raw.Engine)
+	b.prompt(raw.Prompt)
+	b.liveness(raw.Liveness)
+	b.errorsSection(raw.Errors)
+	if raw.Mailbox.Retention != nil {
+		b.cfg.Mailbox.Retention = b.duration("mailbox.retention", *raw.Mailbox.Retention, false)
+	}
+	if raw.Worktree.Dir != nil {
+		dir := *raw.Worktree.Dir
+		if dir == "" {
+			b.errorf("worktree.dir", "dir must not be empty")
+		} else if !filepath.IsAbs(dir) {
+			dir = filepath.Join(b.root, dir)
+		}
+		b.cfg.Worktree.Dir = filepath.Clean(dir)
+	}
+	b.agents(raw.Agent)
+	if len(raw.Agent) == 0 {
+		b.errs = append(b.errs, &Error{File: b.file, Msg: "no agents: add at least one [[agent]] with a name"})
+	}
+}
+
+func (b *builder) settings(dst *Settings, src rawSettings, at string) {
+	if src.Engine != nil {
+		dst.Engine = *src.Engine
+	}
+	if src.Model != nil {
+		dst.Model = *src.Model
+	}
+	if src.Mode != nil {
+		m, err := mode.Parse(*src.Mode)
+		if err != nil {
+			b.errorf(at+".mode", "%v", err)
+		} else {
+			dst.Mode = m
+		}
+	}
+	if src.SessionTimeout != nil {
+		dst.SessionTimeout = b.duration(at+".session_timeout", *src.SessionTimeout, false)
+	}
+	if src.MaxTurns != nil {
+		if *src.MaxTurns < 1 {
+			b.errorf(at+".max_turns", "max_turns must be at least 1, got %d", *src.MaxTurns)
+		} else {
+			dst.MaxTurns = *src.MaxTurns
+		}
+	}
+	if src.Interrupt != nil {
+		switch *src.Interrupt {
+		case InterruptCancel, InterruptBoundary:
+			dst.Interrupt = *src.Interrupt
+		default:
+			b.errorf(at+".interrupt", "interrupt must be %q or %q, got %q", InterruptCancel, InterruptBoundary, *src.Interrupt)
+		}
+	}
+	if src.InterruptGrace != nil {
+		dst.InterruptGrace = b.duration(at+".interrupt_grace", *src.InterruptGrace, false)
+	}
+}
+
+func (b *builder) agents(raws []rawAgent) {
+	seen := map[string]int{}
+	for i, ra := range raws {
+		at := fmt.Sprintf("agent[%d]", i)
+		a := Agent{Settings: b.cfg.Defaults, Name: ra.Name, Script: ra.Script}
+		switch {
+		case ra.Name == "":
+			b.errorf(at, "agent has no name")
+		case ra.Name == Operator:
+			b.errorf(at+".name", "%q is reserved for the human operator; pick another name", Operator)
+		case !message.ValidName(ra.Name):
+			b.errorf(at+".name", "bad agent name %q: use lower-case letters, digits and '-', starting with a letter", ra.Name)
+		default:
+			if first, dup := seen[ra.Name]; dup {
+				b.errorf(at+".name", "duplicate agent name %q (first defined on line %d)", ra.Name, b.line(fmt.Sprintf("agent[%d].name", first)))
+			}
+			seen[ra.Name] = i
+		}
+		b.settings(&a.Settings, ra.rawSettings, at)
+		if rest, ok := strings.CutPrefix(ra.Role, "@"); ok {
+			a.RoleFile = rest
+			p := rest
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(b.root, p)
+			}
+			text, err := os.ReadFile(p)
+			if err != nil {
+				b.errorf(at+".role", "role file %s: %v", rest, unwrapPathError(err))
+			}
+			a.Role = strings.TrimSpace(string(text))
+		} else {
+			a.Role = strings.TrimSpace(ra.Role)
+		}
+		if ra.Script != "" && !filepath.IsAbs(ra.Script) {
+			a.Script = filepath.Join(b.root, ra.Script)
+		}
+		if _, ok := b.cfg.engine(a.Engine); !ok {
+			key := at + ".engine"
+			if ra.Engine == nil {
+				key = "defaults.engine"
+			}
+			b.errorf(key, "unknown engine %q (valid: %s)", a.Engine, strings.Join(b.cfg.EngineNames(), ", "))
+		} else if _, err := b.cfg.EngineFor(a, ""); err != nil {
+			b.errorf(at+".interrupt", "%v", err)
+		}
+		b.cfg.Agents = append(b.cfg.Agents, a)
+	}
+}
+
+func (b *builder) engines(raws map[string]rawEngine) {
+	for name, re := range raws {
+		at := "engine." + name
+		e := Engine{Name: name, Kind: re.Kind, Model: re.Model, BaseURL: re.BaseURL, Command: re.Command, Preset: re.Preset, Args: re.Args, Prompt: re.Prompt}
+		if !message.ValidName(name) {
+			b.errorf(at, "bad engine name %q: use lower-case letters, digits and '-'", name)
+		}
+		switch e.Kind {
+		case EngineGemini, EngineScript:
+			if len(e.Command) > 0 || e.Preset != "" || e.Prompt != "" || len(e.Args) > 0 {
+				b.errorf(at, "command, preset, args and prompt only apply to kind = \"exec\"")
+			}
+		case EngineExec:
+			b.execEngine(&e, at)
+		case "":
+			b.errorf(at, "engine %s has no kind: set kind = \"gemini\", \"script\" or \"exec\"", name)
+		default:
+			b.errorf(at+".kind", "unknown engine kind %q (valid: gemini, script, exec)", e.Kind)
+		}
+		b.cfg.Engines[name] = e
+	}
+}
+
+func (b *builder) execEngine(e *Engine, at string) {
+	switch {
+	case len(e.Command) > 0 && e.Preset != "":
+		b.errorf(at, "set either command or preset, not both")
+	case len(e.Command) == 0 && e.Preset == "":
+		b.errorf(at, "an exec engine needs command = [...] or preset = %q", strings.Join(Presets, "\" | \""))
+	case e.Preset != "" && !slices.Contains(Presets, e.Preset):
+		b.errorf(at+".preset", "unknown preset %q (valid: %s)", e.Preset, strings.Join(Presets, ", "))
+	case len(e.Command) > 0 && e.Command[0] == "":
+		b.errorf(at+".command", "command[0] must name a program")
+	}
+	if e.Prompt == "" {
+		e.Prompt = PromptStdin
+	}
+	if !slices.Contains([]string{PromptStdin, PromptArg, PromptFile}, e.Prompt) {
+		b.errorf(at+".prompt", "prompt must be %q, %q or %q, got %q", PromptStdin, PromptArg, PromptFile, e.Prompt)
+		return
+	}
+	if len(e.Command) > 0 {
+		all := strings.Join(e.Command, "\x00")
+		switch {
+		case e.Prompt == PromptArg && !strings.Contains(all, "{prompt}"):
+			b.errorf(at+".command", "prompt = \"arg\" needs a \"{prompt}\" argument in command")
+		case e.Prompt == PromptFile && !strings.Contains(all, "{prompt_file}"):
+			b.errorf(at+".command", "prompt = \"file\" needs a \"{prompt_file}\" argument in command")
+		}
+	}
+}
+
+func (b *builder) prompt(r rawPrompt) {
+	p := &b.cfg.Prompt
+	if r.MessageCap != nil {
+		n, err := parseSize(r.MessageCap)
+		if err != nil {
+			b.errorf("prompt.message_cap", "%v", err)
+		} else {
+			p.MessageCap = n
+		}
+	}
+	if r.TaskLimit != nil {
+		if *r.TaskLimit < 0 {
+			b.errorf("prompt.task_limit", "task_limit must not be negative")
+		} else {
+			p.TaskLimit = *r.TaskLimit
+		}
+	}
+	if r.IncludeEpics != nil {
+		p.IncludeEpics = *r.IncludeEpics
+	}
+	if r.GitTimeout != nil {
+		p.GitTimeout = b.duration("prompt.git_timeout", *r.GitTimeout, false)
+	}
+	if r.BDTimeout != nil {
+		p.BDTimeout = b.duration("prompt.bd_timeout", *r.BDTimeout, false)
+	}
+}
+
+func (b *builder) liveness(r rawLiveness) {
+	l := &b.cfg.Liveness
+	if r.Heartbeat != nil {
+		l.Heartbeat = b.duration("liveness.heartbeat", *r.Heartbeat, false)
+	}
+	if r.NudgeAfter != nil {
+		l.NudgeAfter = b.duration("liveness.nudge_after", *r.NudgeAfter, true)
+	}
+	if r.NudgeEvery != nil {
+		l.NudgeEvery = b.duration("liveness.nudge_every", *r.NudgeEvery, false)
+	}
+	if r.MaxNudges != nil {
+		if *r.MaxNudges < 0 {
+			b.errorf("liveness.max_nudges", "max_nudges must not be negative")
+		} else {
+			l.MaxNudges = *r.MaxNudges
+		}
+	}
+	if r.TaskPoll != nil {
+		l.TaskPoll = b.duration("liveness.task_poll", *r.TaskPoll, false)
+	}
+}
+
+func (b *builder) errorsSection(r rawErrors) {
+	e := &b.cfg.Errors
+	positive := func(key string, v *int, dst *int) {
+		if v == nil {
+			return
+		}
+		if *v < 1 {
+			b.errorf(key, "must be at least 1, got %d", *v)
+			return
+		}
+		*dst = *v
+	}
+	positive("errors.max_consecutive", r.MaxConsecutive, &e.MaxConsecutive)
+	positive("errors.max_total", r.MaxTotal, &e.MaxTotal)
+	if r.BackoffMin != nil {
+		e.BackoffMin = b.duration("errors.backoff_min", *r.BackoffMin, false)
+	}
+	if r.BackoffMax != nil {
+		e.BackoffMax = b.duration("errors.backoff_max", *r.BackoffMax, false)
+	}
+	if e.BackoffMax < e.BackoffMin {
+		b.errorf("errors.backoff_max", "backoff_max (%s) is below backoff_min (%s)", e.BackoffMax, e.BackoffMin)
+	}
+}
+
+// duration parses a Go duration string ("90s", "5m", "1h30m"). zeroOK allows
+// "0s", which turns a feature off.
+func (b *builder) duration(key, s string, zeroOK bool) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		b.errorf(key, "bad duration %q: write it like \"90s\", \"5m\" or \"1h30m\"", s)
+		return 0
+	}
+	if d < 0 || (d == 0 && !zeroOK) {
+		b.errorf(key, "duration %q must be positive", s)
+		return 0
+	}
+	return d
+}
+
+// parseSize accepts a number of bytes or a string like "4KiB", "1MiB", "512B".
+func parseSize(v any) (int, error) {
+	switch v := v.(type) {
+	case int64:
+		if v < 1 {
+			return 0, fmt.Errorf("size must be positive, got %d", v)
+		}
+		return int(v), nil
+	case string:
+		s := strings.TrimSpace(v)
+		mult := 1
+		for _, u := range []struct {
+			suffix string
+			mult   int
+		}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"KB", 1000}, {"MB", 1000_000}, {"B", 1}} {
+			if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+				s, mult = strings.TrimSpace(rest), u.mult
+				break
+			}
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("bad size %q: write it like \"4KiB\" or 4096", v)
+		}
+		return n * mult, nil
+	default:
+		return 0, fmt.Errorf("bad size %v: write it like \"4KiB\" or 4096", v)
+	}
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,58 @@
+package message
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	known := []string{"backend", "frontend"}
+	tests := []struct {
+		name string
+		d    Draft
+		want error
+	}{
+		{"ok", Draft{From: "operator", To: "backend", Body: "hi"}, nil},
+		{"agent to operator", Draft{From: "backend", To: "operator", Body: "done"}, nil},
+		{"agent to agent urgent", Draft{From: "backend", To: "frontend", Body: "x", Urgency: Urgent, Kind: KindTask}, nil},
+		{"unknown recipient", Draft{From: "operator", To: "db", Body: "hi"}, ErrUnknownRecipient},
+		{"unknown sender", Draft{From: "db", To: "backend", Body: "hi"}, ErrUnknownSender},
+		{"path recipient", Draft{From: "operator", To: "../x", Body: "hi"}, ErrBadName},
+		{"upper-case recipient", Draft{From: "operator", To: "Backend", Body: "hi"}, ErrBadName},
+		{"empty recipient", Draft{From: "operator", To: "", Body: "hi"}, ErrBadName},
+		{"to self", Draft{From: "backend", To: "backend", Body: "hi"}, ErrToSelf},
+		{"operator to self", Draft{From: "operator", To: "operator", Body: "hi"}, ErrToSelf},
+		{"empty body", Draft{From: "operator", To: "backend", Body: ""}, ErrEmptyBody},
+		{"blank body", Draft{From: "operator", To: "backend", Body: " \n\t"}, ErrEmptyBody},
+		{"huge body", Draft{From: "operator", To: "backend", Body: strings.Repeat("x", MaxBody+1)}, ErrBodyTooLarge},
+		{"max body", Draft{From: "operator", To: "backend", Body: strings.Repeat("x", MaxBody)}, nil},
+		{"bad kind", Draft{From: "operator", To: "backend", Body: "x", Kind: "memo"}, ErrBadKind},
+		{"bad urgency", Draft{From: "operator", To: "backend", Body: "x", Urgency: "asap"}, ErrBadUrgency},
+		{"bad payload", Draft{From: "operator", To: "backend", Body: "x", Payload: []byte("{")}, ErrBadPayload},
+		{"bad utf8", Draft{From: "operator", To: "backend", Body: "\xff"}, ErrBadBody},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Validate(tt.d, known)
+			if !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+				t.Fatalf("Validate = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnknownRecipientNamesKnown(t *testing.T) {
+	err := Validate(Draft{From: "operator", To: "db", Body: "hi"}, []string{"backend", "frontend"})
+	if err == nil || !strings.Contains(err.Error(), "backend, frontend, operator") {
+		t.Fatalf("error %v does not list the known names", err)
+	}
+}
+
+func TestWakes(t *testing.T) {
+	for _, k := range Kinds {
+		if got, want := k.Wakes(), k != KindStatus; got != want {
+			t.Errorf("%s.Wakes() = %v", k, got)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunCapturesOutput(t *testing.T) {
+	res, err := Run(context.Background(), Spec{}, "sh", "-c", "echo out; echo err >&2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" || res.ExitCode != 0 {
+		t.Fatalf("res = %+v", res)
+	}
+}
+
+func TestRunExitError(t *testing.T) {
+	_, err := Run(context.Background(), Spec{}, "sh", "-c", "echo 'no database' >&2; exit 3")
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.ExitCode != 3 || !strings.Contains(err.Error(), "no database") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A grandchild holding stdout open must not keep Run waiting: the timeout
+// kills the whole group and Run returns. The grandchild writes its pid so the
+// test can check it is gone, without timing anything.
+func TestTimeoutKillsTheGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	script := "sleep 60 & echo $! > " + pidFile + "; wait"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, Spec{Grace: 50 * time.Millisecond}, "sh", "-c", script)
+		done <- err
+	}()
+	pid := waitForPid(t, pidFile)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	waitGone(t, pid)
+}
+
+func TestTimeoutCause(t *testing.T) {
+	_, err := Run(context.Background(), Spec{Timeout: 20 * time.Millisecond, Grace: 20 * time.Millisecond}, "sleep", "60")
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func waitForPid(t *testing.T, path string) int {
+	t.Helper()
+	for range 500 {
+		b, err := os.ReadFile(path)
+		if err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err == nil {
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("child never wrote its pid")
+	return 0
+}
+
+// waitGone polls until pid no longer exists (bounded), since the kernel
+// reaps asynchronously.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for range 500 {
+		if !processExists(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d survived the group kill", pid)
+}
+
+func processExists(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return GroupAlive(pid) // non-Linux fallback
+	}
+	// A zombie (state Z) is dead for our purposes.
+	fields := strings.Fields(string(b))
+	return len(fields) > 2 && fields[2] != "Z"
+}
