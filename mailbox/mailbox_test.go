@@ -323,3 +323,19 @@ func ids(ms []message.Message) string {
 	}
 	return string(out)
 }
+
+func TestMeta(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if _, ok, err := s.Meta(ctx, "base_branch"); ok || err != nil {
+		t.Fatalf("unset meta: ok=%v err=%v", ok, err)
+	}
+	for _, v := range []string{"main", "trunk"} {
+		if err := s.SetMeta(ctx, "base_branch", v); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok, _ := s.Meta(ctx, "base_branch"); !ok || got != v {
+			t.Fatalf("meta = %q, %v; want %q", got, ok, v)
+		}
+	}
+}

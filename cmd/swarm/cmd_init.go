@@ -22,6 +22,8 @@ type InitOptions struct {
 	Force bool
 }
 
+func init() { commands = append(commands, newInitCmd) }
+
 func newInitCmd(app *App) *cobra.Command {
 	opts := &InitOptions{App: app}
 	cmd := &cobra.Command{

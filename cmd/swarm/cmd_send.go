@@ -24,6 +24,8 @@ type SendOptions struct {
 	Kind    string
 }
 
+func init() { commands = append(commands, newSendCmd) }
+
 func newSendCmd(app *App) *cobra.Command {
 	opts := &SendOptions{App: app}
 	cmd := &cobra.Command{

@@ -22,6 +22,8 @@ func versionString() string {
 	return v
 }
 
+func init() { commands = append(commands, newVersionCmd) }
+
 func newVersionCmd(app *App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

@@ -28,6 +28,10 @@ type App struct {
 	Cwd    string
 }
 
+// commands are the subcommands. Each command's file registers itself in an
+// init function, so adding a command touches only its own file.
+var commands []func(*App) *cobra.Command
+
 const rootLong = `swarm runs a team of LLM coding agents in one git repository.
 
 Every agent works in its own git worktree on its own branch, gets a prompt
@@ -69,12 +73,9 @@ func newRootCmd(app *App) *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err: err, help: cmd.CommandPath()}
 	})
-	root.AddCommand(
-		newInitCmd(app),
-		newSendCmd(app),
-		newInboxCmd(app),
-		newVersionCmd(app),
-	)
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(app))
+	}
 	// Every command's positional-argument errors are usage errors too.
 	for _, c := range root.Commands() {
 		wrapArgs(c)

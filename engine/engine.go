@@ -1,0 +1,210 @@
+// Package engine runs agent sessions. A session is one run of an engine in
+// the agent's worktree with a freshly built prompt.
+//
+// In-process engines (gemini, script) share one tool-using agent loop over
+// the narrow Model interface: the loop asks the model for a turn, runs the
+// tool calls it makes, appends the results and repeats until the model
+// answers without a tool call, the session is cancelled, or max turns or the
+// session timeout is reached. External CLI agents (engine/exec) implement
+// Engine directly.
+//
+// The engine never imports the mailbox or beads: it reaches them through the
+// Messenger and TaskBoard interfaces that the supervisor wires in.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/swarmhq/swarm/mode"
+)
+
+// Engine runs sessions.
+type Engine interface {
+	// Name is the engine's configured name (gemini, script, or an
+	// [engine.NAME] table's name).
+	Name() string
+	// Run runs one session and blocks until it ends. It returns promptly
+	// when ctx is cancelled, with Outcome Cancelled and Cause set to
+	// context.Cause(ctx), so an urgent interrupt can be told from a
+	// shutdown.
+	Run(ctx context.Context, s *Session) Result
+}
+
+// WorkSource is implemented by engines that know of work of their own, such
+// as a script with blocks left to play. The supervisor asks it, besides mail
+// and ready tasks, whether an agent has work waiting for session seq.
+type WorkSource interface {
+	HasWork(agent string, seq int64) bool
+}
+
+// Preflight is implemented by engines with requirements to check before any
+// session starts (an API key, a command on PATH). The error says what is
+// missing and how to fix it.
+type Preflight interface {
+	Preflight(ctx context.Context) error
+}
+
+// Session is everything an engine needs for one session.
+type Session struct {
+	Agent     string
+	ID        string // unique across the swarm; SWARM_SESSION_ID
+	Seq       int64  // 1, 2, ... per agent; SWARM_SESSION_SEQ
+	Root      string // the repository root; SWARM_ROOT
+	DB        string // absolute database path; SWARM_DB
+	Agents    []string
+	Worktree  string // the session's working directory
+	Branch    string
+	Prompt    string // the system instruction
+	Mode      mode.Mode
+	Model     string // model name for model-backed engines
+	MaxTurns  int
+	Timeout   time.Duration
+	Grace     time.Duration // interrupt_grace: SIGTERM to SIGKILL
+	Mail      []Mail        // the messages delivered into this session
+	Env       []string      // the session environment (see Env)
+	Messenger Messenger
+	Tasks     TaskBoard // nil when bd is not installed
+	Log       io.Writer // the session log; engines write the conversation here
+
+	// Interject is called by in-process engines at every tool boundary
+	// (after a round of tool results, before the next model request). The
+	// texts it returns are added to the conversation as one user turn. The
+	// supervisor uses it for interrupt = "boundary". May be nil.
+	Interject func(ctx context.Context) []string
+
+	// OnProcess is called with the process group id of every long-lived
+	// process group the session starts (an exec agent, a bash tool call),
+	// so recovery can kill what a crash leaves behind. May be nil.
+	OnProcess func(pgid int)
+
+	// OnActivity reports what the session is doing ("bash: go test ./...")
+	// for status displays. May be nil.
+	OnActivity func(summary string)
+}
+
+// Mail is a message delivered into the session.
+type Mail struct {
+	ID     int64
+	From   string
+	Body   string
+	Urgent bool
+}
+
+// Messenger sends mail from the session's agent.
+type Messenger interface {
+	// Send stores a message from the agent and returns its id.
+	Send(ctx context.Context, to, body string, urgent bool, replyTo int64) (int64, error)
+}
+
+// TaskBoard is the beads task tracker, as the agent's actor.
+type TaskBoard interface {
+	Claim(ctx context.Context, id string) (json.RawMessage, error)
+	Close(ctx context.Context, id, reason string) (json.RawMessage, error)
+	Show(ctx context.Context, id string) (json.RawMessage, error)
+}
+
+// Outcome is how a session ended.
+type Outcome string
+
+const (
+	Success   Outcome = "success"   // the model answered without a tool call
+	Failed    Outcome = "error"     // an error, max turns, a non-zero exit
+	Timeout   Outcome = "timeout"   // the session timeout passed
+	Cancelled Outcome = "cancelled" // ctx was cancelled; see Result.Cause
+)
+
+// Result is the end of a session.
+type Result struct {
+	Outcome Outcome
+	Err     error // why, for Failed and Timeout
+	Cause   error // context.Cause(ctx), for Cancelled
+	Usage   Usage
+	Turns   int
+}
+
+// Usage is token usage for a session.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+
+// Add sums usage.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+}
+
+// Model is what an in-process engine asks for each turn.
+type Model interface {
+	// Generate returns the model's next turn given the system instruction,
+	// the conversation so far and the tools on offer.
+	Generate(ctx context.Context, req Request) (Response, error)
+}
+
+// Request is one model call.
+type Request struct {
+	Model  string
+	System string
+	Turns  []Turn
+	Tools  []ToolSpec
+	// Session identifies the session for models that need it (the script
+	// model picks its block by Seq and reads Mail).
+	Session *Session
+}
+
+// Response is one model turn.
+type Response struct {
+	Turn  Turn // Role "model"
+	Usage Usage
+}
+
+// Role of a turn.
+const (
+	RoleUser  = "user"
+	RoleModel = "model"
+)
+
+// Turn is one entry of the conversation.
+type Turn struct {
+	Role  string
+	Parts []Part
+}
+
+// Part is text, a tool call, or a tool result. Raw keeps a model's own
+// encoding of the part, so it can be sent back verbatim (Gemini rejects
+// calls whose thought signatures were dropped).
+type Part struct {
+	Text      string
+	Call      *ToolCall
+	Result    *ToolResult
+	Raw       any
+	IsThought bool
+}
+
+// ToolCall is a model asking to run a tool.
+type ToolCall struct {
+	ID   string
+	Name string
+	Args map[string]any
+}
+
+// ToolResult is what a tool returned, sent back to the model.
+type ToolResult struct {
+	CallID string
+	Name   string
+	Output string
+	Error  string // non-empty when the tool failed; the model sees why
+}
+
+// ToolSpec declares a tool to the model.
+type ToolSpec struct {
+	Name        string
+	Description string
+	// Parameters is a JSON Schema object: {"type":"object","properties":...}.
+	Parameters map[string]any
+}
