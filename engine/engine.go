@@ -10,6 +10,16 @@
 //
 // The engine never imports the mailbox or beads: it reaches them through the
 // Messenger and TaskBoard interfaces that the supervisor wires in.
+//
+// The loop offers the model exactly the tools the session's mode grants
+// (mode.Mode.Tools, with the beads tools only when a TaskBoard is wired)
+// and refuses a call to any other. Tool failures go back to the model as
+// the tool's error text; they never end the session. The file tools
+// (read_file, write_file, edit_file, list_files, grep) resolve every path,
+// symlinks included, and refuse anything outside the worktree. bash is not
+// confined: it runs with the user's rights, in the worktree, in its own
+// process group (killed on cancel, on its timeout and when it returns),
+// with the session environment minus credentials (Scrub).
 package engine
 
 import (

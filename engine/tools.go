@@ -1,0 +1,296 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/swarmhq/swarm/mode"
+)
+
+// Output limits. What a tool returns goes into the model's context, so
+// every tool caps its output and says when it did.
+const (
+	MaxToolOutput = 64 << 10 // bash output and read_file content
+	maxListed     = 1000     // list_files entries
+	maxGrepHits   = 200      // grep matching lines
+	maxGrepLine   = 300      // bytes of one matching line shown
+	maxGrepFile   = 4 << 20  // larger files are skipped by grep
+)
+
+// ToolSpecs declares the named tools, in the order given. Unknown names are
+// skipped.
+func ToolSpecs(names []string) []ToolSpec {
+	var out []ToolSpec
+	for _, n := range names {
+		if spec, ok := toolSpecs[n]; ok {
+			out = append(out, spec)
+		}
+	}
+	return out
+}
+
+// OfferedTools lists the tools a session offers its model: those its mode
+// grants, with the beads tools only when a task board is wired in.
+func OfferedTools(s *Session) []string {
+	return s.Mode.Tools(s.Tasks != nil)
+}
+
+func object(required []string, props map[string]any) map[string]any {
+	o := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func prop(typ, desc string) map[string]any { return map[string]any{"type": typ, "description": desc} }
+
+var toolSpecs = map[string]ToolSpec{
+	mode.Bash: {
+		Name:        mode.Bash,
+		Description: "Run a shell command in the worktree (cwd = worktree root) and return its combined stdout and stderr and its exit status. Output over 64 KiB keeps the head and the tail. Background processes are killed when the command returns.",
+		Parameters: object([]string{"command"}, map[string]any{
+			"command":         prop("string", "The command, run with bash -c."),
+			"timeout_seconds": prop("integer", "Kill the command after this many seconds (default 120, at most 3600)."),
+		}),
+	},
+	mode.ReadFile: {
+		Name:        mode.ReadFile,
+		Description: "Read a text file in the worktree, optionally only a range of lines.",
+		Parameters: object([]string{"path"}, map[string]any{
+			"path":       prop("string", "Path relative to the worktree root."),
+			"start_line": prop("integer", "First line to return, from 1."),
+			"end_line":   prop("integer", "Last line to return, inclusive."),
+		}),
+	},
+	mode.WriteFile: {
+		Name:        mode.WriteFile,
+		Description: "Create or overwrite a file in the worktree with the given content. Parent directories are created.",
+		Parameters: object([]string{"path", "content"}, map[string]any{
+			"path":    prop("string", "Path relative to the worktree root."),
+			"content": prop("string", "The whole new content of the file."),
+		}),
+	},
+	mode.EditFile: {
+		Name:        mode.EditFile,
+		Description: "Replace one exact occurrence of old with new in a file. old must match exactly once, whitespace included; add surrounding lines to make it unique.",
+		Parameters: object([]string{"path", "old", "new"}, map[string]any{
+			"path": prop("string", "Path relative to the worktree root."),
+			"old":  prop("string", "The exact text to replace; must occur exactly once."),
+			"new":  prop("string", "The replacement text."),
+		}),
+	},
+	mode.ListFiles: {
+		Name:        mode.ListFiles,
+		Description: "List the files in a directory of the worktree (directories end with /). .git is skipped.",
+		Parameters: object(nil, map[string]any{
+			"path":      prop("string", "Directory relative to the worktree root; default the root."),
+			"recursive": prop("boolean", "List the whole tree below path."),
+		}),
+	},
+	mode.Grep: {
+		Name:        mode.Grep,
+		Description: "Search files in the worktree for a Go regular expression; returns path:line: text for each matching line.",
+		Parameters: object([]string{"pattern"}, map[string]any{
+			"pattern": prop("string", "A Go (RE2) regular expression."),
+			"path":    prop("string", "File or directory to search, relative to the worktree root; default the root."),
+		}),
+	},
+	mode.SendMessage: {
+		Name:        mode.SendMessage,
+		Description: "Send a message to a teammate (by agent name) or to \"operator\", the human. Urgent interrupts the recipient now; use it only when they must stop what they are doing.",
+		Parameters: object([]string{"to", "body"}, map[string]any{
+			"to":       prop("string", "Recipient: an agent name or \"operator\"."),
+			"body":     prop("string", "The message."),
+			"urgent":   prop("boolean", "Interrupt the recipient now."),
+			"reply_to": prop("integer", "Id of the message this answers, to keep the thread."),
+		}),
+	},
+	mode.BDClaim: {
+		Name:        mode.BDClaim,
+		Description: "Claim a beads task so nobody else works on it. Fails if someone else already claimed it.",
+		Parameters: object([]string{"id"}, map[string]any{
+			"id": prop("string", "The task id, such as bd-12."),
+		}),
+	},
+	mode.BDClose: {
+		Name:        mode.BDClose,
+		Description: "Close a beads task you finished.",
+		Parameters: object([]string{"id"}, map[string]any{
+			"id":     prop("string", "The task id."),
+			"reason": prop("string", "What was done."),
+		}),
+	},
+	mode.BDShow: {
+		Name:        mode.BDShow,
+		Description: "Show a beads task with its details.",
+		Parameters: object([]string{"id"}, map[string]any{
+			"id": prop("string", "The task id."),
+		}),
+	},
+}
+
+// toolbox runs one session's tool calls.
+type toolbox struct {
+	s       *Session
+	sb      *sandbox
+	offered []string
+	env     []string // the scrubbed session environment for bash
+}
+
+func newToolbox(s *Session) (*toolbox, error) {
+	if !s.Mode.Valid() {
+		return nil, fmt.Errorf("session mode %q is not valid (valid: %s)", s.Mode, strings.Join(mode.Names(), ", "))
+	}
+	sb, err := newSandbox(s.Worktree)
+	if err != nil {
+		return nil, err
+	}
+	env := s.Env
+	if env == nil {
+		// A session without an explicit environment still gets its
+		// variables; Scrub below keeps the keys out either way.
+		env = SessionEnv(osEnviron(), s)
+	}
+	// PWD names the worktree, so bash's pwd agrees with its cwd rather
+	// than echoing the supervisor's directory.
+	env = append(withoutKey(Scrub(env), "PWD"), "PWD="+sb.raw)
+	return &toolbox{s: s, sb: sb, offered: OfferedTools(s), env: env}, nil
+}
+
+func withoutKey(env []string, key string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func (tb *toolbox) specs() []ToolSpec { return ToolSpecs(tb.offered) }
+
+// errCancelled marks a tool that stopped because the session ended.
+var errCancelled = errors.New("tool stopped: the session was cancelled")
+
+// run runs one call. Tool failures are reported in the result for the
+// model to read; they never end the session.
+func (tb *toolbox) run(ctx context.Context, call ToolCall) ToolResult {
+	res := ToolResult{CallID: call.ID, Name: call.Name}
+	if !slices.Contains(tb.offered, call.Name) {
+		res.Error = tb.refusal(call.Name)
+		return res
+	}
+	args, err := parseArgs(call.Name, call.Args)
+	if err != nil {
+		res.Error = err.Error() + ". Call the tool again with corrected arguments."
+		return res
+	}
+	out, err := tb.dispatch(ctx, call.Name, args)
+	res.Output = out
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res
+}
+
+func (tb *toolbox) refusal(name string) string {
+	avail := strings.Join(tb.offered, ", ")
+	if avail == "" {
+		avail = "none"
+	}
+	switch {
+	case slices.Contains(mode.BeadsTools, name) && tb.s.Mode.Allows(name):
+		return fmt.Sprintf("tool %q is not available: bd (beads) is not installed for this swarm. Available tools: %s", name, avail)
+	case slices.Contains(mode.AllTools, name):
+		return fmt.Sprintf("tool %q is not allowed in %s mode. Available tools: %s", name, tb.s.Mode, avail)
+	}
+	return fmt.Sprintf("unknown tool %q. Available tools: %s", name, avail)
+}
+
+func (tb *toolbox) dispatch(ctx context.Context, name string, args any) (string, error) {
+	switch a := args.(type) {
+	case bashArgs:
+		return tb.bash(ctx, a)
+	case readArgs:
+		return tb.readFile(a)
+	case writeArgs:
+		return tb.writeFile(a)
+	case editArgs:
+		return tb.editFile(a)
+	case listArgs:
+		return tb.listFiles(a)
+	case grepArgs:
+		return tb.grep(ctx, a)
+	case sendArgs:
+		return tb.send(ctx, a)
+	case taskArgs:
+		return tb.task(ctx, name, a)
+	}
+	return "", fmt.Errorf("internal error: no handler for %T", args)
+}
+
+// summary is a short line for OnActivity and the log: "bash: go test ./...".
+func summary(call ToolCall) string {
+	pick := func(keys ...string) string {
+		for _, k := range keys {
+			if v, ok := call.Args[k].(string); ok && v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	var what string
+	switch call.Name {
+	case mode.Bash:
+		what = pick("command")
+	case mode.ReadFile, mode.WriteFile, mode.EditFile:
+		what = pick("path")
+	case mode.ListFiles:
+		what = pick("path")
+		if what == "" {
+			what = "."
+		}
+	case mode.Grep:
+		what = pick("pattern")
+	case mode.SendMessage:
+		what = "to " + pick("to")
+	case mode.BDClaim, mode.BDClose, mode.BDShow:
+		what = pick("id")
+	}
+	what = oneLine(what, 80)
+	if what == "" {
+		return call.Name
+	}
+	return call.Name + ": " + what
+}
+
+// oneLine keeps the first line of s, cut to n bytes on a rune boundary.
+func oneLine(s string, n int) string {
+	s = strings.TrimSpace(s)
+	cut := false
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s, cut = s[:i], true
+	}
+	if len(s) > n {
+		s, cut = truncUTF8(s, n), true
+	}
+	if cut {
+		s += " …"
+	}
+	return s
+}
+
+// truncUTF8 cuts s to at most n bytes without splitting a rune.
+func truncUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
