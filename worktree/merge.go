@@ -1,0 +1,350 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Result is what Keep, Merge, Squash or Discard did for one agent.
+type Result struct {
+	Agent  string
+	Branch string
+	Path   string // the worktree, whether or not it still exists
+	// AutoCommit is the commit that saved uncommitted work first, if any.
+	AutoCommit string
+	// Commits are the branch's commits that were not on the base branch
+	// before the operation, newest first: "<short hash> <subject>".
+	Commits []string
+	// Commit is the merge or squash commit made on the base branch; empty
+	// when there was nothing to merge.
+	Commit string
+	// Removed reports that the worktree was removed and the branch deleted.
+	Removed bool
+}
+
+// ConflictError is a merge or squash that conflicted. The merge was
+// aborted: the base branch and the main worktree are as they were, and the
+// agent's branch and worktree are kept.
+type ConflictError struct {
+	Agent  string
+	Branch string
+	Base   string
+	Files  []string // the conflicted paths, relative to the repository root
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("merging %s into %s conflicts in %s; the merge was aborted and %s and its worktree were kept", e.Branch, e.Base, strings.Join(e.Files, ", "), e.Branch)
+}
+
+// UnmergedCommits lists the commits of swarm/<agent> that are not on the
+// base branch, newest first, "<short hash> <subject>". No branch means none.
+func (m *Manager) UnmergedCommits(ctx context.Context, agent string) ([]string, error) {
+	if err := checkAgent(agent); err != nil {
+		return nil, err
+	}
+	base, err := m.BaseBranch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.unmerged(ctx, base, agent)
+}
+
+func (m *Manager) unmerged(ctx context.Context, base, agent string) ([]string, error) {
+	has, err := m.ok(ctx, m.root, "rev-parse", "--verify", "-q", branchRef(agent)+"^{commit}")
+	if err != nil || !has {
+		return nil, err
+	}
+	out, err := m.run(ctx, m.root, "log", "--no-decorate", "--format=%h %s", "refs/heads/"+base+".."+branchRef(agent), "--")
+	if err != nil {
+		return nil, fmt.Errorf("list unmerged commits of %s: %w", Branch(agent), err)
+	}
+	if out == "" {
+		return []string{}, nil
+	}
+	return strings.Split(out, "\n"), nil
+}
+
+// CheckBase returns nil when the main worktree can take merges: it is on
+// the base branch, with no merge in progress and no uncommitted changes to
+// tracked files (untracked files are fine). The errors wrap ErrNotOnBase or
+// ErrBaseDirty and say what to do.
+func (m *Manager) CheckBase(ctx context.Context) error {
+	base, err := m.BaseBranch(ctx)
+	if err != nil {
+		return err
+	}
+	return m.checkBase(ctx, base)
+}
+
+func (m *Manager) checkBase(ctx context.Context, base string) error {
+	h, err := readHead(m.root)
+	if err != nil {
+		return err
+	}
+	if h.Ref != "refs/heads/"+base {
+		return fmt.Errorf("%w: %s is on %s, and the agents' work goes into %s; run 'git switch %s' there first", ErrNotOnBase, m.root, h.describe(), base, base)
+	}
+	merging, err := m.ok(ctx, m.root, "rev-parse", "-q", "--verify", "MERGE_HEAD")
+	if err != nil {
+		return err
+	}
+	if merging {
+		return fmt.Errorf("%w: a merge is in progress in %s; finish it (git commit) or abort it (git merge --abort) first", ErrBaseDirty, m.root)
+	}
+	res, err := m.runEnv(ctx, m.root, []string{"GIT_OPTIONAL_LOCKS=0"}, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return fmt.Errorf("status of %s: %w", m.root, err)
+	}
+	if out := strings.TrimRight(string(res.Stdout), "\n"); out != "" {
+		var files []string
+		for _, line := range strings.Split(out, "\n") {
+			if len(line) > 3 {
+				files = append(files, line[3:])
+			}
+		}
+		return fmt.Errorf("%w to tracked files in %s (%s); commit or stash them first", ErrBaseDirty, m.root, strings.Join(files, ", "))
+	}
+	return nil
+}
+
+// Keep saves agent's uncommitted work with an auto-commit and unlocks the
+// worktree; the worktree and branch stay for the next run.
+func (m *Manager) Keep(ctx context.Context, agent string) (Result, error) {
+	if err := checkAgent(agent); err != nil {
+		return Result{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	info, err := m.inspect(ctx, agent)
+	res := Result{Agent: agent, Branch: info.Branch, Path: info.Path}
+	if err != nil {
+		return res, err
+	}
+	if info.Valid() {
+		if res.AutoCommit, err = m.autoCommit(ctx, agent, autoCommitMsg(agent)); err != nil {
+			return res, err
+		}
+		if err := m.unlock(ctx, info); err != nil {
+			return res, err
+		}
+	}
+	// The list is informative; without a base branch there is none.
+	if base, err := m.BaseBranch(ctx); err == nil {
+		if res.Commits, err = m.unmerged(ctx, base, agent); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func autoCommitMsg(agent string) string {
+	return fmt.Sprintf("swarm: save uncommitted work of %s", agent)
+}
+
+// Merge auto-commits agent's uncommitted work, merges swarm/<agent> into the
+// base branch with one merge commit naming the agent (--no-ff), then removes
+// the worktree and deletes the branch. The main worktree must pass
+// CheckBase. A conflict is aborted and returned as a *ConflictError, with
+// the branch and worktree kept.
+func (m *Manager) Merge(ctx context.Context, agent string) (Result, error) {
+	return m.integrate(ctx, agent, false)
+}
+
+// Squash is Merge with one ordinary commit on the base branch holding all of
+// the agent's changes, authored swarm/<agent> and listing its commits.
+func (m *Manager) Squash(ctx context.Context, agent string) (Result, error) {
+	return m.integrate(ctx, agent, true)
+}
+
+func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (Result, error) {
+	if err := checkAgent(agent); err != nil {
+		return Result{}, err
+	}
+	base, err := m.BaseBranch(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	info, err := m.inspect(ctx, agent)
+	res := Result{Agent: agent, Branch: info.Branch, Path: info.Path}
+	if err != nil {
+		return res, err
+	}
+	if !info.HasBranch {
+		return res, fmt.Errorf("%w: %s does not exist", ErrNoBranch, info.Branch)
+	}
+	if err := m.checkBase(ctx, base); err != nil {
+		return res, err
+	}
+	if info.Valid() {
+		if res.AutoCommit, err = m.autoCommit(ctx, agent, autoCommitMsg(agent)); err != nil {
+			return res, err
+		}
+	}
+	if res.Commits, err = m.unmerged(ctx, base, agent); err != nil {
+		return res, err
+	}
+	if len(res.Commits) > 0 {
+		if squash {
+			res.Commit, err = m.squashInto(ctx, base, agent, res.Commits)
+		} else {
+			res.Commit, err = m.mergeInto(ctx, base, agent)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	if err := m.removeWorktree(ctx, info, false); err != nil {
+		return res, fmt.Errorf("%s is on %s, but: %w", info.Branch, base, err)
+	}
+	// After a real merge git can verify the branch is merged (-d); a squash
+	// leaves it unmerged by ancestry although its changes are on the base.
+	del := "-d"
+	if squash {
+		del = "-D"
+	}
+	if _, err := m.run(ctx, m.root, "branch", del, info.Branch); err != nil {
+		return res, fmt.Errorf("%s is on %s, but deleting the branch failed: %w", info.Branch, base, err)
+	}
+	res.Removed = true
+	return res, nil
+}
+
+func (m *Manager) mergeInto(ctx context.Context, base, agent string) (string, error) {
+	msg := fmt.Sprintf("swarm: merge agent %s (branch %s)", agent, Branch(agent))
+	env := m.identity(ctx, m.root, "", "")
+	_, err := m.runEnv(ctx, m.root, env, "merge", "--no-ff", "--no-edit", "-m", msg, branchRef(agent))
+	if err == nil {
+		return m.run(ctx, m.root, "rev-parse", "HEAD")
+	}
+	files, ferr := m.conflicted(ctx)
+	if ferr != nil {
+		return "", errors.Join(err, ferr)
+	}
+	merging, verr := m.ok(ctx, m.root, "rev-parse", "-q", "--verify", "MERGE_HEAD")
+	if verr != nil {
+		return "", errors.Join(err, verr)
+	}
+	if merging {
+		if _, aerr := m.run(ctx, m.root, "merge", "--abort"); aerr != nil {
+			return "", fmt.Errorf("merge %s into %s failed (%v), and so did 'git merge --abort' (%w); run it yourself in %s", Branch(agent), base, err, aerr, m.root)
+		}
+	}
+	if len(files) > 0 {
+		return "", &ConflictError{Agent: agent, Branch: Branch(agent), Base: base, Files: files}
+	}
+	// git refused before merging (say, an untracked file in the way), or a
+	// hook stopped it; either way nothing is left in progress.
+	return "", fmt.Errorf("merge %s into %s: %w", Branch(agent), base, err)
+}
+
+func (m *Manager) squashInto(ctx context.Context, base, agent string, commits []string) (string, error) {
+	// git wants an identity even for a merge that does not commit.
+	env := m.identity(ctx, m.root, Branch(agent), "")
+	_, err := m.runEnv(ctx, m.root, env, "merge", "--squash", branchRef(agent))
+	if err != nil {
+		files, ferr := m.conflicted(ctx)
+		// A squash leaves no MERGE_HEAD to abort; reset --merge puts back the
+		// index and the files it touched, keeps untracked files, and drops
+		// SQUASH_MSG.
+		if rerr := m.undoSquash(ctx); rerr != nil {
+			return "", errors.Join(err, ferr, rerr)
+		}
+		if ferr != nil {
+			return "", errors.Join(err, ferr)
+		}
+		if len(files) > 0 {
+			return "", &ConflictError{Agent: agent, Branch: Branch(agent), Base: base, Files: files}
+		}
+		return "", fmt.Errorf("squash %s into %s: %w", Branch(agent), base, err)
+	}
+	same, err := m.ok(ctx, m.root, "diff", "--cached", "--quiet")
+	if err != nil {
+		return "", errors.Join(err, m.undoSquash(ctx))
+	}
+	if same {
+		// The changes are on the base already; nothing to commit.
+		return "", m.undoSquash(ctx)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "swarm: squash agent %s (branch %s)\n\n", agent, Branch(agent))
+	for _, c := range commits {
+		fmt.Fprintf(&b, "* %s\n", c)
+	}
+	if _, err := m.runEnv(ctx, m.root, env, "commit", "-q", "-m", b.String()); err != nil {
+		return "", errors.Join(fmt.Errorf("squash %s into %s: %w", Branch(agent), base, err), m.undoSquash(ctx))
+	}
+	return m.run(ctx, m.root, "rev-parse", "HEAD")
+}
+
+func (m *Manager) undoSquash(ctx context.Context) error {
+	if _, err := m.run(ctx, m.root, "reset", "-q", "--merge"); err != nil {
+		return fmt.Errorf("undo the squash: %w; run 'git reset --merge' in %s", err, m.root)
+	}
+	// Older gits keep SQUASH_MSG after a reset; it would prefill the
+	// operator's next commit message.
+	p, err := m.run(ctx, m.root, "rev-parse", "--git-path", "SQUASH_MSG")
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(m.root, p)
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// conflicted lists the unmerged paths in the main worktree's index.
+func (m *Manager) conflicted(ctx context.Context) ([]string, error) {
+	out, err := m.run(ctx, m.root, "diff", "--name-only", "--diff-filter=U", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("list conflicted files: %w", err)
+	}
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// Discard removes agent's worktree, uncommitted changes included, and
+// deletes swarm/<agent> whatever it holds. Result.Commits lists the commits
+// that were dropped. Asking first is the caller's job.
+func (m *Manager) Discard(ctx context.Context, agent string) (Result, error) {
+	if err := checkAgent(agent); err != nil {
+		return Result{}, err
+	}
+	base, err := m.BaseBranch(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	info, err := m.inspect(ctx, agent)
+	res := Result{Agent: agent, Branch: info.Branch, Path: info.Path}
+	if err != nil {
+		return res, err
+	}
+	if res.Commits, err = m.unmerged(ctx, base, agent); err != nil {
+		return res, err
+	}
+	if err := m.removeWorktree(ctx, info, true); err != nil {
+		return res, err
+	}
+	if info.HasBranch {
+		if _, err := m.run(ctx, m.root, "branch", "-D", info.Branch); err != nil {
+			return res, fmt.Errorf("discard %s: %w", agent, err)
+		}
+	}
+	res.Removed = true
+	return res, nil
+}

@@ -1,0 +1,148 @@
+package worktree
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// The in-process reads use go-git: a HEAD or ref read costs microseconds
+// where a git process costs milliseconds, and they run after every session
+// and for every prompt. go-git never writes here: it cannot create linked
+// worktrees, and its index writes take no index.lock (DESIGN §7).
+
+// open opens the repository of the worktree at path. EnableDotGitCommonDir
+// makes a linked worktree (a .git file pointing into another repository's
+// .git/worktrees) see the shared refs and objects.
+func open(path string) (*git.Repository, error) {
+	r, err := git.PlainOpenWithOptions(path, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// head is what HEAD of a worktree points at.
+type head struct {
+	Ref  string // "refs/heads/x" when on a branch (even an unborn one)
+	Hash string // the commit, when there is one
+}
+
+// Detached reports whether HEAD is not on a branch.
+func (h head) Detached() bool { return h.Ref == "" }
+
+// describe says where HEAD is, for messages.
+func (h head) describe() string {
+	switch {
+	case h.Ref != "":
+		return "branch " + strings.TrimPrefix(h.Ref, "refs/heads/")
+	case h.Hash != "":
+		return "a detached HEAD at " + short(h.Hash)
+	default:
+		return "an unknown HEAD"
+	}
+}
+
+// readHead reads HEAD of the worktree at path without resolving it first, so
+// an unborn branch still reports its name.
+func readHead(path string) (head, error) {
+	r, err := open(path)
+	if err != nil {
+		return head{}, err
+	}
+	return repoHead(r)
+}
+
+func repoHead(r *git.Repository) (head, error) {
+	ref, err := r.Reference(plumbing.HEAD, false)
+	if err != nil {
+		return head{}, fmt.Errorf("read HEAD: %w", err)
+	}
+	var h head
+	if ref.Type() == plumbing.SymbolicReference {
+		if ref.Target().IsBranch() {
+			h.Ref = ref.Target().String()
+		}
+		if res, err := r.Reference(ref.Target(), true); err == nil {
+			h.Hash = res.Hash().String()
+		} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return head{}, fmt.Errorf("resolve HEAD: %w", err)
+		}
+		return h, nil
+	}
+	h.Hash = ref.Hash().String()
+	return h, nil
+}
+
+// refHash returns the commit a ref points at, and false when the ref does
+// not exist.
+func refHash(path, ref string) (string, bool, error) {
+	r, err := open(path)
+	if err != nil {
+		return "", false, err
+	}
+	res, err := r.Reference(plumbing.ReferenceName(ref), true)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read %s: %w", ref, err)
+	}
+	return res.Hash().String(), true, nil
+}
+
+// RecentCommits returns the last n commits of HEAD in the worktree at path,
+// newest first, one line each: "<short hash> <subject>". A repository with no
+// commits yet has none. It reads in-process with go-git (about 0.2 ms
+// against 2.5 ms for a `git log` process), for the prompt's Environment
+// section.
+func RecentCommits(path string, n int) ([]string, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	r, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	h, err := repoHead(r)
+	if err != nil {
+		return nil, err
+	}
+	if h.Hash == "" {
+		return nil, nil
+	}
+	iter, err := r.Log(&git.LogOptions{From: plumbing.NewHash(h.Hash), Order: git.LogOrderCommitterTime})
+	if err != nil {
+		return nil, fmt.Errorf("read log of %s: %w", path, err)
+	}
+	defer iter.Close()
+	out := make([]string, 0, n)
+	err = iter.ForEach(func(c *object.Commit) error {
+		out = append(out, short(c.Hash.String())+" "+subject(c.Message))
+		if len(out) == n {
+			return storer.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read log of %s: %w", path, err)
+	}
+	return out, nil
+}
+
+func short(hash string) string {
+	if len(hash) > 7 {
+		return hash[:7]
+	}
+	return hash
+}
+
+func subject(msg string) string {
+	s, _, _ := strings.Cut(strings.TrimLeft(msg, "\n"), "\n")
+	return strings.TrimSpace(s)
+}
