@@ -1,0 +1,359 @@
+// Package exec runs an external CLI agent (claude, codex, gemini-cli, or any
+// command) headless in the agent's worktree, as an engine.Engine. It does
+// not use the agent loop: the CLI brings its own model, tools and loop.
+//
+// Configuration is an [engine.NAME] table with kind = "exec" and either
+// command = [...] or preset = "claude" | "codex" | "gemini-cli" plus
+// optional args. The prompt goes in one of three ways:
+//
+//   - prompt = "stdin" (the default): written to the process's stdin;
+//   - prompt = "arg": substituted for {prompt} in the arguments. One
+//     argument is limited to 128 KiB by the kernel (MAX_ARG_STRLEN on
+//     Linux), so a longer prompt is a clear error, not an E2BIG;
+//   - prompt = "file": the prompt is written to a private temporary file
+//     (outside the worktree, so it can never be committed), its path
+//     substituted for {prompt_file}, and the file removed after the
+//     session. Presets take no file: none of the CLIs reads its prompt from
+//     one.
+//
+// The process runs with cwd = the worktree and Session.Env: the user's
+// environment, API keys included (the CLI needs them), plus the session
+// variables (engine.SessionEnv builds it when the supervisor left it nil).
+// It gets its own process group, reported through Session.OnProcess. On
+// cancel the group gets SIGTERM, then SIGKILL after Session.Grace
+// (interrupt_grace); once the leader has exited, whatever is left of the
+// group is killed at once, so no agent process outlives its session.
+// stdout and stderr go to the session log.
+//
+// Outcomes: exit 0 is Success; a non-zero exit is Failed with the status
+// and the tail of stderr; the session timeout is Timeout; cancellation is
+// Cancelled with Cause = context.Cause(ctx). Exec engines have no tool
+// boundary, so interrupts always cancel.
+//
+// Presets were checked against the published CLIs (claude 2.1.197, codex
+// 0.169.0, gemini-cli 0.61.0): each starts headless with the argv in
+// Presets, reads the prompt both ways, and exits 1 at once on a rejected
+// key when pointed at a local fake API.
+package exec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/proc"
+)
+
+// MaxArgBytes is the longest single argument the kernel accepts
+// (MAX_ARG_STRLEN = 128 KiB on Linux, the terminating NUL included).
+const MaxArgBytes = 128 << 10
+
+// Options configure an exec engine.
+type Options struct {
+	Name    string   // the [engine.NAME] table's name
+	Command []string // argv template; or Preset
+	Preset  string   // claude | codex | gemini-cli
+	Args    []string // extra arguments, after the preset's own
+	Prompt  string   // stdin (default) | arg | file
+	// Env is added to every session's environment (after Session.Env).
+	Env []string
+}
+
+// FromConfig converts an [engine.NAME] table.
+func FromConfig(e config.Engine) Options {
+	return Options{Name: e.Name, Command: e.Command, Preset: e.Preset, Args: e.Args, Prompt: e.Prompt}
+}
+
+// Engine runs one CLI agent per session.
+type Engine struct {
+	name    string
+	argv    []string // template, placeholders unexpanded
+	prompt  string   // stdin | arg | file
+	env     []string
+	install string // how to install argv[0], for Preflight
+}
+
+var (
+	_ engine.Engine    = (*Engine)(nil)
+	_ engine.Preflight = (*Engine)(nil)
+)
+
+// New checks opts and builds the command template.
+func New(opts Options) (*Engine, error) {
+	e := &Engine{name: opts.Name, prompt: opts.Prompt, env: slices.Clone(opts.Env)}
+	if e.name == "" {
+		e.name = opts.Preset
+	}
+	if e.prompt == "" {
+		e.prompt = config.PromptStdin
+	}
+	switch e.prompt {
+	case config.PromptStdin, config.PromptArg, config.PromptFile:
+	default:
+		return nil, fmt.Errorf("exec engine %s: prompt must be %q, %q or %q, not %q", e.name, config.PromptStdin, config.PromptArg, config.PromptFile, e.prompt)
+	}
+	switch {
+	case len(opts.Command) > 0 && opts.Preset != "":
+		return nil, fmt.Errorf("exec engine %s: set either command or preset, not both", e.name)
+	case opts.Preset != "":
+		p, ok := Presets[opts.Preset]
+		if !ok {
+			return nil, fmt.Errorf("exec engine %s: unknown preset %q (valid: %s)", e.name, opts.Preset, strings.Join(slices.Sorted(maps.Keys(Presets)), ", "))
+		}
+		e.argv = append(slices.Clone(p.Command), opts.Args...)
+		switch e.prompt {
+		case config.PromptStdin:
+			e.argv = append(e.argv, p.Stdin...)
+		case config.PromptArg:
+			e.argv = append(e.argv, p.Arg...)
+		case config.PromptFile:
+			return nil, fmt.Errorf("exec engine %s: preset %s cannot read its prompt from a file; use prompt = \"stdin\" or \"arg\"", e.name, p.Name)
+		}
+		e.env = append(slices.Clone(p.Env), e.env...)
+		if os.Geteuid() == 0 {
+			e.env = append(slices.Clone(p.RootEnv), e.env...)
+		}
+		e.install = "install it with: " + p.Install
+	case len(opts.Command) > 0:
+		if opts.Command[0] == "" {
+			return nil, fmt.Errorf("exec engine %s: command[0] must name a program", e.name)
+		}
+		e.argv = append(slices.Clone(opts.Command), opts.Args...)
+		e.install = fmt.Sprintf("install it, or fix command in [engine.%s]", e.name)
+	default:
+		return nil, fmt.Errorf("exec engine %s: set command = [...] or preset = \"claude\" | \"codex\" | \"gemini-cli\"", e.name)
+	}
+	all := strings.Join(e.argv, "\x00")
+	switch {
+	case e.prompt == config.PromptArg && !strings.Contains(all, PromptPlaceholder):
+		return nil, fmt.Errorf("exec engine %s: prompt = \"arg\" needs a %q argument in command", e.name, PromptPlaceholder)
+	case e.prompt == config.PromptFile && !strings.Contains(all, PromptFilePlaceholder):
+		return nil, fmt.Errorf("exec engine %s: prompt = \"file\" needs a %q argument in command", e.name, PromptFilePlaceholder)
+	}
+	return e, nil
+}
+
+// Name is the engine's configured name.
+func (e *Engine) Name() string { return e.name }
+
+// Argv is the command template, placeholders unexpanded.
+func (e *Engine) Argv() []string { return slices.Clone(e.argv) }
+
+// Env is what the engine adds to each session's environment.
+func (e *Engine) Env() []string { return slices.Clone(e.env) }
+
+// Preflight checks that the command can be found. A command with a slash
+// is checked only when absolute: a relative one is resolved in the
+// worktree when the session starts.
+func (e *Engine) Preflight(context.Context) error {
+	name := e.argv[0]
+	if strings.Contains(name, "/") && !filepath.IsAbs(name) {
+		return nil
+	}
+	if _, err := osexec.LookPath(name); err != nil {
+		return fmt.Errorf("exec engine %s: command %q not found on PATH; %s", e.name, name, e.install)
+	}
+	return nil
+}
+
+// Args expands the template for prompt: it substitutes {prompt} and
+// {prompt_file} and returns the argv, and the stdin to send (nil for
+// none). An argument the kernel would refuse is an error.
+func (e *Engine) Args(prompt, promptFile string) (argv []string, stdin []byte, err error) {
+	argv = make([]string, len(e.argv))
+	for i, a := range e.argv {
+		a = strings.ReplaceAll(a, PromptPlaceholder, prompt)
+		a = strings.ReplaceAll(a, PromptFilePlaceholder, promptFile)
+		if len(a) >= MaxArgBytes {
+			return nil, nil, fmt.Errorf("exec engine %s: the prompt is %d bytes, over the 128 KiB limit of one command-line argument; use prompt = \"stdin\" (or \"file\")", e.name, len(prompt))
+		}
+		argv[i] = a
+	}
+	if e.prompt == config.PromptStdin {
+		stdin = []byte(prompt)
+	}
+	return argv, stdin, nil
+}
+
+// Run runs the CLI for one session and blocks until it exits.
+func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result) {
+	var logw io.Writer = io.Discard
+	if s.Log != nil {
+		logw = s.Log
+	}
+	lw := &lockedWriter{w: logw}
+	fmt.Fprintf(lw, "=== session %d of %s · engine %s · exec %s\n", s.Seq, s.Agent, e.name, strings.Join(e.argv, " "))
+	defer func() {
+		fmt.Fprintf(lw, "\n=== end: %s", res.Outcome)
+		switch {
+		case res.Err != nil:
+			fmt.Fprintf(lw, " · %v", res.Err)
+		case res.Cause != nil:
+			fmt.Fprintf(lw, " · cause: %v", res.Cause)
+		}
+		fmt.Fprintln(lw)
+	}()
+
+	parent := ctx
+	if ctx.Err() != nil {
+		return engine.Result{Outcome: engine.Cancelled, Cause: context.Cause(ctx)}
+	}
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.Timeout,
+			fmt.Errorf("%w: %s passed: %w", engine.ErrSessionTimeout, s.Timeout, context.DeadlineExceeded))
+		defer cancel()
+	}
+	fail := func(err error) engine.Result { return engine.Result{Outcome: engine.Failed, Err: err} }
+
+	var promptFile string
+	if e.prompt == config.PromptFile {
+		dir, err := os.MkdirTemp("", "swarm-prompt-")
+		if err != nil {
+			return fail(fmt.Errorf("exec engine %s: prompt file: %w", e.name, err))
+		}
+		defer os.RemoveAll(dir)
+		promptFile = filepath.Join(dir, fmt.Sprintf("%s-%d.md", safeName(s.Agent), s.Seq))
+		if err := os.WriteFile(promptFile, []byte(s.Prompt), 0o600); err != nil {
+			return fail(fmt.Errorf("exec engine %s: prompt file: %w", e.name, err))
+		}
+	}
+	argv, stdin, err := e.Args(s.Prompt, promptFile)
+	if err != nil {
+		return fail(err)
+	}
+
+	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
+	proc.Configure(cmd, s.Grace)
+	cmd.Dir = s.Worktree
+	env := s.Env
+	if env == nil {
+		env = engine.SessionEnv(os.Environ(), s)
+	}
+	cmd.Env = append(slices.Clip(env), e.env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	stderrTail := &tail{max: 4 << 10}
+	stdoutTail := &tail{max: 4 << 10}
+	cmd.Stdout = io.MultiWriter(lw, stdoutTail)
+	cmd.Stderr = io.MultiWriter(lw, stderrTail)
+
+	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return stopped(parent, ctx)
+		}
+		return fail(fmt.Errorf("exec engine %s: start %s: %w", e.name, argv[0], err))
+	}
+	pgid := cmd.Process.Pid
+	if s.OnProcess != nil {
+		s.OnProcess(pgid)
+	}
+	if s.OnActivity != nil {
+		s.OnActivity("exec: " + filepath.Base(argv[0]))
+	}
+	werr := cmd.Wait()
+	// The leader is gone: nothing of its group may outlive the session.
+	_ = proc.KillGroup(pgid)
+
+	if ctx.Err() != nil {
+		return stopped(parent, ctx)
+	}
+	// ErrWaitDelay: the leader exited, but something it left in the group
+	// held stdout or stderr open until the wait delay ran out. The agent's
+	// own exit status decides.
+	if werr == nil || (errors.Is(werr, osexec.ErrWaitDelay) && cmd.ProcessState.Success()) {
+		return engine.Result{Outcome: engine.Success}
+	}
+	var ee *osexec.ExitError
+	if !errors.As(werr, &ee) {
+		return fail(fmt.Errorf("exec engine %s: %s: %w", e.name, argv[0], werr))
+	}
+	why := strings.TrimSpace(stderrTail.String())
+	if why == "" {
+		why = strings.TrimSpace(stdoutTail.String())
+	}
+	status := ee.ProcessState.String() // "exit status 2", "signal: killed"
+	if why == "" {
+		return fail(fmt.Errorf("exec engine %s: %s: %s", e.name, filepath.Base(argv[0]), status))
+	}
+	return fail(fmt.Errorf("exec engine %s: %s: %s: %s", e.name, filepath.Base(argv[0]), status, lastLines(why, 10, 1<<10)))
+}
+
+// stopped is the result of a session whose context ended: a cancellation
+// of the parent keeps its cause; otherwise the session timeout passed.
+func stopped(parent, ctx context.Context) engine.Result {
+	if parent.Err() != nil {
+		return engine.Result{Outcome: engine.Cancelled, Cause: context.Cause(parent)}
+	}
+	return engine.Result{Outcome: engine.Timeout, Err: context.Cause(ctx)}
+}
+
+func safeName(s string) string {
+	if s == "" || strings.ContainsAny(s, `/\`) {
+		return "session"
+	}
+	return s
+}
+
+// lastLines keeps the last n lines of s, and at most max bytes of them.
+func lastLines(s string, n, max int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	s = strings.Join(lines, "\n")
+	if len(s) > max {
+		s = "…" + strings.ToValidUTF8(s[len(s)-max:], "")
+	}
+	return s
+}
+
+// lockedWriter serialises the stdout and stderr copiers' writes to the
+// session log.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// A broken log must not stop the agent: its output is only a view.
+	_, _ = l.w.Write(p)
+	return len(p), nil
+}
+
+// tail keeps the last max bytes written.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.ToValidUTF8(string(t.buf), "")
+}
