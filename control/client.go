@@ -32,6 +32,7 @@ const (
 	OpStop   = "stop"   // stop gracefully
 	OpPause  = "pause"  // pause Agent
 	OpResume = "resume" // resume Agent
+	OpWatch  = "watch"  // stream notices until the connection closes
 )
 
 // ErrNoSupervisor means nothing listens on the control socket.

@@ -298,7 +298,7 @@ func TestPathWithSpaces(t *testing.T) {
 func TestDataVersionSeesOtherConnections(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
-	other, err := Open(ctx, s.Path(), Options{Agents: s.Agents()})
+	other, err := Open(ctx, s.Path(), Options{Agents: s.AgentNames()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -170,18 +170,10 @@ func sortForPrompt(ms []message.Message) {
 }
 
 // Deliver moves the agent's queued mail into session seq, in one
-// transaction, and returns it urgent first, then oldest. Each message's
-// Shown says how many earlier sessions saw it without completing.
+// statement, and returns it urgent first, then oldest. Each message's Shown
+// says how many earlier sessions saw it without completing.
 func (s *Store) Deliver(ctx context.Context, agent string, seq int64) ([]message.Message, error) {
-	ms, err := collect(s.db.QueryContext(ctx, `UPDATE messages
-		SET state = 'delivered', session_seq = ?, delivered_at = ?
-		WHERE recipient = ? AND state = 'queued'
-		RETURNING `+messageCols, seq, nanos(s.now()), agent))
-	if err != nil {
-		return nil, fmt.Errorf("deliver mail to %s session %d: %w", agent, seq, err)
-	}
-	sortForPrompt(ms)
-	return ms, nil
+	return deliver(ctx, s.db, nanos(s.now()), agent, seq, nil)
 }
 
 // DeliverInto delivers specific queued messages into a session that is
@@ -191,16 +183,23 @@ func (s *Store) DeliverInto(ctx context.Context, agent string, seq int64, ids []
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	args := []any{seq, nanos(s.now()), agent}
-	for _, id := range ids {
-		args = append(args, id)
+	return deliver(ctx, s.db, nanos(s.now()), agent, seq, ids)
+}
+
+// deliver moves queued mail into a session: all of it, or only ids.
+func deliver(ctx context.Context, q execer, now int64, agent string, seq int64, ids []int64) ([]message.Message, error) {
+	query := `UPDATE messages SET state = 'delivered', session_seq = ?, delivered_at = ?
+		WHERE recipient = ? AND state = 'queued'`
+	args := []any{seq, now, agent}
+	if ids != nil {
+		query += ` AND id IN (` + placeholders(len(ids)) + `)`
+		for _, id := range ids {
+			args = append(args, id)
+		}
 	}
-	ms, err := collect(s.db.QueryContext(ctx, `UPDATE messages
-		SET state = 'delivered', session_seq = ?, delivered_at = ?
-		WHERE recipient = ? AND state = 'queued' AND id IN (`+placeholders(len(ids))+`)
-		RETURNING `+messageCols, args...))
+	ms, err := collect(q.QueryContext(ctx, query+` RETURNING `+messageCols, args...))
 	if err != nil {
-		return nil, fmt.Errorf("deliver mail into %s session %d: %w", agent, seq, err)
+		return nil, fmt.Errorf("deliver mail to %s session %d: %w", agent, seq, err)
 	}
 	sortForPrompt(ms)
 	return ms, nil

@@ -153,8 +153,8 @@ func (s *Store) DB() *sql.DB { return s.db }
 // SetAgents replaces the names mail may be addressed to.
 func (s *Store) SetAgents(names []string) { s.agents = append([]string(nil), names...) }
 
-// Agents returns the names mail may be addressed to, besides operator.
-func (s *Store) Agents() []string { return append([]string(nil), s.agents...) }
+// AgentNames returns the names mail may be addressed to, besides operator.
+func (s *Store) AgentNames() []string { return append([]string(nil), s.agents...) }
 
 // DataVersion returns SQLite's data_version for this connection. It changes
 // when another process commits, which is the supervisor's fallback wake-up.

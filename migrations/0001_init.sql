@@ -40,7 +40,7 @@ CREATE TABLE sessions (
     tasks       TEXT NOT NULL DEFAULT '[]',
     tokens_in   INTEGER NOT NULL DEFAULT 0,
     tokens_out  INTEGER NOT NULL DEFAULT 0,
-    pgid        INTEGER,
+    pgids       TEXT NOT NULL DEFAULT '[]', -- process groups to kill after a crash
     error       TEXT NOT NULL DEFAULT '',
     UNIQUE (agent, seq),
     CHECK ((state = 'running') = (ended_at IS NULL))

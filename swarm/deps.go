@@ -1,0 +1,85 @@
+package swarm
+
+import (
+	"context"
+	"time"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/message"
+)
+
+// The supervisor reaches worktrees, prompts and tasks through these small
+// interfaces; wire.go adapts the real packages, and tests pass fakes.
+
+// Worktrees gives each agent its own checkout and guards the base branch.
+type Worktrees interface {
+	// Preflight reports problems that must stop `swarm up` before anything
+	// is created (no commits, detached HEAD, old git, ...).
+	Preflight(ctx context.Context) error
+	// Ensure creates or reuses the agent's worktree and returns its path
+	// and branch.
+	Ensure(ctx context.Context, agent string) (path, branch string, err error)
+	Lock(ctx context.Context, agent, reason string) error
+	Unlock(ctx context.Context, agent string) error
+	// Guard records the base tip and the agent's branch before a session.
+	Guard(ctx context.Context, agent string) (Guard, error)
+}
+
+// Guard checks, after a session, that the agent stayed on its branch and
+// did not commit on the base branch. A non-nil error describes what it found.
+type Guard interface {
+	Check(ctx context.Context) error
+}
+
+// Prompts builds the prompt of a session.
+type Prompts interface {
+	Build(ctx context.Context, req PromptRequest) (Prompt, error)
+}
+
+// PromptRequest is what a prompt is built from.
+type PromptRequest struct {
+	Agent     config.Agent
+	SessionID string
+	Seq       int64
+	Worktree  string
+	Teammates []string
+	Mail      []message.Message
+	Interrupt *Interrupt
+	BeadsOK   bool
+}
+
+// Prompt is a built prompt.
+type Prompt struct {
+	Text    string
+	TaskIDs []string // ready tasks it listed
+}
+
+// Interrupt says why the previous session was cut short.
+type Interrupt struct {
+	Seq     int64 // the interrupted session
+	Message message.Message
+	Reason  string
+}
+
+// Tasks is the shared `bd ready` call: the ids of ready tasks. ok is false
+// when bd is not installed or did not answer.
+type Tasks interface {
+	ReadyIDs(ctx context.Context) (ids []string, ok bool)
+	// Board returns the task board an agent's tools use, or nil.
+	Board(agent, worktree string) engine.TaskBoard
+}
+
+// Engines makes the engine for an agent.
+type Engines func(a config.Agent) (engine.Engine, error)
+
+// Clock is the supervisor's time source.
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) *time.Timer
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                        { return time.Now() }
+func (realClock) NewTimer(d time.Duration) *time.Timer { return time.NewTimer(d) }

@@ -1,0 +1,505 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/repo"
+)
+
+// fakeEngine hands every session to the test, which decides how it ends.
+type fakeEngine struct {
+	name string
+	runs chan *fakeRun
+	work func(agent string, seq int64) bool
+}
+
+type fakeRun struct {
+	s      *engine.Session
+	ctx    context.Context
+	finish chan engine.Result
+}
+
+func (e *fakeEngine) Name() string { return e.name }
+func (e *fakeEngine) Run(ctx context.Context, s *engine.Session) engine.Result {
+	fr := &fakeRun{s: s, ctx: ctx, finish: make(chan engine.Result, 1)}
+	e.runs <- fr
+	select {
+	case res := <-fr.finish:
+		return res
+	case <-ctx.Done():
+		return engine.Result{Outcome: engine.Cancelled, Cause: context.Cause(ctx)}
+	}
+}
+func (e *fakeEngine) HasWork(agent string, seq int64) bool { return e.work != nil && e.work(agent, seq) }
+
+type fakeWorktrees struct {
+	root     string
+	guardErr func(agent string) error
+}
+
+func (w *fakeWorktrees) Preflight(context.Context) error { return nil }
+func (w *fakeWorktrees) Ensure(_ context.Context, agent string) (string, string, error) {
+	p := filepath.Join(w.root, agent)
+	return p, "swarm/" + agent, os.MkdirAll(p, 0o755)
+}
+func (w *fakeWorktrees) Lock(context.Context, string, string) error { return nil }
+func (w *fakeWorktrees) Unlock(context.Context, string) error       { return nil }
+func (w *fakeWorktrees) Guard(_ context.Context, agent string) (Guard, error) {
+	return guardFunc(func(context.Context) error {
+		if w.guardErr != nil {
+			return w.guardErr(agent)
+		}
+		return nil
+	}), nil
+}
+
+type guardFunc func(context.Context) error
+
+func (g guardFunc) Check(ctx context.Context) error { return g(ctx) }
+
+type fakePrompts struct {
+	mu   sync.Mutex
+	reqs []PromptRequest
+}
+
+func (p *fakePrompts) Build(_ context.Context, req PromptRequest) (Prompt, error) {
+	p.mu.Lock()
+	p.reqs = append(p.reqs, req)
+	p.mu.Unlock()
+	text := fmt.Sprintf("prompt for %s session %d with %d message(s)", req.Agent.Name, req.Seq, len(req.Mail))
+	if req.Interrupt != nil {
+		text += fmt.Sprintf("\n### Interrupt Context\nsession %d was interrupted by %s", req.Interrupt.Seq, req.Interrupt.Reason)
+	}
+	return Prompt{Text: text}, nil
+}
+
+type harness struct {
+	t       *testing.T
+	once    sync.Once
+	runErr  error
+	store   *mailbox.Store
+	sup     *Supervisor
+	eng     *fakeEngine
+	wt      *fakeWorktrees
+	prompts *fakePrompts
+	layout  repo.Layout
+	notices chan Notice
+	cancel  context.CancelCauseFunc
+	done    chan error
+}
+
+const baseConfig = `
+[defaults]
+engine = "script"
+interrupt_grace = "5s"
+[errors]
+backoff_min = "1ms"
+backoff_max = "2ms"
+max_consecutive = 3
+[liveness]
+nudge_after = "0s"
+task_poll = "1h"
+`
+
+func newHarness(t *testing.T, agents string, extra ...string) *harness {
+	t.Helper()
+	root := t.TempDir()
+	cfg, err := config.Parse([]byte(baseConfig+strings.Join(extra, "\n")+agents), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := repo.At(root, "")
+	store, err := mailbox.Open(context.Background(), l.DB, mailbox.Options{Agents: cfg.AgentNames()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	h := &harness{t: t, store: store, layout: l, notices: make(chan Notice, 1000),
+		eng: &fakeEngine{name: "script", runs: make(chan *fakeRun, 100)}, wt: &fakeWorktrees{root: filepath.Join(root, "wt")}, prompts: &fakePrompts{}}
+	h.sup = h.newSupervisor(cfg)
+	return h
+}
+
+func (h *harness) newSupervisor(cfg *config.Config) *Supervisor {
+	sup, err := New(Options{
+		Config:    cfg,
+		Layout:    h.layout,
+		Store:     h.store,
+		Engines:   func(config.Agent) (engine.Engine, error) { return h.eng, nil },
+		Worktrees: h.wt,
+		Prompts:   h.prompts,
+		Rand:      func() float64 { return 0.5 },
+		Notify:    func(n Notice) { h.notices <- n },
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return sup
+}
+
+func (h *harness) start() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- h.sup.Run(ctx) }()
+	h.t.Cleanup(func() { h.stop() })
+}
+
+// stop cancels Run and waits for it, once.
+func (h *harness) stop() error {
+	h.once.Do(func() {
+		h.cancel(ErrShutdown)
+		h.runErr = <-h.done
+	})
+	return h.runErr
+}
+
+// waitFor reads notices until agent reaches state to, failing after a
+// generous deadline so a broken supervisor cannot hang the suite.
+func (h *harness) waitFor(agent string, to State) Notice {
+	h.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case n := <-h.notices:
+			if n.Kind == "transition" && n.Agent == agent && n.To == to {
+				return n
+			}
+		case <-deadline:
+			h.t.Fatalf("%s never reached %s", agent, to)
+		}
+	}
+}
+
+func (h *harness) nextRun() *fakeRun {
+	h.t.Helper()
+	select {
+	case r := <-h.eng.runs:
+		return r
+	case <-time.After(20 * time.Second):
+		h.t.Fatal("no session started")
+		return nil
+	}
+}
+
+func (h *harness) send(d message.Draft) message.Message {
+	h.t.Helper()
+	m, err := h.store.Send(context.Background(), d)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.sup.poke(context.Background())
+	return m
+}
+
+func (h *harness) states(agent string) []string {
+	evs, err := h.store.Events(context.Background(), mailbox.EventFilter{Agent: agent})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.To)
+	}
+	return out
+}
+
+func TestStartRunIdleAndWake(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n")
+	h.start()
+	seen := map[string]*fakeRun{}
+	for range 2 {
+		r := h.nextRun()
+		seen[r.s.Agent] = r
+	}
+	for _, name := range []string{"alpha", "bravo"} {
+		r := seen[name]
+		if r == nil || r.s.Seq != 1 || !strings.Contains(r.s.Prompt, "session 1") {
+			t.Fatalf("%s: first session = %+v", name, r)
+		}
+		r.finish <- engine.Result{Outcome: engine.Success, Usage: engine.Usage{InputTokens: 10, OutputTokens: 2}}
+		h.waitFor(name, Idle)
+	}
+	got := strings.Join(h.states("alpha"), " ")
+	if want := "Initializing BuildingPrompt Spawning Running SessionComplete Idle"; got != want {
+		t.Fatalf("alpha states = %s, want %s", got, want)
+	}
+	// Status mail does not wake an idle agent; a message does, for exactly one session.
+	h.send(message.Draft{From: "operator", To: "alpha", Body: "fyi", Kind: message.KindStatus})
+	m := h.send(message.Draft{From: "bravo", To: "alpha", Body: "please review"})
+	r := h.nextRun()
+	if r.s.Agent != "alpha" || r.s.Seq != 2 || len(r.s.Mail) != 2 {
+		t.Fatalf("woken session = %s/%d with %d mail", r.s.Agent, r.s.Seq, len(r.s.Mail))
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", Idle)
+	got2, _ := h.store.Get(context.Background(), m.ID)
+	if got2.State != message.Done || *got2.SessionSeq != 2 {
+		t.Fatalf("message = %+v", got2)
+	}
+	select {
+	case r := <-h.eng.runs:
+		t.Fatalf("unexpected session %s/%d", r.s.Agent, r.s.Seq)
+	default:
+	}
+	a, _ := h.store.Agent(context.Background(), "alpha")
+	if a.Tokens != 12 || a.SessionSeq != 2 {
+		t.Fatalf("alpha row = %+v", a)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alpha", "bravo"} {
+		a, _ := h.store.Agent(context.Background(), name)
+		if a.State != string(Stopped) {
+			t.Errorf("%s ended %s", name, a.State)
+		}
+	}
+}
+
+func TestUrgentMailInterrupts(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.start()
+	r1 := h.nextRun()
+	h.waitFor("alpha", Running)
+	normal := h.send(message.Draft{From: "operator", To: "alpha", Body: "later"})
+	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "stop", Urgency: message.Urgent})
+	n := h.waitFor("alpha", Interrupting)
+	if !strings.Contains(n.Cause, fmt.Sprintf("urgent mail #%d", m.ID)) {
+		t.Fatalf("cause = %q", n.Cause)
+	}
+	<-r1.ctx.Done()
+	var ue *UrgentError
+	if !errors.As(context.Cause(r1.ctx), &ue) || ue.Message.ID != m.ID {
+		t.Fatalf("session cause = %v", context.Cause(r1.ctx))
+	}
+	r2 := h.nextRun()
+	if r2.s.Seq != 2 || !strings.Contains(r2.s.Prompt, "Interrupt Context") || len(r2.s.Mail) != 2 || r2.s.Mail[0].ID != m.ID {
+		t.Fatalf("session 2 = seq %d prompt %q mail %+v", r2.s.Seq, r2.s.Prompt, r2.s.Mail)
+	}
+	r2.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", Idle)
+	for _, id := range []int64{m.ID, normal.ID} {
+		got, _ := h.store.Get(context.Background(), id)
+		if got.State != message.Done || *got.SessionSeq != 2 {
+			t.Fatalf("message %d = %+v", id, got)
+		}
+	}
+	s1, _ := h.store.Session(context.Background(), "alpha", 1)
+	if s1.State != mailbox.SessionInterrupted {
+		t.Fatalf("session 1 = %s", s1.State)
+	}
+	if got := strings.Join(h.states("alpha"), " "); !strings.Contains(got, "Running Interrupting BuildingPrompt Spawning Running SessionComplete Idle") {
+		t.Fatalf("states = %s", got)
+	}
+}
+
+func TestUrgentMailDuringSpawningInterruptsAtOnce(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	// Urgent mail queued before the first prompt is built goes into
+	// session 1 itself; mail that arrives after delivery must interrupt.
+	h.start()
+	r1 := h.nextRun()
+	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "now", Urgency: message.Urgent})
+	h.waitFor("alpha", Interrupting)
+	<-r1.ctx.Done()
+	r2 := h.nextRun()
+	if len(r2.s.Mail) != 1 || r2.s.Mail[0].ID != m.ID {
+		t.Fatalf("session 2 mail = %+v", r2.s.Mail)
+	}
+	r2.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", Idle)
+}
+
+func TestFailuresBackOffThenStop(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.start()
+	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "work"})
+	for i := range 3 {
+		r := h.nextRun()
+		r.finish <- engine.Result{Outcome: engine.Failed, Err: errors.New("model exploded")}
+		if i < 2 {
+			h.waitFor("alpha", CoolingDown)
+		}
+	}
+	n := h.waitFor("alpha", Stopped)
+	if !strings.Contains(n.Cause, "stopping after 3 consecutive") {
+		t.Fatalf("cause = %q", n.Cause)
+	}
+	a, _ := h.store.Agent(context.Background(), "alpha")
+	if a.ConsecutiveErrors != 3 || a.TotalErrors != 3 {
+		t.Fatalf("counters = %+v", a)
+	}
+	got, _ := h.store.Get(context.Background(), m.ID)
+	if got.State != message.Queued || got.Shown < 2 {
+		t.Fatalf("message after failures = %+v", got)
+	}
+}
+
+func TestGuardFindingFailsTheSession(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.wt.guardErr = func(string) error { return errors.New("alpha committed on main") }
+	h.start()
+	r := h.nextRun()
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", CoolingDown)
+	ms, _ := h.store.Inbox(context.Background(), message.Operator, mailbox.Filter{})
+	if len(ms) != 1 || ms[0].Kind != message.KindStatus || !strings.Contains(ms[0].Body, "alpha committed on main") {
+		t.Fatalf("operator inbox = %+v", ms)
+	}
+	s, _ := h.store.Session(context.Background(), "alpha", 1)
+	if s.State != mailbox.SessionFailed {
+		t.Fatalf("session = %s", s.State)
+	}
+}
+
+func TestShutdownStopsRunningSessions(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "in flight"})
+	h.start()
+	r := h.nextRun()
+	h.waitFor("alpha", Running)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(context.Cause(r.ctx), ErrShutdown) {
+		t.Fatalf("session cause = %v", context.Cause(r.ctx))
+	}
+	a, _ := h.store.Agent(context.Background(), "alpha")
+	if a.State != string(Stopped) {
+		t.Fatalf("state = %s", a.State)
+	}
+	got, _ := h.store.Get(context.Background(), m.ID)
+	if got.State != message.Queued || got.Shown != 1 {
+		t.Fatalf("message = %+v", got)
+	}
+}
+
+func TestRecoveryAfterCrash(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	ctx := context.Background()
+	// What a kill -9 during session 3 leaves behind.
+	h.store.RegisterAgent(ctx, mailbox.AgentInfo{Name: "alpha"})
+	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "in flight"})
+	for _, st := range []string{"Initializing", "BuildingPrompt", "Spawning", "Running"} {
+		prev := map[string]string{"Initializing": "Stopped", "BuildingPrompt": "Initializing", "Spawning": "BuildingPrompt", "Running": "Spawning"}[st]
+		if _, err := h.store.Transition(ctx, mailbox.Change{Agent: "alpha", From: prev, To: st, Seq: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.store.InTx(ctx, func(tx *mailbox.Tx) error {
+		tx.Deliver("alpha", 3)
+		_, err := tx.StartSession("alpha", 3, "script", "p", nil)
+		return err
+	})
+	h.start()
+	r := h.nextRun()
+	if r.s.Seq != 4 || len(r.s.Mail) != 1 || r.s.Mail[0].ID != m.ID {
+		t.Fatalf("after recovery: seq %d mail %+v", r.s.Seq, r.s.Mail)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", Idle)
+	s3, _ := h.store.Session(ctx, "alpha", 3)
+	if s3.State != mailbox.SessionCrashed {
+		t.Fatalf("session 3 = %s", s3.State)
+	}
+	got, _ := h.store.Get(ctx, m.ID)
+	if got.State != message.Done || *got.SessionSeq != 4 || got.Shown != 1 {
+		t.Fatalf("message = %+v", got)
+	}
+	evs, _ := h.store.Events(ctx, mailbox.EventFilter{Agent: "alpha"})
+	if evs[4].From == nil || *evs[4].From != "Running" || evs[4].To != "Initializing" || evs[4].Cause != "recovered" {
+		t.Fatalf("recovery event = %+v", evs[4])
+	}
+}
+
+func TestScriptedWorkKeepsGoing(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.eng.work = func(agent string, seq int64) bool { return seq <= 2 }
+	h.start()
+	for seq := int64(1); seq <= 2; seq++ {
+		r := h.nextRun()
+		if r.s.Seq != seq {
+			t.Fatalf("seq = %d, want %d", r.s.Seq, seq)
+		}
+		r.finish <- engine.Result{Outcome: engine.Success}
+	}
+	h.waitFor("alpha", Idle)
+}
+
+func TestPauseAndResume(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.start()
+	r := h.nextRun()
+	h.waitFor("alpha", Running)
+	resp := h.sup.handle(context.Background(), control.Request{Op: control.OpPause, Agent: "alpha"}, nil)
+	if !resp.OK {
+		t.Fatal(resp.Error)
+	}
+	// The running session finishes first.
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", Paused)
+	h.send(message.Draft{From: "operator", To: "alpha", Body: "while paused"})
+	h.sup.handle(context.Background(), control.Request{Op: control.OpResume, Agent: "alpha"}, nil)
+	h.waitFor("alpha", BuildingPrompt)
+	r2 := h.nextRun()
+	r2.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", Idle)
+	if resp := h.sup.handle(context.Background(), control.Request{Op: control.OpPause, Agent: "nobody"}, nil); resp.OK {
+		t.Fatal("pause of an unknown agent succeeded")
+	}
+}
+
+func TestBoundaryInterruptInjects(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\ninterrupt = \"boundary\"\n")
+	h.start()
+	r := h.nextRun()
+	h.waitFor("alpha", Running)
+	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "also update the docs", Urgency: message.Urgent})
+	if r.s.Interject == nil {
+		t.Fatal("no Interject hook for a boundary agent")
+	}
+	texts := r.s.Interject(r.ctx)
+	if len(texts) != 1 || texts[0] != "[URGENT] From operator: also update the docs" {
+		t.Fatalf("interject = %q", texts)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", Idle)
+	got, _ := h.store.Get(context.Background(), m.ID)
+	if got.State != message.Done || *got.SessionSeq != 1 {
+		t.Fatalf("message = %+v", got)
+	}
+	states := strings.Join(h.states("alpha"), " ")
+	if strings.Contains(states, "Interrupting") || !strings.Contains(states, "Running Running SessionComplete") {
+		t.Fatalf("states = %s", states)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	lo, hi := time.Second, 5*time.Minute
+	for _, tt := range []struct {
+		n    int
+		rnd  float64
+		want time.Duration
+	}{
+		{1, 0.5, time.Second}, {2, 0.5, 2 * time.Second}, {3, 0.5, 4 * time.Second},
+		{20, 0.5, 5 * time.Minute}, {1, 0, 800 * time.Millisecond}, {1, 0.999999, 1199999600 * time.Nanosecond},
+	} {
+		if got := Backoff(tt.n, lo, hi, tt.rnd); got.Round(time.Microsecond) != tt.want.Round(time.Microsecond) {
+			t.Errorf("Backoff(%d, %v) = %v, want %v", tt.n, tt.rnd, got, tt.want)
+		}
+	}
+}
