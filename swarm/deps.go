@@ -81,5 +81,5 @@ type Clock interface {
 
 type realClock struct{}
 
-func (realClock) Now() time.Time                        { return time.Now() }
+func (realClock) Now() time.Time                       { return time.Now() }
 func (realClock) NewTimer(d time.Duration) *time.Timer { return time.NewTimer(d) }

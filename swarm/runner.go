@@ -34,10 +34,10 @@ type runner struct {
 	worktree string
 	branch   string
 
-	interrupt    *Interrupt // why the last session was cut short
+	interrupt    *Interrupt        // why the last session was cut short
 	sessionTasks []string          // ready tasks the current session's prompt listed
 	sessionMail  []message.Message // mail delivered into the current session
-	lastTasks    []string   // ready tasks the last completed session listed
+	lastTasks    []string          // ready tasks the last completed session listed
 	pausePending bool
 	lastErr      error
 	pending      []Notice // transitions made in the open transaction

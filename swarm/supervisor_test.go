@@ -43,7 +43,9 @@ func (e *fakeEngine) Run(ctx context.Context, s *engine.Session) engine.Result {
 		return engine.Result{Outcome: engine.Cancelled, Cause: context.Cause(ctx)}
 	}
 }
-func (e *fakeEngine) HasWork(agent string, seq int64) bool { return e.work != nil && e.work(agent, seq) }
+func (e *fakeEngine) HasWork(agent string, seq int64) bool {
+	return e.work != nil && e.work(agent, seq)
+}
 
 type fakeWorktrees struct {
 	root     string
