@@ -175,8 +175,9 @@ func (s *Store) Transition(ctx context.Context, c Change) (Event, error) {
 // first event of an agent has no from state.
 func (t *Tx) Transition(c Change) (Event, error) {
 	ctx, now := t.ctx, t.now()
-	res, err := t.tx.ExecContext(ctx, `UPDATE agents SET state = ?, session_seq = ?, state_since = ?
-		WHERE name = ? AND state = ?`, c.To, c.Seq, now, c.Agent, c.From)
+	// A transition is a sign of life too: the heartbeat is stamped with it.
+	res, err := t.tx.ExecContext(ctx, `UPDATE agents SET state = ?, session_seq = ?, state_since = ?, heartbeat_at = ?
+		WHERE name = ? AND state = ?`, c.To, c.Seq, now, now, c.Agent, c.From)
 	if err != nil {
 		return Event{}, fmt.Errorf("move %s from %s to %s: %w", c.Agent, c.From, c.To, err)
 	}

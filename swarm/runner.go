@@ -45,11 +45,8 @@ type runner struct {
 
 func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
 	kind := config.EngineScript
-	if e, err := s.cfg.EngineFor(a, ""); err == nil {
+	if e, err := s.cfg.EngineFor(a, s.opts.EngineOverride); err == nil {
 		kind = e.Kind
-	}
-	if k, ok := eng.(interface{ Kind() string }); ok {
-		kind = k.Kind()
 	}
 	return &runner{
 		sup:   s,

@@ -51,17 +51,19 @@ type Notice struct {
 
 // Options configure a Supervisor.
 type Options struct {
-	Config    *config.Config
-	Layout    repo.Layout
-	Store     *mailbox.Store
-	Agents    []string // a subset of the configured agents; empty means all
-	Engines   Engines
-	Worktrees Worktrees
-	Prompts   Prompts
-	Tasks     Tasks // nil when bd is not installed
-	Clock     Clock
-	Rand      func() float64 // jitter in [0, 1)
-	Logger    *slog.Logger
+	Config *config.Config
+	Layout repo.Layout
+	Store  *mailbox.Store
+	Agents []string // a subset of the configured agents; empty means all
+	// EngineOverride is `swarm up --engine`: every agent runs on it.
+	EngineOverride string
+	Engines        Engines
+	Worktrees      Worktrees
+	Prompts        Prompts
+	Tasks          Tasks // nil when bd is not installed
+	Clock          Clock
+	Rand           func() float64 // jitter in [0, 1)
+	Logger         *slog.Logger
 	// Notify receives every notice; it must not block for long.
 	Notify func(Notice)
 	// PollInterval is how often data_version is read as the fallback
@@ -279,6 +281,9 @@ func (s *Supervisor) recover(ctx context.Context) error {
 					s.log.Warn("kill leftover process group", "agent", name, "session_seq", sess.Seq, "pgid", pg, "err", err)
 				}
 			}
+		}
+		if len(rec.Sessions) == 0 && rec.Requeued == 0 {
+			continue
 		}
 		s.emit(Notice{Agent: name, Kind: "info", Text: fmt.Sprintf("recovered after a crash: %d session(s) marked crashed, %d message(s) queued again", len(rec.Sessions), rec.Requeued)})
 	}

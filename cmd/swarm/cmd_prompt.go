@@ -24,6 +24,7 @@ type PromptOptions struct {
 	Agent         string
 	SessionSeq    int64 // 0: the agent's next session
 	InterruptedBy int64 // 0: no interrupt block
+	Stored        int64 // print the stored prompt of this session
 	Now           func() time.Time
 }
 
@@ -60,6 +61,9 @@ With --json the output is {"text", "sections": [{"number", "title", "body"}],
 	f := cmd.Flags()
 	f.Int64Var(&opts.SessionSeq, "session-seq", 0, "render for session `N` (default: the agent's next session)")
 	f.Int64Var(&opts.InterruptedBy, "interrupted-by", 0, "show the Interrupt Context block as if message `ID` had interrupted the last session")
+	f.Int64Var(&opts.Stored, "session", 0, "print the prompt stored for session `N` (what the agent got)")
+	cmd.MarkFlagsMutuallyExclusive("session", "session-seq")
+	cmd.MarkFlagsMutuallyExclusive("session", "interrupted-by")
 	return cmd
 }
 
@@ -91,6 +95,22 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 		return err
 	}
 	defer st.Close()
+
+	if opts.Stored != 0 {
+		sess, err := st.Session(ctx, agent.Name, opts.Stored)
+		if errors.Is(err, mailbox.ErrNoSuchSession) {
+			return fmt.Errorf("%s has no session %d; 'swarm events --agent %s' shows its sessions", agent.Name, opts.Stored, agent.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if app.JSON {
+			secs := promptpipe.SplitSections(sess.Prompt)
+			return app.printJSON(promptJSON{Text: sess.Prompt, Sections: secs, TokensEstimate: promptpipe.EstimateTokens(sess.Prompt)})
+		}
+		_, err = fmt.Fprint(app.Stdout, sess.Prompt)
+		return err
+	}
 
 	// Queued only reads: previewing consumes nothing.
 	mail, err := st.Queued(ctx, agent.Name)

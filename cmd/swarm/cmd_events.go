@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmhq/swarm/mailbox"
+)
+
+// EventsOptions are the inputs of `swarm events`.
+type EventsOptions struct {
+	App    *App
+	Agent  string
+	Since  int64
+	Limit  int
+	Follow bool
+	Poll   time.Duration
+}
+
+func init() { commands = append(commands, newEventsCmd) }
+
+func newEventsCmd(app *App) *cobra.Command {
+	opts := &EventsOptions{App: app, Poll: 200 * time.Millisecond}
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "List lifecycle transitions, oldest first",
+		Long: `List the agents' lifecycle transitions as recorded in the database, oldest
+first: when, which agent, from which state to which, why, and in which
+session. An agent's first event has no from state.
+
+--json prints an array of {"id", "at", "agent", "from", "to", "cause",
+"session_seq"}; with -f it prints one such object per line as events happen.`,
+		Example: `  swarm events --agent backend
+  swarm events --since 120 --json
+  swarm events -f`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runEvents(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Agent, "agent", "", "only this agent's events")
+	f.Int64Var(&opts.Since, "since", 0, "only events after event `ID`")
+	f.IntVar(&opts.Limit, "limit", 0, "only the newest N events (0 means all)")
+	f.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new events until interrupted")
+	cmd.RegisterFlagCompletionFunc("agent", app.completeAgents(false))
+	return cmd
+}
+
+func runEvents(ctx context.Context, opts *EventsOptions) error {
+	app := opts.App
+	l, cfg, err := app.loadConfig()
+	if err != nil {
+		return err
+	}
+	if opts.Agent != "" && !slices.Contains(cfg.AgentNames(), opts.Agent) {
+		return fmt.Errorf("unknown agent %q: swarm.toml has %s", opts.Agent, strings.Join(cfg.AgentNames(), ", "))
+	}
+	st, err := app.openStore(ctx, l, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	evs, err := st.Events(ctx, mailbox.EventFilter{Agent: opts.Agent, SinceID: opts.Since, Limit: opts.Limit})
+	if err != nil {
+		return err
+	}
+	if !opts.Follow {
+		if app.JSON {
+			if evs == nil {
+				evs = []mailbox.Event{}
+			}
+			return app.printJSON(evs)
+		}
+		for _, e := range evs {
+			printEvent(app, e)
+		}
+		return nil
+	}
+	last := opts.Since
+	for {
+		for _, e := range evs {
+			printEvent(app, e)
+			last = e.ID
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(opts.Poll):
+		}
+		evs, err = st.Events(ctx, mailbox.EventFilter{Agent: opts.Agent, SinceID: last})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func printEvent(app *App, e mailbox.Event) {
+	if app.JSON {
+		b, _ := json.Marshal(e)
+		fmt.Fprintln(app.Stdout, string(b))
+		return
+	}
+	from := "-"
+	if e.From != nil {
+		from = *e.From
+	}
+	fmt.Fprintf(app.Stdout, "%6d  %s  %-12s s%-3d %s → %s  %s\n", e.ID, e.At.Local().Format("2006-01-02 15:04:05.000"), e.Agent, e.SessionSeq, from, e.To, e.Cause)
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// LogsOptions are the inputs of `swarm logs`.
+type LogsOptions struct {
+	App     *App
+	Agent   string
+	Session int64
+	Follow  bool
+	Poll    time.Duration
+}
+
+func init() { commands = append(commands, newLogsCmd) }
+
+func newLogsCmd(app *App) *cobra.Command {
+	opts := &LogsOptions{App: app, Poll: 200 * time.Millisecond}
+	cmd := &cobra.Command{
+		Use:   "logs <agent>",
+		Short: "Print an agent's session log",
+		Long: `Print the log of an agent's session: the conversation with the model
+(text, tool calls and results) or an exec agent's output. By default the
+newest session; with -f, keep following it, and move on to each new session
+as it starts.`,
+		Example: `  swarm logs backend
+  swarm logs backend --session 3
+  swarm logs backend -f`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: app.completeAgents(false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Agent = args[0]
+			return runLogs(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&opts.Session, "session", 0, "the session `N` to print (default: the newest)")
+	f.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing as the log grows, across sessions")
+	return cmd
+}
+
+// sessionLogs returns the agent's session numbers that have logs, ascending.
+func sessionLogs(dir string) []int64 {
+	ents, _ := os.ReadDir(dir)
+	var seqs []int64
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+			if seq, err := strconv.ParseInt(n, 10, 64); err == nil {
+				seqs = append(seqs, seq)
+			}
+		}
+	}
+	slices.Sort(seqs)
+	return seqs
+}
+
+func runLogs(ctx context.Context, opts *LogsOptions) error {
+	app := opts.App
+	l, cfg, err := app.loadConfig()
+	if err != nil {
+		return err
+	}
+	if _, ok := cfg.Agent(opts.Agent); !ok {
+		return fmt.Errorf("unknown agent %q: swarm.toml has %s", opts.Agent, strings.Join(cfg.AgentNames(), ", "))
+	}
+	dir := filepath.Join(l.Logs(), opts.Agent)
+	seq := opts.Session
+	if seq == 0 {
+		seqs := sessionLogs(dir)
+		if len(seqs) == 0 && !opts.Follow {
+			return fmt.Errorf("%s has no session logs yet: it has not run a session ('swarm up' starts it)", opts.Agent)
+		}
+		if len(seqs) > 0 {
+			seq = seqs[len(seqs)-1]
+		}
+	}
+	path := func(seq int64) string { return filepath.Join(dir, fmt.Sprintf("%d.log", seq)) }
+	if !opts.Follow {
+		f, err := os.Open(path(seq))
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s has no log for session %d (sessions with logs: %v)", opts.Agent, seq, sessionLogs(dir))
+		}
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(app.Stdout, f)
+		return err
+	}
+	// Follow: print what the current log has, then what it gains, and
+	// switch to a newer session's log when one appears.
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	for {
+		if f == nil && seq > 0 {
+			if f, err = os.Open(path(seq)); err != nil {
+				f = nil
+			}
+		}
+		if f != nil {
+			if _, err := io.Copy(app.Stdout, f); err != nil {
+				return err
+			}
+		}
+		if seqs := sessionLogs(dir); len(seqs) > 0 && seqs[len(seqs)-1] > seq {
+			if f != nil {
+				io.Copy(app.Stdout, f) // the rest of the old session
+				f.Close()
+				f = nil
+			}
+			seq = seqs[len(seqs)-1]
+			fmt.Fprintf(app.Stdout, "==> session %d <==\n", seq)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(opts.Poll):
+		}
+	}
+}

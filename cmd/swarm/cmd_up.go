@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/promptpipe"
+	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/worktree"
+)
+
+// UpOptions are the inputs of `swarm up`.
+type UpOptions struct {
+	App    *App
+	Engine string
+	Agents []string
+	NoTUI  bool
+}
+
+func init() { commands = append(commands, newUpCmd) }
+
+func newUpCmd(app *App) *cobra.Command {
+	opts := &UpOptions{App: app}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the supervisor: every agent gets a worktree and runs sessions",
+		Long: `Start the swarm in the foreground. Every agent gets its own git worktree
+(.swarm/worktrees/<agent>, branch swarm/<agent>) and a runner that builds
+its prompt, runs sessions on its engine, and waits for mail or tasks when
+it has nothing to do.
+
+One line is printed per transition and per message; the same goes to
+.swarm/logs/supervisor.log, and each session logs to
+.swarm/logs/<agent>/<session>.log.
+
+Ctrl-C (or SIGTERM, or 'swarm down') stops gracefully: running sessions are
+cancelled, waiting up to interrupt_grace, mail they had is queued again, and
+swarm exits 0. A second Ctrl-C forces the stop. After a crash, the next
+'swarm up' recovers: nothing is lost and session numbers continue.
+
+Only one supervisor runs per repository.`,
+		Example: `  swarm up
+  swarm up --engine script            # offline, with scripted agents
+  swarm up --agents backend,frontend  # only some agents`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runUp(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Engine, "engine", "", "run every agent on this engine (gemini, script, or an [engine.NAME])")
+	f.StringSliceVar(&opts.Agents, "agents", nil, "run only these agents (comma-separated)")
+	f.BoolVar(&opts.NoTUI, "no-tui", false, "print plain lines instead of the full-screen view")
+	cmd.RegisterFlagCompletionFunc("agents", app.completeAgents(false))
+	return cmd
+}
+
+func runUp(ctx context.Context, opts *UpOptions) error {
+	app := opts.App
+	l, cfg, err := app.loadConfig()
+	if err != nil {
+		return err
+	}
+	for _, name := range opts.Agents {
+		if _, ok := cfg.Agent(name); !ok {
+			return usagef("--agents: unknown agent %q (swarm.toml has %s)", name, strings.Join(cfg.AgentNames(), ", "))
+		}
+	}
+	if opts.Engine != "" {
+		for _, a := range cfg.Agents {
+			if _, err := cfg.EngineFor(a, opts.Engine); err != nil {
+				return usagef("--engine: %v", err)
+			}
+		}
+	}
+
+	// Worktree problems (no commits, detached HEAD, old git) stop us
+	// before anything is created.
+	wtm, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: nil})
+	if err != nil {
+		return err
+	}
+	if err := wtm.Preflight(ctx); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(l.Logs(), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", l.Logs(), err)
+	}
+	lock, err := swarm.AcquireLock(l.Lock())
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+
+	logFile, err := os.OpenFile(filepath.Join(l.Logs(), "supervisor.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open supervisor log: %w", err)
+	}
+	defer logFile.Close()
+	level := slog.LevelInfo
+	if app.Verbose > 0 {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: level}))
+	prev := slog.Default()
+	slog.SetDefault(logger)
+	defer slog.SetDefault(prev)
+
+	st, err := mailbox.Open(ctx, l.DB, mailbox.Options{Agents: cfg.AgentNames()})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	wtm, err = worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: st})
+	if err != nil {
+		return err
+	}
+	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(app.Stdout, logger))
+	if err != nil {
+		return err
+	}
+	if err := sup.Preflight(ctx); err != nil {
+		return err
+	}
+
+	// The first signal stops gracefully; a second one forces the stop.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		fmt.Fprintf(app.Stderr, "swarm: %s: stopping gracefully (again to force)\n", sig)
+		cancel(fmt.Errorf("%w: %s", swarm.ErrShutdown, sig))
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(app.Stderr, "swarm: forced stop; the next 'swarm up' recovers")
+			os.Exit(exitError)
+		}
+	}()
+
+	fmt.Fprintf(app.Stdout, "swarm up: %d agent(s) in %s (pid %d); Ctrl-C to stop\n", len(sup.AgentNames()), l.Root, os.Getpid())
+	err = sup.Run(ctx)
+	if err != nil && !errors.Is(err, swarm.ErrShutdown) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	fmt.Fprintln(app.Stdout, "swarm stopped; worktrees and branches are kept ('swarm down --merge' brings the work to the base branch)")
+	return nil
+}
+
+// newSupervisor wires the real packages into a supervisor.
+func newSupervisor(cfg *config.Config, l repo.Layout, st *mailbox.Store, wtm *worktree.Manager, opts *UpOptions, logger *slog.Logger, notify func(swarm.Notice)) (*swarm.Supervisor, error) {
+	tasks := swarm.NewBeadsTasks(l.Root, cfg.Prompt.BDTimeout)
+	builder := &promptpipe.Builder{Config: cfg.Prompt, Logger: logger, Now: time.Now}
+	o := swarm.Options{
+		Config:         cfg,
+		Layout:         l,
+		Store:          st,
+		Agents:         opts.Agents,
+		EngineOverride: opts.Engine,
+		Engines:        swarm.EngineFactory(cfg, opts.Engine),
+		Worktrees:      swarm.GitWorktrees{M: wtm},
+		Prompts: swarm.PipePrompts{Builder: builder, Config: cfg, Layout: l, Base: func(ctx context.Context) string {
+			b, _ := wtm.BaseBranch(ctx)
+			return b
+		}},
+		Logger: logger,
+		Notify: notify,
+	}
+	if tasks != nil {
+		builder.Tasks = tasks
+		o.Tasks = tasks
+	}
+	return swarm.New(o)
+}
+
+// newLinePrinter prints one readable line per transition and message, and
+// logs the same to the supervisor log.
+func newLinePrinter(w io.Writer, logger *slog.Logger) func(swarm.Notice) {
+	var mu sync.Mutex
+	return func(n swarm.Notice) {
+		line := formatNotice(n)
+		if line == "" {
+			return
+		}
+		mu.Lock()
+		fmt.Fprintln(w, line)
+		mu.Unlock()
+		switch n.Kind {
+		case "transition":
+			logger.Info("transition", "agent", n.Agent, "from", string(n.From), "to", string(n.To), "cause", n.Cause, "session_seq", n.Seq)
+		case "message":
+			logger.Info("message", "id", n.Message.ID, "from", n.Message.From, "to", n.Message.To, "urgency", string(n.Message.Urgency), "kind", string(n.Message.Kind))
+		case "info":
+			logger.Info(n.Text, "agent", n.Agent)
+		}
+	}
+}
+
+func formatNotice(n swarm.Notice) string {
+	ts := n.At.Local().Format("15:04:05.000")
+	switch n.Kind {
+	case "transition":
+		cause := ""
+		if n.Cause != "" && n.Cause != string(n.To) {
+			cause = "  (" + n.Cause + ")"
+		}
+		return fmt.Sprintf("%s  %-12s %s → %s%s", ts, n.Agent, n.From, n.To, cause)
+	case "message":
+		m := n.Message
+		urgent := ""
+		if m.IsUrgent() {
+			urgent = "[URGENT] "
+		}
+		return fmt.Sprintf("%s  %-12s mail #%d %s → %s: %s%s", ts, "", m.ID, m.From, m.To, urgent, firstLineCut(m.Body, 70))
+	case "info":
+		return fmt.Sprintf("%s  %-12s %s", ts, n.Agent, n.Text)
+	}
+	return ""
+}
