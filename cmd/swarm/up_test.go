@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/engine/gemini/geminitest"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/repo"
+)
+
+// waitLimit bounds every wait in the up scripts: a broken supervisor fails
+// the script instead of hanging the suite. The waits poll a condition; none
+// sleeps for a fixed time.
+const waitLimit = 30 * time.Second
+
+// TestUpScripts runs `swarm up` end to end in testdata/up: the real
+// supervisor, worktrees, prompts and engines, in temporary git repos.
+func TestUpScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts supervisors")
+	}
+	fake := geminitest.New(t)
+	// A stateless fake model: write a file, tell operator, finish.
+	fake.HandleFunc(func(r *geminitest.Request) geminitest.Reply {
+		switch len(r.FunctionResponses()) {
+		case 0:
+			return geminitest.Call("write_file", map[string]any{"path": "hello.txt", "content": "written by gemini\n"})
+		case 1:
+			return geminitest.Call("send_message", map[string]any{"to": "operator", "body": "wrote hello.txt"})
+		default:
+			return geminitest.Text("done")
+		}
+	})
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "up"),
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			if err := setupRepo(env); err != nil {
+				return err
+			}
+			env.Setenv("FAKE_GEMINI_URL", fake.URL)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"jsonq":     cmdJSONQ,
+			"waitevent": cmdWaitEvent,
+			"waitstate": cmdWaitState,
+			"waitfile":  cmdWaitFile,
+			"waitup":    cmdWaitUp,
+			"pidgone":   cmdPidGone,
+		},
+	})
+}
+
+// openScriptStore opens the repo's database for a custom command.
+func openScriptStore(ts *testscript.TestScript) *mailbox.Store {
+	st, err := mailbox.Open(context.Background(), ts.MkAbs(".swarm/swarm.db"), mailbox.Options{})
+	if err != nil {
+		ts.Fatalf("open database: %v", err)
+	}
+	return st
+}
+
+// poll runs cond until it reports done, failing after waitLimit.
+func poll(ts *testscript.TestScript, what string, cond func() (bool, string)) {
+	deadline := time.Now().Add(waitLimit)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(25 * time.Millisecond)
+	}
+	ts.Fatalf("timed out waiting for %s (last seen: %s)", what, last)
+}
+
+// cmdWaitEvent waits for an event: waitevent <agent> <from> <to> [cause substring].
+// "-" as from matches an agent's first event.
+func cmdWaitEvent(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 3 || len(args) > 4 || neg {
+		ts.Fatalf("usage: waitevent <agent> <from> <to> [cause]")
+	}
+	st := openScriptStore(ts)
+	defer st.Close()
+	poll(ts, fmt.Sprintf("%s %s → %s", args[0], args[1], args[2]), func() (bool, string) {
+		evs, err := st.Events(context.Background(), mailbox.EventFilter{Agent: args[0]})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range evs {
+			from := "-"
+			if e.From != nil {
+				from = *e.From
+			}
+			if from == args[1] && e.To == args[2] && (len(args) < 4 || strings.Contains(e.Cause, args[3])) {
+				return true, ""
+			}
+			seen = append(seen, from+"→"+e.To)
+		}
+		return false, strings.Join(seen, " ")
+	})
+}
+
+// cmdWaitState waits for an agent's state: waitstate <agent> <state> [session_seq].
+func cmdWaitState(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || len(args) > 3 || neg {
+		ts.Fatalf("usage: waitstate <agent> <state> [session_seq]")
+	}
+	st := openScriptStore(ts)
+	defer st.Close()
+	poll(ts, args[0]+" in "+args[1], func() (bool, string) {
+		a, err := st.Agent(context.Background(), args[0])
+		if err != nil {
+			return false, err.Error()
+		}
+		seqOK := len(args) < 3 || strconv.FormatInt(a.SessionSeq, 10) == args[2]
+		return a.State == args[1] && seqOK, fmt.Sprintf("%s session %d", a.State, a.SessionSeq)
+	})
+}
+
+// cmdWaitFile waits for a file to exist with content: waitfile <path>.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: waitfile <path>")
+	}
+	poll(ts, args[0], func() (bool, string) {
+		b, err := os.ReadFile(ts.MkAbs(args[0]))
+		return err == nil && len(b) > 0, fmt.Sprint(err)
+	})
+}
+
+// cmdWaitUp waits until the supervisor answers on its control socket, or
+// with !, until none does.
+func cmdWaitUp(ts *testscript.TestScript, neg bool, args []string) {
+	l := repo.At(ts.MkAbs("."), "")
+	poll(ts, map[bool]string{false: "the supervisor", true: "the supervisor to go"}[neg], func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := control.Call(ctx, l, control.Request{Op: control.OpPing})
+		up := err == nil
+		return up != neg, fmt.Sprint(err)
+	})
+}
+
+// cmdPidGone checks that the process whose pid is in a file has exited:
+// pidgone <pidfile>. It waits (bounded) for the kernel to finish the kill.
+func cmdPidGone(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: pidgone <pidfile>")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		ts.Fatalf("bad pid in %s: %v", args[0], err)
+	}
+	poll(ts, fmt.Sprintf("process %d to exit", pid), func() (bool, string) {
+		return !alive(pid), "still running"
+	})
+}
+
+// alive reports whether pid runs; a zombie (exited, not yet reaped) is dead.
+func alive(pid int) bool {
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		f := strings.Fields(string(stat))
+		return len(f) > 2 && f[2] != "Z"
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
