@@ -636,10 +636,12 @@ func (r *runner) idle(ctx context.Context) error {
 		case <-r.wake:
 			c, err := r.sup.store.Pending(bg(ctx), r.agent.Name)
 			if err == nil && c.Waking > 0 {
+				r.resetNudges(ctx, nudges)
 				return r.move(ctx, Wake, BuildingPrompt, fmt.Sprintf("%d message(s) waiting", c.Waking))
 			}
 		case <-poll.C:
 			if id, ok := r.newTask(ctx); ok {
+				r.resetNudges(ctx, nudges)
 				return r.move(ctx, Wake, BuildingPrompt, "ready task "+id)
 			}
 			poll.Reset(live.TaskPoll)
@@ -656,6 +658,13 @@ func (r *runner) idle(ctx context.Context) error {
 				return r.move(ctx, Pause, Paused, "paused by operator")
 			}
 		}
+	}
+}
+
+// resetNudges starts the nudge count over: real work arrived.
+func (r *runner) resetNudges(ctx context.Context, n int) {
+	if n > 0 {
+		_ = r.sup.store.SetNudges(bg(ctx), r.agent.Name, 0)
 	}
 }
 

@@ -73,8 +73,9 @@ type guardFunc func(context.Context) error
 func (g guardFunc) Check(ctx context.Context) error { return g(ctx) }
 
 type fakePrompts struct {
-	mu   sync.Mutex
-	reqs []PromptRequest
+	mu    sync.Mutex
+	reqs  []PromptRequest
+	tasks *fakeTasks // when set, the prompt lists its ready tasks
 }
 
 func (p *fakePrompts) Build(_ context.Context, req PromptRequest) (Prompt, error) {
@@ -85,11 +86,30 @@ func (p *fakePrompts) Build(_ context.Context, req PromptRequest) (Prompt, error
 	if req.Interrupt != nil {
 		text += fmt.Sprintf("\n### Interrupt Context\nsession %d was interrupted by %s", req.Interrupt.Seq, req.Interrupt.Reason)
 	}
-	return Prompt{Text: text}, nil
+	var ids []string
+	if p.tasks != nil {
+		ids, _ = p.tasks.ReadyIDs(context.Background())
+	}
+	return Prompt{Text: text, TaskIDs: ids}, nil
 }
+
+type fakeTasks struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (f *fakeTasks) set(ids ...string) { f.mu.Lock(); f.ids = ids; f.mu.Unlock() }
+func (f *fakeTasks) ReadyIDs(context.Context) ([]string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.ids...), true
+}
+func (f *fakeTasks) Board(string, string) engine.TaskBoard { return nil }
 
 type harness struct {
 	t       *testing.T
+	history []Notice // notices read so far; used marks the ones a wait matched
+	used    []bool
 	once    sync.Once
 	runErr  error
 	store   *mailbox.Store
@@ -118,8 +138,14 @@ task_poll = "1h"
 
 func newHarness(t *testing.T, agents string, extra ...string) *harness {
 	t.Helper()
+	return newHarnessConfig(t, baseConfig+strings.Join(extra, "\n")+agents)
+}
+
+// newHarnessConfig builds a harness from a whole swarm.toml.
+func newHarnessConfig(t *testing.T, toml string) *harness {
+	t.Helper()
 	root := t.TempDir()
-	cfg, err := config.Parse([]byte(baseConfig+strings.Join(extra, "\n")+agents), "swarm.toml", root)
+	cfg, err := config.Parse([]byte(toml), "swarm.toml", root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +162,12 @@ func newHarness(t *testing.T, agents string, extra ...string) *harness {
 }
 
 func (h *harness) newSupervisor(cfg *config.Config) *Supervisor {
+	return h.newSupervisorWith(cfg, nil)
+}
+
+func (h *harness) newSupervisorWith(cfg *config.Config, tasks Tasks) *Supervisor {
 	sup, err := New(Options{
+		Tasks:     tasks,
 		Config:    cfg,
 		Layout:    h.layout,
 		Store:     h.store,
@@ -169,15 +200,35 @@ func (h *harness) stop() error {
 	return h.runErr
 }
 
-// waitFor reads notices until agent reaches state to, failing after a
-// generous deadline so a broken supervisor cannot hang the suite.
+// waitFor returns the next notice, not matched before, of agent reaching
+// state to, reading more notices as needed and failing after a generous
+// deadline so a broken supervisor cannot hang the suite.
 func (h *harness) waitFor(agent string, to State) Notice {
 	h.t.Helper()
+	return h.waitForSeq(agent, to, 0)
+}
+
+// waitForSeq is waitFor for a given session number (0: any).
+func (h *harness) waitForSeq(agent string, to State, seq int64) Notice {
+	h.t.Helper()
+	match := func(i int) bool {
+		n := h.history[i]
+		return !h.used[i] && n.Kind == "transition" && n.Agent == agent && n.To == to && (seq == 0 || n.Seq == seq)
+	}
+	for i := range h.history {
+		if match(i) {
+			h.used[i] = true
+			return h.history[i]
+		}
+	}
 	deadline := time.After(20 * time.Second)
 	for {
 		select {
 		case n := <-h.notices:
-			if n.Kind == "transition" && n.Agent == agent && n.To == to {
+			h.history = append(h.history, n)
+			h.used = append(h.used, false)
+			if i := len(h.history) - 1; match(i) {
+				h.used[i] = true
 				return n
 			}
 		case <-deadline:
@@ -503,5 +554,98 @@ func TestBackoff(t *testing.T) {
 		if got := Backoff(tt.n, lo, hi, tt.rnd); got.Round(time.Microsecond) != tt.want.Round(time.Microsecond) {
 			t.Errorf("Backoff(%d, %v) = %v, want %v", tt.n, tt.rnd, got, tt.want)
 		}
+	}
+}
+
+
+func TestIdleAgentsAreNudged(t *testing.T) {
+	h := newHarnessConfig(t, `
+[defaults]
+engine = "script"
+[liveness]
+nudge_after = "10ms"
+nudge_every = "10ms"
+max_nudges = 2
+task_poll = "1h"
+[[agent]]
+name = "alpha"
+`)
+	h.start()
+	for seq := int64(1); seq <= 3; seq++ {
+		r := h.nextRun()
+		if r.s.Seq != seq {
+			t.Fatalf("session %d, want %d", r.s.Seq, seq)
+		}
+		if seq > 1 && (len(r.s.Mail) != 1 || !strings.Contains(r.s.Mail[0].Body, fmt.Sprintf("nudge %d of 2", seq-1))) {
+			t.Fatalf("session %d mail = %+v", seq, r.s.Mail)
+		}
+		r.finish <- engine.Result{Outcome: engine.Success}
+	}
+	h.waitForSeq("alpha", Idle, 3)
+	a, _ := h.store.Agent(context.Background(), "alpha")
+	if a.Nudges != 2 {
+		t.Fatalf("nudges = %d, want the maximum 2", a.Nudges)
+	}
+	nudges, _ := h.store.Inbox(context.Background(), "alpha", mailbox.Filter{})
+	for _, m := range nudges {
+		if m.Kind != message.KindNudge || m.From != message.Operator {
+			t.Fatalf("nudge = %+v", m)
+		}
+	}
+	// Real mail starts the count over.
+	h.send(message.Draft{From: "operator", To: "alpha", Body: "real work"})
+	r := h.nextRun()
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitForSeq("alpha", Idle, 4)
+	if a, _ := h.store.Agent(context.Background(), "alpha"); a.Nudges != 0 {
+		t.Fatalf("nudges after real mail = %d", a.Nudges)
+	}
+}
+
+func TestNewReadyTaskWakesIdleAgent(t *testing.T) {
+	h := newHarnessConfig(t, `
+[defaults]
+engine = "script"
+[liveness]
+nudge_after = "0s"
+task_poll = "10ms"
+[[agent]]
+name = "coder"
+[[agent]]
+name = "critic"
+mode = "review"
+`)
+	tasks := &fakeTasks{}
+	h.prompts.tasks = tasks
+	h.sup = h.newSupervisorWith(h.sup.cfg, tasks)
+	h.start()
+	for range 2 {
+		h.nextRun().finish <- engine.Result{Outcome: engine.Success}
+	}
+	h.waitFor("coder", Idle)
+	h.waitFor("critic", Idle)
+	tasks.set("bd-1")
+	r := h.nextRun()
+	if r.s.Agent != "coder" || r.s.Seq != 2 {
+		t.Fatalf("woken = %s/%d; only coder may claim tasks", r.s.Agent, r.s.Seq)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	// bd-1 was listed in that completed session: it is no longer new.
+	n := h.waitFor("coder", Idle)
+	if n.Seq != 2 {
+		t.Fatalf("idle after session %d", n.Seq)
+	}
+	tasks.set("bd-1", "bd-2")
+	r = h.nextRun()
+	if r.s.Agent != "coder" || r.s.Seq != 3 {
+		t.Fatalf("woken = %s/%d", r.s.Agent, r.s.Seq)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("coder", Idle)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := h.store.Agent(context.Background(), "critic"); a.SessionSeq != 1 {
+		t.Fatalf("review agent ran %d sessions", a.SessionSeq)
 	}
 }

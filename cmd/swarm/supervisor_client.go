@@ -4,38 +4,62 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/swarm"
 )
 
 // stopSupervisor asks a running supervisor to stop and waits up to wait for
-// it to go. It reports whether one was running. No supervisor is not an
+// it to release the lock. It asks over the control socket; when the socket
+// does not answer but the lock is held, it sends SIGTERM to the pid in the
+// lock file. It reports whether one was running. No supervisor is not an
 // error.
 func (a *App) stopSupervisor(ctx context.Context, l repo.Layout, wait time.Duration) (bool, error) {
 	callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	_, err := control.Call(callCtx, l, control.Request{Op: control.OpStop})
 	cancel()
-	if errors.Is(err, control.ErrNoSupervisor) {
-		return false, nil
-	}
 	if err != nil {
-		return true, fmt.Errorf("stop the supervisor: %w", err)
+		pid, held := lockHolder(l)
+		if !held {
+			return false, nil
+		}
+		if pid <= 0 {
+			return true, fmt.Errorf("a supervisor holds %s but does not answer, and its pid is unknown; stop it with Ctrl-C in its terminal", l.Lock())
+		}
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return true, fmt.Errorf("stop the supervisor (pid %d): %w", pid, err)
+		}
 	}
 	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		pingCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		_, err := control.Call(pingCtx, l, control.Request{Op: control.OpPing})
-		cancel()
-		if errors.Is(err, control.ErrNoSupervisor) {
+	for {
+		if _, held := lockHolder(l); !held {
 			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return true, fmt.Errorf("the supervisor did not stop within %s; stop it with Ctrl-C in its terminal", wait)
 		}
 		select {
 		case <-ctx.Done():
 			return true, context.Cause(ctx)
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return true, fmt.Errorf("the supervisor did not stop within %s; stop it with Ctrl-C in its terminal", wait)
+}
+
+// lockHolder reports whether a supervisor holds the lock, and its pid. It
+// takes the lock for an instant when it is free.
+func lockHolder(l repo.Layout) (int, bool) {
+	lock, err := swarm.AcquireLock(l.Lock())
+	if err == nil {
+		lock.Release()
+		return 0, false
+	}
+	var ar *swarm.AlreadyRunningError
+	if errors.As(err, &ar) {
+		return ar.Pid, true
+	}
+	return 0, false
 }
