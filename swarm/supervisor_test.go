@@ -557,7 +557,6 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-
 func TestIdleAgentsAreNudged(t *testing.T) {
 	h := newHarnessConfig(t, `
 [defaults]
