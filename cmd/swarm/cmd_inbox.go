@@ -13,6 +13,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/promptpipe"
 )
 
 // InboxOptions are the inputs of `swarm inbox`.
@@ -122,18 +123,7 @@ func stateLabel(m message.Message) string {
 }
 
 // humanAge renders a duration the way the prompt does: 12s, 2m, 3h, 2d.
-func humanAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
-}
+func humanAge(d time.Duration) string { return promptpipe.HumanAge(d) }
 
 func firstLineCut(s string, n int) string {
 	line, _, more := strings.Cut(s, "\n")

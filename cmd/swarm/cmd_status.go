@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -177,5 +176,3 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	}
 	return tw.Flush()
 }
-
-var errNoSupervisor = errors.New("no supervisor is running in this repository; start one with 'swarm up'")

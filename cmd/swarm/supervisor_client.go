@@ -63,3 +63,7 @@ func lockHolder(l repo.Layout) (int, bool) {
 	}
 	return 0, false
 }
+
+// errNoSupervisor is what commands that need a running supervisor say
+// when there is none.
+var errNoSupervisor = errors.New("no supervisor is running in this repository; start one with 'swarm up'")
