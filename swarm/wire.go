@@ -73,13 +73,13 @@ type PipePrompts struct {
 }
 
 func (p PipePrompts) Build(ctx context.Context, req PromptRequest) (Prompt, error) {
-	pc := PromptContextFor(p.Config, p.Layout, req.Agent, req.Seq, req.Worktree, req.Mail)
+	base := ""
+	if p.Base != nil {
+		base = p.Base(ctx)
+	}
+	pc := PromptContextFor(p.Config, p.Layout, req.Agent, req.Seq, req.Worktree, base, req.Mail)
 	pc.SessionID = req.SessionID
 	pc.Beads = req.BeadsOK
-	if p.Base != nil {
-		pc.BaseBranch = p.Base(ctx)
-	}
-	pc.Branch = worktree.Branch(req.Agent.Name)
 	if req.Interrupt != nil {
 		m := req.Interrupt.Message
 		pc.Interrupt = &promptpipe.InterruptContext{MessageID: m.ID, From: m.From, Body: m.Body, When: m.CreatedAt, Reason: req.Interrupt.Reason}
@@ -93,8 +93,10 @@ func (p PipePrompts) Build(ctx context.Context, req PromptRequest) (Prompt, erro
 
 // PromptContextFor is the prompt context of an agent's session, shared by
 // the supervisor and `swarm prompt` so the preview is what the agent gets.
-func PromptContextFor(cfg *config.Config, l repo.Layout, a config.Agent, seq int64, dir string, mail []message.Message) promptpipe.PromptContext {
+func PromptContextFor(cfg *config.Config, l repo.Layout, a config.Agent, seq int64, dir, base string, mail []message.Message) promptpipe.PromptContext {
 	return promptpipe.PromptContext{
+		Branch:     worktree.Branch(a.Name),
+		BaseBranch: base,
 		Agent:      a.Name,
 		Role:       a.Role,
 		Mode:       a.Mode,

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +15,8 @@ import (
 	"github.com/swarmhq/swarm/beads"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/promptpipe"
+	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/worktree"
 )
 
 // PromptOptions are the inputs of `swarm prompt`.
@@ -145,19 +146,14 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 	}
 	tasks := &beads.Client{Dir: dir, Actor: agent.Name, Timeout: cfg.Prompt.BDTimeout}
 	b := &promptpipe.Builder{Tasks: tasks, Config: cfg.Prompt, Now: opts.Now, Logger: slog.Default()}
-	p, err := b.Build(ctx, promptpipe.PromptContext{
-		Agent:      agent.Name,
-		Role:       agent.Role,
-		Mode:       agent.Mode,
-		SessionSeq: seq,
-		DBPath:     l.DB,
-		Worktree:   dir,
-		Root:       l.Root,
-		Teammates:  slices.DeleteFunc(cfg.AgentNames(), func(n string) bool { return n == agent.Name }),
-		Beads:      tasks.Installed(),
-		Interrupt:  interrupt,
-		Messages:   mail,
-	})
+	base, _, err := st.Meta(ctx, worktree.MetaBaseBranch)
+	if err != nil {
+		return err
+	}
+	pc := swarm.PromptContextFor(cfg, l, agent, seq, dir, base, mail)
+	pc.Beads = tasks.Installed()
+	pc.Interrupt = interrupt
+	p, err := b.Build(ctx, pc)
 	if err != nil {
 		return err
 	}
