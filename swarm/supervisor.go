@@ -292,13 +292,14 @@ func (s *Supervisor) recover(ctx context.Context) error {
 
 // poke wakes every runner: something in the database may have changed.
 func (s *Supervisor) poke(ctx context.Context) {
-	s.announceMail(ctx)
+	// Runners first: an urgent interrupt should not wait for the notices.
 	for _, r := range s.runners {
 		select {
 		case r.wake <- struct{}{}:
 		default:
 		}
 	}
+	s.announceMail(ctx)
 }
 
 // announceMail emits a notice for each message stored since the last look.
