@@ -17,6 +17,10 @@ build: ## build bin/swarm (static, no cgo)
 test: ## run every test with the race detector (offline)
 	$(GO) test -race ./...
 
+.PHONY: demo
+demo: build ## a whole swarm run, offline: three scripted agents in a temporary repo
+	$(GO) run ./demo -swarm $(BIN)
+
 lint: ## go vet, gofmt, and staticcheck when it can be installed
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
