@@ -67,3 +67,22 @@ func readPid(f *os.File) int {
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b[:n])))
 	return pid
 }
+
+// LockHolder reports whether a live process holds the supervisor lock at
+// path, and the pid it wrote there. It asks for a shared lock without
+// waiting and lets go at once, so it never truncates the file or keeps a
+// starting supervisor out for longer than an instant. A lock left by a
+// crashed supervisor died with it, so a stale pid is never mistaken for a
+// running supervisor.
+func LockHolder(path string) (int, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return 0, false
+	}
+	return readPid(f), true
+}

@@ -741,19 +741,24 @@ func (r *runner) interject(ctx context.Context, seq int64) []string {
 	if len(ids) == 0 {
 		return nil
 	}
+	// This runs on the engine's goroutine: it must not touch the runner's
+	// fields, so it uses the store directly and announces after commit.
 	var texts []string
-	err = r.inTx(ctx, func(tx *mailbox.Tx) error {
+	var notices []Notice
+	err = r.sup.store.InTx(bg(ctx), func(tx *mailbox.Tx) error {
 		ms, err := tx.DeliverInto(r.agent.Name, seq, ids)
 		if err != nil {
 			return err
 		}
 		for _, m := range ms {
 			texts = append(texts, fmt.Sprintf("[URGENT] From %s: %s", m.From, m.Body))
+			cause := fmt.Sprintf("urgent mail #%d from %s injected", m.ID, m.From)
 			// A self-transition: recorded, but the runner's state is unchanged.
-			if _, err := tx.Transition(mailbox.Change{Agent: r.agent.Name, From: string(Running), To: string(Running),
-				Cause: fmt.Sprintf("urgent mail #%d from %s injected", m.ID, m.From), Seq: seq}); err != nil {
+			e, err := tx.Transition(mailbox.Change{Agent: r.agent.Name, From: string(Running), To: string(Running), Cause: cause, Seq: seq})
+			if err != nil {
 				return err
 			}
+			notices = append(notices, Notice{At: e.At, Agent: r.agent.Name, Kind: "transition", From: Running, To: Running, Cause: cause, Seq: seq})
 		}
 		return nil
 	})
@@ -761,8 +766,8 @@ func (r *runner) interject(ctx context.Context, seq int64) []string {
 		r.sup.log.Warn("inject urgent mail", "agent", r.agent.Name, "err", err)
 		return nil
 	}
-	for range texts {
-		r.sup.emit(Notice{Agent: r.agent.Name, Kind: "transition", From: Running, To: Running, Cause: "urgent mail injected", Seq: seq})
+	for _, n := range notices {
+		r.sup.emit(n)
 	}
 	return texts
 }

@@ -117,9 +117,9 @@ func isNotFound(err error) bool {
 	return errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrNotFound)
 }
 
-// parseVersion reads "git version 2.39.5" (or "2.39.5 (Apple Git-143)",
+// ParseGitVersion reads "git version 2.39.5" (or "2.39.5 (Apple Git-143)",
 // "2.45.0.windows.1") into major and minor.
-func parseVersion(out string) (major, minor int, err error) {
+func ParseGitVersion(out string) (major, minor int, err error) {
 	f := strings.Fields(out)
 	if len(f) < 3 || f[0] != "git" || f[1] != "version" {
 		return 0, 0, fmt.Errorf("unexpected output of git version: %q", out)

@@ -202,7 +202,7 @@ func (m *Manager) Preflight(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	major, minor, err := parseVersion(out)
+	major, minor, err := ParseGitVersion(out)
 	if err != nil {
 		return err
 	}

@@ -352,14 +352,14 @@ func TestParseVersion(t *testing.T) {
 		"git version 3.0":                     {3, 0},
 		"git version 2.19.6.1\n and the rest": {2, 19},
 	} {
-		ma, mi, err := parseVersion(in)
+		ma, mi, err := ParseGitVersion(in)
 		if err != nil || ma != want[0] || mi != want[1] {
-			t.Errorf("parseVersion(%q) = %d.%d, %v; want %d.%d", in, ma, mi, err, want[0], want[1])
+			t.Errorf("ParseGitVersion(%q) = %d.%d, %v; want %d.%d", in, ma, mi, err, want[0], want[1])
 		}
 	}
 	for _, bad := range []string{"", "hub version 2.1", "git version x.y"} {
-		if _, _, err := parseVersion(bad); err == nil {
-			t.Errorf("parseVersion(%q) succeeded", bad)
+		if _, _, err := ParseGitVersion(bad); err == nil {
+			t.Errorf("ParseGitVersion(%q) succeeded", bad)
 		}
 	}
 }

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -187,34 +184,18 @@ func doctorGit(ctx context.Context, r *doctorReport) bool {
 		return false
 	}
 	out := strings.TrimSpace(string(res.Stdout))
-	major, minor, ok := parseGitVersion(out)
-	if !ok {
+	major, minor, err := worktree.ParseGitVersion(out)
+	if err != nil {
 		r.add("git", checkFail, "cannot read the version from %q; swarm needs git %s or newer", out, worktree.MinGit)
 		return false
 	}
-	wantMajor, wantMinor, _ := parseGitVersion("git version " + worktree.MinGit)
+	wantMajor, wantMinor, _ := worktree.ParseGitVersion("git version " + worktree.MinGit)
 	if major < wantMajor || major == wantMajor && minor < wantMinor {
 		r.add("git", checkFail, "%s is too old: swarm needs git %s or newer (git worktree); upgrade git", out, worktree.MinGit)
 		return false
 	}
 	r.add("git", checkOK, "%s", out)
 	return true
-}
-
-// parseGitVersion reads "git version 2.39.5" (also "2.39.5 (Apple Git-143)"
-// and "2.45.0.windows.1").
-func parseGitVersion(out string) (major, minor int, ok bool) {
-	f := strings.Fields(out)
-	if len(f) < 3 || f[0] != "git" || f[1] != "version" {
-		return 0, 0, false
-	}
-	parts := strings.SplitN(f[2], ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	return major, minor, err1 == nil && err2 == nil
 }
 
 // doctorRepo runs the checks `swarm up` makes before it creates anything.
@@ -325,7 +306,7 @@ func doctorSupervisor(ctx context.Context, r *doctorReport, l repo.Layout) {
 		r.add("supervisor", checkOK, "running (pid %d); its control socket %s answers", p.Pid, rel(l.Root, sock))
 		return
 	}
-	if pid, held := doctorLockPid(l.Lock()); held {
+	if pid, held := swarm.LockHolder(l.Lock()); held {
 		who, stop := "a supervisor", "stop it with Ctrl-C in its terminal"
 		if pid > 0 {
 			who, stop = fmt.Sprintf("a supervisor (pid %d)", pid), fmt.Sprintf("stop it (kill %d)", pid)
@@ -335,26 +316,6 @@ func doctorSupervisor(ctx context.Context, r *doctorReport, l repo.Layout) {
 		return
 	}
 	r.add("supervisor", checkOK, "not running ('swarm up' starts it)")
-}
-
-// doctorLockPid reports whether a live process holds the supervisor's
-// flock on path, and the pid it wrote there. It asks for a shared lock
-// without waiting and lets go at once: a lock left by a crashed supervisor
-// died with it, so a stale pid in the file is never mistaken for a
-// running supervisor.
-func doctorLockPid(path string) (int, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		return 0, false
-	}
-	data, _ := io.ReadAll(f)
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	return pid, true
 }
 
 // doctorDatabase runs PRAGMA integrity_check on the mailbox database.

@@ -22,7 +22,7 @@ func (a *App) stopSupervisor(ctx context.Context, l repo.Layout, wait time.Durat
 	_, err := control.Call(callCtx, l, control.Request{Op: control.OpStop})
 	cancel()
 	if err != nil {
-		pid, held := lockHolder(l)
+		pid, held := swarm.LockHolder(l.Lock())
 		if !held {
 			return false, nil
 		}
@@ -35,7 +35,7 @@ func (a *App) stopSupervisor(ctx context.Context, l repo.Layout, wait time.Durat
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		if _, held := lockHolder(l); !held {
+		if _, held := swarm.LockHolder(l.Lock()); !held {
 			return true, nil
 		}
 		if time.Now().After(deadline) {
@@ -47,21 +47,6 @@ func (a *App) stopSupervisor(ctx context.Context, l repo.Layout, wait time.Durat
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// lockHolder reports whether a supervisor holds the lock, and its pid. It
-// takes the lock for an instant when it is free.
-func lockHolder(l repo.Layout) (int, bool) {
-	lock, err := swarm.AcquireLock(l.Lock())
-	if err == nil {
-		lock.Release()
-		return 0, false
-	}
-	var ar *swarm.AlreadyRunningError
-	if errors.As(err, &ar) {
-		return ar.Pid, true
-	}
-	return 0, false
 }
 
 // errNoSupervisor is what commands that need a running supervisor say

@@ -171,8 +171,16 @@ func New(opts Options) (*Model, error) {
 	client, err := genai.NewClient(context.Background(), &cc)
 	if err != nil {
 		// The SDK's message includes the whole ClientConfig, key and all:
-		// keep only the redacted text, never the original error.
-		return nil, errors.New("gemini: " + redact(err.Error(), key))
+		// keep only its first sentence, redacted, never the original error.
+		msg := err.Error()
+		if i := strings.Index(msg, ". ClientConfig:"); i >= 0 {
+			msg = msg[:i]
+		}
+		hint := ""
+		if useVertex(getenv) {
+			hint = "; for Vertex AI set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (or unset GOOGLE_GENAI_USE_VERTEXAI and use an API key)"
+		}
+		return nil, errors.New("gemini: " + redact(msg, key) + hint)
 	}
 	return &Model{client: client, model: opts.Model, key: key, log: logger}, nil
 }

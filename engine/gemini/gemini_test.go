@@ -427,3 +427,15 @@ func TestGeneratedIDsAreUnique(t *testing.T) {
 		t.Fatalf("args = %s", got)
 	}
 }
+
+func TestVertexWithoutProjectSaysWhatToSet(t *testing.T) {
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "")
+	t.Setenv("GOOGLE_CLOUD_LOCATION", "")
+	_, err := New(Options{Getenv: env(EnvVertex, "true")})
+	if err == nil {
+		t.Fatal("Vertex AI with no project or location was accepted")
+	}
+	if strings.Contains(err.Error(), "ClientConfig") || !strings.Contains(err.Error(), "GOOGLE_CLOUD_PROJECT") {
+		t.Fatalf("error = %v", err)
+	}
+}
