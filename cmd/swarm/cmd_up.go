@@ -130,7 +130,12 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if err != nil {
 		return err
 	}
-	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(app.Stdout, logger))
+	// The live view shows the notices; the supervisor log still gets them.
+	useTUI, lineOut := !opts.NoTUI && isTerminal(app.Stdout), app.Stdout
+	if useTUI {
+		lineOut = io.Discard
+	}
+	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(lineOut, logger))
 	if err != nil {
 		return err
 	}
@@ -157,6 +162,9 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		}
 	}()
 
+	if useTUI {
+		return runUpTUI(ctx, cancel, app, l, cfg, st, sup)
+	}
 	fmt.Fprintf(app.Stdout, "swarm up: %d agent(s) in %s (pid %d); Ctrl-C to stop\n", len(sup.AgentNames()), l.Root, os.Getpid())
 	err = sup.Run(ctx)
 	if err != nil && !errors.Is(err, swarm.ErrShutdown) && !errors.Is(err, context.Canceled) {

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/promptpipe"
+	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/tui"
+)
+
+// isTerminal reports whether w is a terminal: the live view needs one.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// runUpTUI runs the supervisor under the live view. q (or Ctrl-C in the
+// view) stops the swarm gracefully, and the view stays until every agent
+// has stopped; SIGTERM and `swarm down` stop it the same way. Notices still
+// go to the supervisor log; nothing else writes to the terminal until the
+// view is gone.
+func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l repo.Layout, cfg *config.Config, st *mailbox.Store, sup *swarm.Supervisor) error {
+	// Subscribe before Run starts so the view misses nothing. The stream
+	// ends when Run closes it or returns: Run closes it only when it got as
+	// far as starting the agents.
+	viewCtx, endView := context.WithCancel(context.WithoutCancel(ctx))
+	defer endView()
+	notices := sup.Watch(viewCtx)
+	done := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(done)
+		runErr = sup.Run(ctx)
+	}()
+
+	src := &upSource{storeSource: newStoreSource(l, cfg, st), notices: notices, done: done}
+	viewErr := tui.Run(viewCtx, src, tui.Options{
+		Title: fmt.Sprintf("swarm up · %s · pid %d", l.Root, os.Getpid()),
+		Stop:  func() { stop(swarm.ErrShutdown) },
+	})
+	stop(swarm.ErrShutdown) // a no-op when the view already asked
+	if !errors.Is(viewErr, tui.ErrSourceEnded) {
+		// The view went (the operator left, or the terminal failed)
+		// before the agents had stopped.
+		fmt.Fprintln(app.Stderr, "swarm: stopping gracefully; Ctrl-C twice forces the stop")
+	}
+	<-done
+	if runErr != nil && !errors.Is(runErr, swarm.ErrShutdown) && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	if viewErr != nil && !errors.Is(viewErr, tui.ErrSourceEnded) {
+		return viewErr
+	}
+	fmt.Fprintln(app.Stdout, "swarm stopped; worktrees and branches are kept ('swarm down --merge' brings the work to the base branch)")
+	return nil
+}
+
+// upSource is the live view's source inside `swarm up`: notices straight
+// from the supervisor.
+type upSource struct {
+	*storeSource
+	notices <-chan swarm.Notice
+	done    <-chan struct{} // closed when the supervisor's Run returned
+}
+
+func (s *upSource) Next(ctx context.Context) (tui.Event, error) {
+	select {
+	case n, ok := <-s.notices:
+		if !ok {
+			return tui.Event{}, io.EOF
+		}
+		return noticeEvent(n), nil
+	case <-s.done:
+		return tui.Event{}, io.EOF
+	case <-ctx.Done():
+		return tui.Event{}, context.Cause(ctx)
+	}
+}
+
+func noticeEvent(n swarm.Notice) tui.Event {
+	return tui.Event{At: n.At, Agent: n.Agent, Kind: n.Kind, From: string(n.From), To: string(n.To),
+		Cause: n.Cause, Seq: n.Seq, Message: n.Message, Text: n.Text}
+}
+
+// storeSource is what `swarm up` and `swarm watch` read and do alike:
+// snapshots from the database, logs from .swarm/logs, mail through the
+// store (with a poke) and pause/resume through the control socket.
+type storeSource struct {
+	l   repo.Layout
+	cfg *config.Config
+	st  *mailbox.Store
+	now func() time.Time
+}
+
+func newStoreSource(l repo.Layout, cfg *config.Config, st *mailbox.Store) *storeSource {
+	return &storeSource{l: l, cfg: cfg, st: st, now: time.Now}
+}
+
+// viewMail is how many of the latest messages a snapshot reads.
+const viewMail = 30
+
+func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
+	status, err := collectStatus(ctx, s.l, s.cfg, s.st, s.now())
+	if err != nil {
+		return tui.Snapshot{}, err
+	}
+	var snap tui.Snapshot
+	for _, a := range status.Agents {
+		ta := tui.Agent{Name: a.Name, State: a.State, Seq: a.SessionSeq, Pending: a.Pending, Urgent: a.Urgent,
+			Activity: a.Activity, Tokens: a.Tokens}
+		if a.StateSince != nil {
+			ta.StateSince = *a.StateSince
+		}
+		snap.Agents = append(snap.Agents, ta)
+		snap.Tokens += a.Tokens
+	}
+	// Every message has an agent or operator as its recipient, so the
+	// newest of each inbox hold the newest overall.
+	seen := map[int64]bool{}
+	for _, name := range append(s.cfg.AgentNames(), message.Operator) {
+		ms, err := s.st.Inbox(ctx, name, mailbox.Filter{Limit: viewMail})
+		if err != nil {
+			return snap, err
+		}
+		for _, m := range ms {
+			if !seen[m.ID] {
+				seen[m.ID] = true
+				snap.Mail = append(snap.Mail, m)
+			}
+		}
+	}
+	slices.SortFunc(snap.Mail, func(a, b message.Message) int { return cmp.Compare(a.ID, b.ID) })
+	snap.Mail = snap.Mail[max(len(snap.Mail)-viewMail, 0):]
+	if snap.Sessions, err = s.st.SessionCount(ctx); err != nil {
+		return snap, err
+	}
+	return snap, nil
+}
+
+// tailBytes bounds a tail read: the view shows a screenful.
+const tailBytes = 64 << 10
+
+func (s *storeSource) Tail(ctx context.Context, agent string, seq int64, lines int) ([]string, error) {
+	f, err := os.Open(filepath.Join(s.l.Logs(), agent, fmt.Sprintf("%d.log", seq)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := max(fi.Size()-tailBytes, 0)
+	b := make([]byte, fi.Size()-off)
+	n, err := f.ReadAt(b, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	b = b[:n]
+	if off > 0 {
+		// Drop the partial first line.
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	text := strings.TrimRight(string(b), "\n")
+	if text == "" {
+		return nil, nil
+	}
+	out := strings.Split(text, "\n")
+	return out[max(len(out)-lines, 0):], nil
+}
+
+func (s *storeSource) Prompt(ctx context.Context, agent string, seq int64) ([]tui.Section, error) {
+	sess, err := s.st.Session(ctx, agent, seq)
+	if err != nil {
+		return nil, err
+	}
+	var out []tui.Section
+	for _, sec := range promptpipe.SplitSections(sess.Prompt) {
+		out = append(out, tui.Section{Number: sec.Number, Title: sec.Title, Body: sec.Body})
+	}
+	if len(out) == 0 && strings.TrimSpace(sess.Prompt) != "" {
+		out = []tui.Section{{Title: "Prompt", Body: sess.Prompt}}
+	}
+	return out, nil
+}
+
+func (s *storeSource) Send(ctx context.Context, to, body string, urgent bool) (message.Message, error) {
+	d := message.Draft{From: message.Operator, To: to, Body: body}
+	if urgent {
+		d.Urgency = message.Urgent
+	}
+	m, err := s.st.Send(ctx, d)
+	if err != nil {
+		return m, err
+	}
+	control.Poke(s.l)
+	return m, nil
+}
+
+func (s *storeSource) SetPaused(ctx context.Context, agent string, paused bool) error {
+	return pauseAgent(ctx, s.l, agent, paused)
+}
