@@ -44,11 +44,14 @@ func newUpCmd(app *App) *cobra.Command {
 its prompt, runs sessions on its engine, and waits for mail or tasks when
 it has nothing to do.
 
-One line is printed per transition and per message; the same goes to
-.swarm/logs/supervisor.log, and each session logs to
-.swarm/logs/<agent>/<session>.log.
+When stdout is a terminal, a live view shows the agents, their mail and the
+selected agent's session log (keys: ? for help; 'swarm watch' attaches the
+same view from another terminal). With --no-tui, or when stdout is not a
+terminal, one line is printed per transition and per message instead.
+Everything also goes to .swarm/logs/supervisor.log, and each session logs
+to .swarm/logs/<agent>/<session>.log.
 
-Ctrl-C (or SIGTERM, or 'swarm down') stops gracefully: running sessions are
+Ctrl-C (or q in the view, SIGTERM, or 'swarm down') stops gracefully: running sessions are
 cancelled, waiting up to interrupt_grace, mail they had is queued again, and
 swarm exits 0. A second Ctrl-C forces the stop. After a crash, the next
 'swarm up' recovers: nothing is lost and session numbers continue.
@@ -154,7 +157,9 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		if !ok {
 			return
 		}
-		fmt.Fprintf(app.Stderr, "swarm: %s: stopping gracefully (again to force)\n", sig)
+		if !useTUI { // the view shows the agents stopping; text would tear it
+			fmt.Fprintf(app.Stderr, "swarm: %s: stopping gracefully (again to force)\n", sig)
+		}
 		cancel(fmt.Errorf("%w: %s", swarm.ErrShutdown, sig))
 		if _, ok := <-sigs; ok {
 			fmt.Fprintln(app.Stderr, "swarm: forced stop; the next 'swarm up' recovers")
