@@ -354,7 +354,11 @@ func absPath(p string) string {
 // follow waits for the running session to end, interrupting it for urgent
 // mail, and settles it.
 func (r *runner) follow(ctx context.Context, s *session) error {
-	defer s.log.Close()
+	defer func() {
+		s.log.Close()
+		// The last tool call belongs to the session that ended.
+		_ = r.sup.store.SetActivity(bg(ctx), r.agent.Name, "")
+	}()
 	if m, ok := r.urgentMail(ctx); ok && r.agent.Interrupt != config.InterruptBoundary {
 		return r.interruptSession(ctx, s, m)
 	}
