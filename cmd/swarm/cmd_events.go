@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,8 +57,10 @@ func runEvents(ctx context.Context, opts *EventsOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Agent != "" && !slices.Contains(cfg.AgentNames(), opts.Agent) {
-		return fmt.Errorf("unknown agent %q: swarm.toml has %s", opts.Agent, strings.Join(cfg.AgentNames(), ", "))
+	if opts.Agent != "" {
+		if _, err := agentIn(cfg, opts.Agent); err != nil {
+			return err
+		}
 	}
 	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {

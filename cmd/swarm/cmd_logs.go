@@ -72,8 +72,8 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := cfg.Agent(opts.Agent); !ok {
-		return fmt.Errorf("unknown agent %q: swarm.toml has %s", opts.Agent, strings.Join(cfg.AgentNames(), ", "))
+	if _, err := agentIn(cfg, opts.Agent); err != nil {
+		return err
 	}
 	dir := filepath.Join(l.Logs(), opts.Agent)
 	seq := opts.Session

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,8 +66,8 @@ func runPause(ctx context.Context, opts *PauseOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := cfg.Agent(opts.Agent); !ok {
-		return fmt.Errorf("unknown agent %q: swarm.toml has %s", opts.Agent, strings.Join(cfg.AgentNames(), ", "))
+	if _, err := agentIn(cfg, opts.Agent); err != nil {
+		return err
 	}
 	if err := pauseAgent(ctx, l, opts.Agent, !opts.Resume); err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,9 +86,9 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 	if err != nil {
 		return err
 	}
-	agent, ok := cfg.Agent(opts.Agent)
-	if !ok {
-		return fmt.Errorf("unknown agent %q: the agents in %s are %s", opts.Agent, l.Config, strings.Join(cfg.AgentNames(), ", "))
+	agent, err := agentIn(cfg, opts.Agent)
+	if err != nil {
+		return err
 	}
 	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {

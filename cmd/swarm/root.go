@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -111,6 +112,15 @@ func (a *App) loadConfig() (repo.Layout, *config.Config, error) {
 	}
 	cfg, err := config.Load(l.Config, l.Root)
 	return l, cfg, err
+}
+
+// agentIn returns the named agent of cfg, or an error that lists the agents.
+func agentIn(cfg *config.Config, name string) (config.Agent, error) {
+	a, ok := cfg.Agent(name)
+	if !ok {
+		return a, fmt.Errorf("unknown agent %q: swarm.toml has %s", name, strings.Join(cfg.AgentNames(), ", "))
+	}
+	return a, nil
 }
 
 // openStore opens the repository's database, addressed by cfg's agents.
