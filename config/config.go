@@ -18,6 +18,7 @@ import (
 
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/tomlfile"
 )
 
 // Built-in engine names. An [engine.NAME] table with one of these names
@@ -154,18 +155,7 @@ func defaults(root string) Config {
 }
 
 // Error is a configuration problem at a place in the file.
-type Error struct {
-	File string
-	Line int // 0 when the problem has no single line
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+type Error = tomlfile.Error
 
 // ErrNoConfig means swarm.toml does not exist.
 var ErrNoConfig = errors.New("no swarm.toml")

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,11 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
-
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/tomlfile"
 )
 
 // The raw file shape. Pointers tell "unset" from a zero value, so per-agent
@@ -89,96 +86,18 @@ type rawWorktree struct {
 	Dir *string `toml:"dir"`
 }
 
-// lineIndex maps a key path such as "agent[1].name" or "engine.claude" to
-// the line it is written on.
-type lineIndex map[string]int
-
-func decode(data []byte, file string) (*rawFile, lineIndex, error) {
-	lines, err := indexLines(data)
-	if err != nil {
-		return nil, nil, tomlError(file, err)
-	}
+func decode(data []byte, file string) (*rawFile, tomlfile.Lines, error) {
 	var raw rawFile
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		return nil, nil, tomlError(file, err)
+	lines, err := tomlfile.Decode(data, file, &raw, "")
+	if err != nil {
+		return nil, nil, err
 	}
 	return &raw, lines, nil
 }
 
-func tomlError(file string, err error) error {
-	var strict *toml.StrictMissingError
-	if errors.As(err, &strict) {
-		var errs []error
-		for _, e := range strict.Errors {
-			line, _ := e.Position()
-			errs = append(errs, &Error{File: file, Line: line, Msg: fmt.Sprintf("unknown key %q", strings.Join(e.Key(), "."))})
-		}
-		return errors.Join(errs...)
-	}
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		line, _ := de.Position()
-		msg := strings.TrimPrefix(de.Error(), "toml: ")
-		if k := de.Key(); len(k) > 0 {
-			msg = fmt.Sprintf("%s: %s", strings.Join(k, "."), msg)
-		}
-		return &Error{File: file, Line: line, Msg: msg}
-	}
-	var pe *unstable.ParserError
-	if errors.As(err, &pe) {
-		return &Error{File: file, Msg: pe.Error()}
-	}
-	return &Error{File: file, Msg: err.Error()}
-}
-
-func indexLines(data []byte) (lineIndex, error) {
-	idx := lineIndex{}
-	counts := map[string]int{}
-	prefix := ""
-	var p unstable.Parser
-	p.Reset(data)
-	for p.NextExpression() {
-		e := p.Expression()
-		var parts []string
-		line := 0
-		for it := e.Key(); it.Next(); {
-			n := it.Node()
-			parts = append(parts, string(n.Data))
-			if line == 0 {
-				line = p.Shape(n.Raw).Start.Line
-			}
-		}
-		key := strings.Join(parts, ".")
-		switch e.Kind {
-		case unstable.Table:
-			prefix = key
-		case unstable.ArrayTable:
-			prefix = fmt.Sprintf("%s[%d]", key, counts[key])
-			counts[key]++
-		case unstable.KeyValue:
-			if prefix != "" {
-				key = prefix + "." + key
-			}
-		default:
-			continue
-		}
-		if key != "" {
-			if _, seen := idx[key]; !seen {
-				idx[key] = line
-			}
-			if e.Kind != unstable.KeyValue {
-				idx[prefix] = line
-			}
-		}
-	}
-	return idx, p.Error()
-}
-
 type builder struct {
 	cfg   Config
-	lines lineIndex
+	lines tomlfile.Lines
 	file  string
 	root  string
 	errs  []error
@@ -188,21 +107,7 @@ func (b *builder) errorf(key, format string, args ...any) {
 	b.errs = append(b.errs, &Error{File: b.file, Line: b.line(key), Msg: fmt.Sprintf(format, args...)})
 }
 
-// line finds key, or the nearest enclosing table when the key itself is
-// absent (for errors about a missing key).
-func (b *builder) line(key string) int {
-	for k := key; k != ""; {
-		if l, ok := b.lines[k]; ok {
-			return l
-		}
-		i := strings.LastIndexAny(k, ".[")
-		if i < 0 {
-			break
-		}
-		k = k[:i]
-	}
-	return 0
-}
+func (b *builder) line(key string) int { return b.lines.Line(key) }
 
 func (b *builder) build(raw *rawFile) {
 	b.settings(&b.cfg.Defaults, raw.Defaults, "defaults")

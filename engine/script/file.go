@@ -1,7 +1,6 @@
 package script
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,10 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
-
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/tomlfile"
 )
 
 // After values.
@@ -51,18 +48,10 @@ type Turn struct {
 }
 
 // Error is a problem in a script file, at a line when one is known.
-type Error struct {
-	File string
-	Line int
-	Msg  string
-}
+type Error = tomlfile.Error
 
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+// unknownKeyHint says what a script may contain.
+const unknownKeyHint = "a script has after and [[session]] blocks of [[session.turn]] entries with wait, tool, args or text"
 
 type rawFile struct {
 	After   *string      `toml:"after"`
@@ -94,18 +83,13 @@ func Load(path string) (*File, error) {
 // are errors with their line.
 func Parse(data []byte, name string) (*File, error) {
 	var raw rawFile
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		return nil, tomlError(name, err)
-	}
-	lines, err := indexLines(data)
+	lines, err := tomlfile.Decode(data, name, &raw, unknownKeyHint)
 	if err != nil {
-		return nil, &Error{File: name, Msg: err.Error()}
+		return nil, err
 	}
 	var errs []error
 	errorf := func(key, format string, a ...any) {
-		errs = append(errs, &Error{File: name, Line: lineOf(lines, key), Msg: fmt.Sprintf(format, a...)})
+		errs = append(errs, &Error{File: name, Line: lines.Line(key), Msg: fmt.Sprintf(format, a...)})
 	}
 	f := &File{Path: name, After: AfterEnd}
 	if raw.After != nil {
@@ -120,7 +104,7 @@ func Parse(data []byte, name string) (*File, error) {
 		var b Block
 		for j, rt := range rs.Turn {
 			at := fmt.Sprintf("session[%d].turn[%d]", i, j)
-			t := Turn{Line: lineOf(lines, at), Args: rt.Args}
+			t := Turn{Line: lines.Line(at), Args: rt.Args}
 			if rt.Wait != nil {
 				d, err := time.ParseDuration(*rt.Wait)
 				switch {
@@ -224,93 +208,4 @@ func argStrings(v any) []string {
 		return out
 	}
 	return nil
-}
-
-func tomlError(file string, err error) error {
-	var strict *toml.StrictMissingError
-	if errors.As(err, &strict) {
-		var errs []error
-		for _, e := range strict.Errors {
-			line, _ := e.Position()
-			errs = append(errs, &Error{File: file, Line: line, Msg: fmt.Sprintf("unknown key %q (a script has after and [[session]] blocks of [[session.turn]] entries with wait, tool, args or text)", strings.Join(e.Key(), "."))})
-		}
-		return errors.Join(errs...)
-	}
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		line, _ := de.Position()
-		msg := strings.TrimPrefix(de.Error(), "toml: ")
-		if k := de.Key(); len(k) > 0 {
-			msg = fmt.Sprintf("%s: %s", strings.Join(k, "."), msg)
-		}
-		return &Error{File: file, Line: line, Msg: msg}
-	}
-	return &Error{File: file, Msg: err.Error()}
-}
-
-// indexLines maps key paths such as "session[0].turn[1].wait" to their
-// lines, for errors found after decoding.
-func indexLines(data []byte) (map[string]int, error) {
-	idx := map[string]int{}
-	si, ti := -1, -1
-	prefix := ""
-	var p unstable.Parser
-	p.Reset(data)
-	for p.NextExpression() {
-		e := p.Expression()
-		var parts []string
-		line := 0
-		for it := e.Key(); it.Next(); {
-			n := it.Node()
-			parts = append(parts, string(n.Data))
-			if line == 0 {
-				line = p.Shape(n.Raw).Start.Line
-			}
-		}
-		key := strings.Join(parts, ".")
-		switch e.Kind {
-		case unstable.ArrayTable:
-			switch key {
-			case "session":
-				si, ti = si+1, -1
-				prefix = fmt.Sprintf("session[%d]", si)
-			case "session.turn":
-				ti++
-				prefix = fmt.Sprintf("session[%d].turn[%d]", si, ti)
-			default:
-				prefix = key
-			}
-			idx[prefix] = line
-		case unstable.Table:
-			prefix = key
-			if rest, ok := strings.CutPrefix(key, "session.turn."); ok {
-				prefix = fmt.Sprintf("session[%d].turn[%d].%s", si, ti, rest)
-			}
-			idx[prefix] = line
-		case unstable.KeyValue:
-			k := key
-			if prefix != "" {
-				k = prefix + "." + key
-			}
-			if _, seen := idx[k]; !seen {
-				idx[k] = line
-			}
-		}
-	}
-	return idx, p.Error()
-}
-
-// lineOf finds key, or its nearest enclosing table.
-func lineOf(idx map[string]int, key string) int {
-	for k := key; k != ""; {
-		if l, ok := idx[k]; ok {
-			return l
-		}
-		i := strings.LastIndexAny(k, ".[")
-		if i < 0 {
-			break
-		}
-		k = k[:i]
-	}
-	return 0
 }
