@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 STATICCHECK_VERSION := v0.8.2
 
 .DEFAULT_GOAL := help
-.PHONY: help build test lint bench
+.PHONY: help build test lint bench bench-go reliability fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -28,5 +28,26 @@ lint: ## go vet, gofmt, and staticcheck when it can be installed
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...; \
 	else echo "staticcheck could not be installed from the module proxy; skipped"; fi
 
-bench: ## run the Go benchmarks
+bench: build ## measure P1-P6: print one table, write bench/results.json (~1-2 min)
+	$(GO) run ./cmd/swarmbench -bin $(BIN) -out bench/results.json
+
+bench-go: ## run the Go micro-benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+reliability: build ## the slow reliability suite (R1-R7) against bin/swarm (<3 min)
+	SWARM_BIN=$(abspath $(BIN)) $(GO) test -tags reliability -count=1 -timeout 10m -v ./reliability/
+
+# Fuzz targets, package:name; each runs for FUZZTIME. They live in packages
+# that do not import modernc.org/sqlite, so the instrumented builds are quick.
+# Minimizing each new input may take a minute by default, and those runs are
+# not counted: capped, a 10 s run spends its time fuzzing.
+FUZZTIME     ?= 10s
+FUZZMINIMIZE ?= 1000x
+FUZZ_TARGETS := ./config:FuzzParse ./beads:FuzzParseReady ./message:FuzzValidate ./engine:FuzzToolArgs ./engine:FuzzSandboxPath
+
+fuzz: ## run every fuzz target for FUZZTIME (default 10s each)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
+	done

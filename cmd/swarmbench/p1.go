@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // the raw side of the comparison uses the same driver
+
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/migrations"
+)
+
+type p1Details struct {
+	Rounds        int     `json:"rounds"`
+	PhaseMs       int     `json:"phase_ms"`
+	Sends         int     `json:"sends"`
+	SendSec       float64 `json:"send_s"`
+	Raw           int     `json:"raw_inserts"`
+	RawSec        float64 `json:"raw_s"`
+	SendPerSec    float64 `json:"send_per_s"`
+	RawPerSec     float64 `json:"raw_per_s"`
+	Ratio         float64 `json:"ratio"`
+	Broadcasts    int     `json:"broadcasts"`
+	BroadcastPerS float64 `json:"broadcast_per_s"`
+	BroadcastMsgS float64 `json:"broadcast_messages_per_s"`
+	Body          string  `json:"body"`
+}
+
+// p1 compares Store.Send with the floor under it: the same row inserted by
+// a prepared statement, autocommit, on a database opened with the same DSN
+// (WAL, busy_timeout, synchronous NORMAL, foreign keys, _txlock=immediate)
+// and the same schema (the real migrations). The two alternate in short
+// phases, so both see the same machine.
+func (b *bench) p1(ctx context.Context) error {
+	body := "the /users endpoint returns 500 since the last deploy; can you look?"
+	st, err := mailbox.Open(ctx, filepath.Join(b.tmp, "p1", "swarm.db"), mailbox.Options{Agents: []string{"backend"}})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	raw, err := sql.Open("sqlite", mailbox.DSN(filepath.Join(b.tmp, "p1", "raw.db")))
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	if _, err := migrations.Apply(ctx, raw); err != nil {
+		return fmt.Errorf("raw database schema: %w", err)
+	}
+	ins, err := raw.PrepareContext(ctx, `INSERT INTO messages
+		(thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at)
+		VALUES (NULL, NULL, ?, ?, ?, ?, ?, NULL, ?)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+
+	d := message.Draft{From: message.Operator, To: "backend", Body: body}
+	send := func() error { _, err := st.Send(ctx, d); return err }
+	insert := func() error {
+		_, err := ins.ExecContext(ctx, "operator", "backend", "message", "normal", body, time.Now().UnixNano())
+		return err
+	}
+	// Warm both up: page cache, prepared statements, the WAL.
+	for range 200 {
+		if err := send(); err != nil {
+			return err
+		}
+		if err := insert(); err != nil {
+			return err
+		}
+	}
+	// Many short alternating phases, so that load from elsewhere on the
+	// machine falls on both sides alike.
+	rounds, phase := 30, 100*time.Millisecond
+	if b.quick {
+		rounds, phase = 6, 50*time.Millisecond
+	}
+	loop := func(fn func() error) (int, time.Duration, error) {
+		n, t0 := 0, time.Now()
+		for time.Since(t0) < phase {
+			for range 16 {
+				if err := fn(); err != nil {
+					return n, 0, err
+				}
+				n++
+			}
+		}
+		return n, time.Since(t0), nil
+	}
+	det := p1Details{Rounds: rounds, PhaseMs: int(phase / time.Millisecond), Body: body}
+	var sendT, rawT time.Duration
+	for i := range rounds {
+		// Alternate which goes first, so neither always follows the other.
+		order := []bool{true, false}
+		if i%2 == 1 {
+			order = []bool{false, true}
+		}
+		for _, isSend := range order {
+			if isSend {
+				n, t, err := loop(send)
+				if err != nil {
+					return fmt.Errorf("send: %w", err)
+				}
+				det.Sends += n
+				sendT += t
+			} else {
+				n, t, err := loop(insert)
+				if err != nil {
+					return fmt.Errorf("raw insert: %w", err)
+				}
+				det.Raw += n
+				rawT += t
+			}
+		}
+	}
+	det.SendSec, det.RawSec = round(sendT.Seconds(), 3), round(rawT.Seconds(), 3)
+	det.SendPerSec = round(float64(det.Sends)/sendT.Seconds(), 0)
+	det.RawPerSec = round(float64(det.Raw)/rawT.Seconds(), 0)
+	det.Ratio = round(det.SendPerSec/det.RawPerSec, 2)
+
+	// Broadcast to 10 agents: one transaction of ten rows.
+	agents := make([]string, 10)
+	for i := range agents {
+		agents[i] = fmt.Sprintf("agent-%d", i)
+	}
+	bst, err := mailbox.Open(ctx, filepath.Join(b.tmp, "p1", "broadcast.db"), mailbox.Options{Agents: agents})
+	if err != nil {
+		return err
+	}
+	defer bst.Close()
+	bd := message.Draft{From: message.Operator, Body: "standup in 5 minutes: post your status to operator"}
+	for range 50 {
+		if _, err := bst.Broadcast(ctx, bd); err != nil {
+			return err
+		}
+	}
+	bphase := time.Duration(rounds) * phase / 2
+	n, t, err := loop2(bphase, func() error { _, err := bst.Broadcast(ctx, bd); return err })
+	if err != nil {
+		return fmt.Errorf("broadcast: %w", err)
+	}
+	det.Broadcasts = n
+	det.BroadcastPerS = round(float64(n)/t.Seconds(), 0)
+	det.BroadcastMsgS = round(10*float64(n)/t.Seconds(), 0)
+	b.details["P1"] = det
+
+	b.add(row{ID: "P1", Figure: "mailbox Send (validated, RETURNING the row)", Value: det.SendPerSec, Unit: "msg/s", Text: thousands(det.SendPerSec) + " msg/s"})
+	b.add(row{ID: "P1", Figure: "raw modernc INSERT, same row, same DSN", Value: det.RawPerSec, Unit: "rows/s", Text: thousands(det.RawPerSec) + " rows/s"})
+	b.check(row{ID: "P1", Figure: "Send / raw insert", Value: det.Ratio, Unit: "ratio", Text: fmt.Sprintf("%.2f", det.Ratio)}, "≥ 0.5", det.Ratio >= 0.5)
+	b.add(row{ID: "P1", Figure: "Broadcast to 10 (one transaction)", Value: det.BroadcastPerS, Unit: "calls/s",
+		Text: fmt.Sprintf("%s calls/s = %s msg/s", thousands(det.BroadcastPerS), thousands(det.BroadcastMsgS))})
+	return nil
+}
+
+func loop2(d time.Duration, fn func() error) (int, time.Duration, error) {
+	n, t0 := 0, time.Now()
+	for time.Since(t0) < d {
+		if err := fn(); err != nil {
+			return n, 0, err
+		}
+		n++
+	}
+	return n, time.Since(t0), nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/swarmhq/swarm/mailbox"
+)
+
+type p2Details struct {
+	Trials int `json:"trials"`
+	// RowToCancel: messages.created_at (the sender's clock, just before
+	// it writes the row) to the Running→Interrupting event (the
+	// supervisor's clock, right after the session's context is cancelled).
+	RowToCancel dist `json:"row_to_cancel"`
+	// ExecToCancel adds the sending process's start-up: from just before
+	// the bench starts `swarm send` to the same event.
+	ExecToCancel dist `json:"exec_to_cancel"`
+	// SendProcess is how long one `swarm send --urgent` process ran.
+	SendProcess dist `json:"send_process"`
+	// BackToRunning is from the interrupt to the next session Running.
+	BackToRunning dist      `json:"back_to_running"`
+	SamplesMs     []float64 `json:"row_to_cancel_samples_ms"`
+}
+
+// p2 runs real `swarm send --urgent` processes against a running
+// `swarm up --engine script` whose one agent sits in a long bash call, and
+// reads the latency from the database: the message row's created_at to the
+// Running→Interrupting event of the interrupt that mail caused.
+func (b *bench) p2(ctx context.Context) error {
+	trials := 50
+	if b.quick {
+		trials = 10
+	}
+	agents := []string{"target"}
+	dir, err := b.newSwarm("p2", agents, longToolScript, 0)
+	if err != nil {
+		return err
+	}
+	up, err := b.start(dir, "p2-up.log", "up", "--engine", "script", "--no-tui")
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, dir, agents)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	running := func(after int64) (int64, error) {
+		var seq int64
+		err := waitFor(ctx, 30*time.Second, 2*time.Millisecond, "target Running", func() (bool, error) {
+			if up.exited() {
+				return false, b.upExited(up, "p2-up.log")
+			}
+			a, err := st.Agent(ctx, "target")
+			if err != nil {
+				return false, nil // not registered yet
+			}
+			seq = a.SessionSeq
+			return a.State == "Running" && a.SessionSeq > after, nil
+		})
+		return seq, err
+	}
+	seq, err := running(0)
+	if err != nil {
+		return err
+	}
+	type trial struct {
+		id       int64
+		execAt   time.Time
+		sendTook time.Duration
+		backAt   time.Time
+	}
+	var ts []trial
+	for i := range trials {
+		t0 := time.Now()
+		out, err := b.swarm(dir, "send", "target", fmt.Sprintf("urgent trial %d: stop and look at this", i+1), "--urgent", "--json")
+		if err != nil {
+			return err
+		}
+		took := time.Since(t0)
+		var sent []struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(out), &sent); err != nil || len(sent) != 1 {
+			return fmt.Errorf("swarm send --json printed %q: %v", out, err)
+		}
+		next, err := running(seq)
+		if err != nil {
+			return fmt.Errorf("trial %d: %w", i+1, err)
+		}
+		ts = append(ts, trial{id: sent[0].ID, execAt: t0, sendTook: took, backAt: time.Now()})
+		seq = next
+	}
+	det := p2Details{Trials: trials}
+	var rowLat, execLat, sendLat, back []time.Duration
+	for _, t := range ts {
+		m, err := st.Get(ctx, t.id)
+		if err != nil {
+			return err
+		}
+		at, err := interruptedAt(ctx, st, t.id)
+		if err != nil {
+			return err
+		}
+		rowLat = append(rowLat, at.Sub(m.CreatedAt))
+		execLat = append(execLat, at.Sub(t.execAt))
+		sendLat = append(sendLat, t.sendTook)
+		back = append(back, t.backAt.Sub(at))
+		det.SamplesMs = append(det.SamplesMs, ms(at.Sub(m.CreatedAt)))
+	}
+	if _, err := stopUp(up); err != nil {
+		return err
+	}
+	det.RowToCancel = summarize(rowLat)
+	det.ExecToCancel = summarize(execLat)
+	det.SendProcess = summarize(sendLat)
+	det.BackToRunning = summarize(back)
+	b.details["P2"] = det
+	r := det.RowToCancel
+	b.add(row{ID: "P2", Figure: fmt.Sprintf("urgent interrupt, row written → session cancelled, p50 (%d trials)", trials), Value: r.P50, Unit: "ms", Text: fmt.Sprintf("%.2f ms", r.P50)})
+	b.check(row{ID: "P2", Figure: "urgent interrupt p99", Value: r.P99, Unit: "ms", Text: fmt.Sprintf("%.2f ms", r.P99)}, "< 50 ms", r.P99 < 50)
+	b.add(row{ID: "P2", Figure: "urgent interrupt max", Value: r.Max, Unit: "ms", Text: fmt.Sprintf("%.2f ms", r.Max)})
+	b.add(row{ID: "P2", Figure: "  incl. `swarm send` process start, p50 / p99", Value: det.ExecToCancel.P50, Unit: "ms",
+		Text: fmt.Sprintf("%.1f / %.1f ms", det.ExecToCancel.P50, det.ExecToCancel.P99)})
+	return nil
+}
+
+// interruptedAt is when the agent moved Running→Interrupting because of
+// message id.
+func interruptedAt(ctx context.Context, st *mailbox.Store, id int64) (time.Time, error) {
+	var at int64
+	cause := fmt.Sprintf("urgent mail #%d from operator", id)
+	err := st.DB().QueryRowContext(ctx, `SELECT at FROM events
+		WHERE from_state = 'Running' AND to_state = 'Interrupting' AND cause = ? ORDER BY id LIMIT 1`, cause).Scan(&at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("no Running→Interrupting event with cause %q: %w", cause, err)
+	}
+	return time.Unix(0, at), nil
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/promptpipe"
+)
+
+type p6Mode struct {
+	Mode   string `json:"mode"`
+	Bytes  int    `json:"bytes"`
+	Tokens int    `json:"tokens_estimate"`
+	// WithBeads is the same prompt when bd is installed (the mode's
+	// beads tools are listed).
+	BytesWithBeads  int `json:"bytes_with_beads"`
+	TokensWithBeads int `json:"tokens_with_beads"`
+}
+
+// p6 renders the base prompt of each mode: session 1 of an agent with the
+// starter file's role and one teammate, in a clean repository with no
+// AGENTS.md, no mail and no tasks. Tokens are estimated as chars/4, the rule
+// DESIGN §5 budgets with.
+func (b *bench) p6(ctx context.Context) error {
+	repo, err := b.newRepo("p6", 3, 512)
+	if err != nil {
+		return err
+	}
+	starter, err := config.Parse(config.Starter(), "swarm.toml", repo)
+	if err != nil {
+		return err
+	}
+	a := starter.Agents[0]
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	builder := &promptpipe.Builder{Config: starter.Prompt, Logger: quiet, Now: time.Now}
+	var out []p6Mode
+	for _, name := range mode.Names() {
+		m := mode.Mode(name)
+		pc := promptpipe.PromptContext{
+			Agent: a.Name, Role: a.Role, Mode: m, SessionID: a.Name + "-1", SessionSeq: 1,
+			DBPath: filepath.Join(repo, ".swarm", "swarm.db"), Worktree: repo, Root: repo,
+			Branch: "swarm/" + a.Name, BaseBranch: "main", Teammates: []string{"frontend"},
+		}
+		p, err := builder.Build(ctx, pc)
+		if err != nil {
+			return err
+		}
+		pc.Beads = true
+		pb, err := builder.Build(ctx, pc)
+		if err != nil {
+			return err
+		}
+		r := p6Mode{Mode: name, Bytes: len(p.Text), Tokens: p.TokensEstimate, BytesWithBeads: len(pb.Text), TokensWithBeads: pb.TokensEstimate}
+		if r.Tokens != len(p.Text)/4 && r.Tokens != (len(p.Text)+3)/4 {
+			return fmt.Errorf("TokensEstimate %d is not chars/4 of %d bytes", r.Tokens, len(p.Text))
+		}
+		out = append(out, r)
+		b.check(row{ID: "P6", Figure: fmt.Sprintf("base prompt, mode %s (with bd tools: %d B, %d tokens)", name, r.BytesWithBeads, r.TokensWithBeads),
+			Value: float64(r.Tokens), Unit: "tokens", Text: fmt.Sprintf("%s B, %d tokens", thousands(float64(r.Bytes)), r.Tokens)},
+			"< 2,000 tokens", r.TokensWithBeads < 2000)
+	}
+	b.details["P6"] = out
+	return nil
+}

@@ -1,0 +1,27 @@
+// Package reliability holds swarm's slow reliability suite: end-to-end tests
+// that run the real swarm binary against throw-away repositories and try to
+// break it. They are built only with the reliability tag:
+//
+//	make reliability                       # builds bin/swarm, then runs them
+//	go test -tags reliability ./reliability/ -v
+//
+// SWARM_BIN names the binary to test; without it the suite builds one.
+// RELIABILITY_SEED fixes the random seed (every test prints the one it
+// used, so a failure can be replayed).
+//
+//	R1 crash:   kill -9 of `swarm up` at random moments of a scripted run
+//	            with mail flowing both ways, and the invariants after each
+//	            restart (every message exists, none in two completed
+//	            sessions, session numbers only grow, committed work intact,
+//	            PRAGMA integrity_check)
+//	R2 senders: 8 sender processes × 1,000 messages while a swarm runs
+//	R4 escapes: an agent that commits on the base branch and one that leaves
+//	            its branch, through `swarm up --engine script`
+//	R5 secrets: a gemini session against a fake server; the API key is
+//	            nowhere in the database, logs, prompts or tool environment
+//	R6 sources: bd hanging, missing or printing garbage; git missing
+//	R7 lock:    two `swarm up` started at the same moment, 20 times
+//
+// The fast checks (the sandbox escape table, the prompt sources, the fuzz
+// seed corpora) run in plain `go test`; R3's fuzzing runs from `make fuzz`.
+package reliability
