@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,5 +146,36 @@ func TestLoadMissing(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "swarm.toml"), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "swarm init") {
 		t.Fatalf("err = %v, want a hint to run swarm init", err)
+	}
+}
+
+func TestRoleFileMustBeRegular(t *testing.T) {
+	root := t.TempDir()
+	fifo := filepath.Join(root, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(root, "big.md")
+	if err := os.WriteFile(big, make([]byte, maxRoleFile+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ role, want string }{
+		{"@fifo", "role file fifo: not a regular file"},
+		{"@/dev/zero", "role file /dev/zero: not a regular file"},
+		{"@big.md", "role file big.md: 262145 bytes"},
+	} {
+		_, err := Parse([]byte("[[agent]]\nname = \"a\"\nrole = \""+tt.role+"\"\n"), "swarm.toml", root)
+		if err == nil || !strings.Contains(err.Error(), "swarm.toml:3: "+tt.want) {
+			t.Errorf("role %s: %v, want %q", tt.role, err, tt.want)
+		}
+	}
+}
+
+func TestSizeBounds(t *testing.T) {
+	for _, v := range []string{`"9007199254740993KiB"`, `"18014398509481984KiB"`, `"2GiB"`, `0`, `2147483648`} {
+		_, err := Parse([]byte("[prompt]\nmessage_cap = "+v+"\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+		if err == nil {
+			t.Errorf("message_cap = %s accepted", v)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,9 +197,9 @@ func (b *builder) agents(raws []rawAgent) {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(b.root, p)
 			}
-			text, err := os.ReadFile(p)
+			text, err := readRoleFile(p)
 			if err != nil {
-				b.errorf(at+".role", "role file %s: %v", rest, unwrapPathError(err))
+				b.errorf(at+".role", "role file %s: %v", rest, err)
 			}
 			a.Role = strings.TrimSpace(string(text))
 		} else {
@@ -363,12 +364,16 @@ func (b *builder) duration(key, s string, zeroOK bool) time.Duration {
 	return d
 }
 
+// maxSize bounds sizes such as message_cap: far above any sensible value,
+// and far below where multiplying by a unit could overflow.
+const maxSize = 1 << 30
+
 // parseSize accepts a number of bytes or a string like "4KiB", "1MiB", "512B".
 func parseSize(v any) (int, error) {
 	switch v := v.(type) {
 	case int64:
-		if v < 1 {
-			return 0, fmt.Errorf("size must be positive, got %d", v)
+		if v < 1 || v > maxSize {
+			return 0, fmt.Errorf("size must be between 1 and %d bytes (1GiB), got %d", maxSize, v)
 		}
 		return int(v), nil
 	case string:
@@ -384,13 +389,44 @@ func parseSize(v any) (int, error) {
 			}
 		}
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return 0, fmt.Errorf("bad size %q: write it like \"4KiB\" or 4096", v)
+		if err != nil || n < 1 || n > maxSize/mult {
+			return 0, fmt.Errorf("bad size %q: write it like \"4KiB\" or 4096 (at most 1GiB)", v)
 		}
 		return n * mult, nil
 	default:
 		return 0, fmt.Errorf("bad size %v: write it like \"4KiB\" or 4096", v)
 	}
+}
+
+// maxRoleFile bounds a role file: it goes into every prompt.
+const maxRoleFile = 256 << 10
+
+// readRoleFile reads a role file, refusing what is not a regular file (a
+// FIFO would block, /dev/zero would never end) and what is too large.
+func readRoleFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, unwrapPathError(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if fi.Size() > maxRoleFile {
+		return nil, fmt.Errorf("%d bytes, more than the %d KiB a role may have", fi.Size(), maxRoleFile>>10)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unwrapPathError(err)
+	}
+	defer f.Close()
+	text, err := io.ReadAll(io.LimitReader(f, maxRoleFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(text) > maxRoleFile {
+		return nil, fmt.Errorf("more than the %d KiB a role may have", maxRoleFile>>10)
+	}
+	return text, nil
 }
 
 func unwrapPathError(err error) error {
