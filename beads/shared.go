@@ -2,7 +2,9 @@ package beads
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync"
 
 	"golang.org/x/sync/singleflight"
 )
@@ -18,13 +20,36 @@ type Shared struct {
 	client *Client
 	group  singleflight.Group
 
+	// life ends when the owner closes Shared: the call in flight, which no
+	// single caller owns, is cancelled with it and waited for.
+	life   context.Context
+	close  context.CancelFunc
+	mu     sync.Mutex // guards closed and the start of a call
+	closed bool
+	calls  sync.WaitGroup
+
 	// joined is called once a caller has joined the in-flight call; tests
 	// use it to release the fake bd only when every caller is waiting.
 	joined func()
 }
 
-// NewShared shares c's Ready calls.
-func NewShared(c *Client) *Shared { return &Shared{client: c} }
+// NewShared shares c's Ready calls. Close it to stop a call in flight.
+func NewShared(c *Client) *Shared {
+	life, cancel := context.WithCancel(context.Background())
+	return &Shared{client: c, life: life, close: cancel}
+}
+
+// Close cancels the bd call in flight, if any, and waits for it to end (its
+// process group is killed). Ready calls after Close fail at once.
+func (s *Shared) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.close()
+	s.calls.Wait()
+}
+
+var errClosed = errors.New("bd: shared calls are closed")
 
 // Client returns the client whose calls are shared.
 func (s *Shared) Client() *Client { return s.client }
@@ -35,9 +60,21 @@ func (s *Shared) Client() *Client { return s.client }
 // caller's own; the issues in it must be treated as read-only.
 func (s *Shared) Ready(ctx context.Context) ([]Issue, error) {
 	ch := s.group.DoChan("ready", func() (any, error) {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, errClosed
+		}
+		s.calls.Add(1)
+		s.mu.Unlock()
+		defer s.calls.Done()
 		// Not tied to the first caller's cancellation: the others still
-		// want the answer.
-		return s.client.Ready(context.WithoutCancel(ctx))
+		// want the answer. It ends with Shared's life instead.
+		callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		stop := context.AfterFunc(s.life, cancel)
+		defer stop()
+		return s.client.Ready(callCtx)
 	})
 	if s.joined != nil {
 		s.joined()

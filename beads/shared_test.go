@@ -168,3 +168,39 @@ func TestSharedPassesErrors(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Close ends the call in flight that no caller owns any more, and waits
+// for it: nothing is left running when the supervisor exits.
+func TestSharedCloseEndsTheCallInFlight(t *testing.T) {
+	g := newGatedBD(t)
+	s := NewShared(g.client)
+	var joined sync.WaitGroup
+	joined.Add(1)
+	s.joined = joined.Done
+
+	ctx, cancel := context.WithCancel(context.Background())
+	caller := make(chan error, 1)
+	go func() { _, err := s.Ready(ctx); caller <- err }()
+	joined.Wait()
+	// Wait (bounded) until bd is running, so Close has a process to end.
+	for i := 0; ; i++ {
+		if _, err := os.Stat(g.count); err == nil {
+			break
+		}
+		if i == 3000 {
+			t.Fatal("the fake bd never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel() // the only caller gives up; bd runs on, blocked on its gate
+	<-caller
+	s.joined = nil
+
+	s.Close() // returns only once bd has ended: it never reaches the gate again
+	if _, err := s.Ready(context.Background()); !errors.Is(err, errClosed) {
+		t.Fatalf("Ready after Close = %v, want errClosed", err)
+	}
+	if n := g.runs(t); n != 1 {
+		t.Fatalf("bd ran %d times, want 1", n)
+	}
+}

@@ -54,10 +54,8 @@ const tasksTitle = "## Available Tasks (from beads)"
 func TestR6Sources(t *testing.T) {
 	h := newHarness(t, swarmConfig{agents: []string{"alice"}, toml: "[prompt]\nbd_timeout = \"500ms\"\n\n[liveness]\nnudge_after = \"0s\"\ntask_poll = \"1s\"\n"})
 	// bd hanging: a script that ignores SIGTERM and leaves a child holding
-	// its output (swarm must SIGKILL the group), and a single process, as
-	// the real bd is.
+	// its output (swarm must SIGKILL the group).
 	hang := bdDir(t, "trap '' TERM\nsleep 60 &\nwait\n")
-	hangSingle := bdDir(t, "exec sleep 60\n")
 	ready := bdDir(t, `echo '[{"id":"r-1","title":"a ready task","status":"open","priority":1,"issue_type":"task"}]'`+"\n")
 	for _, tc := range []struct {
 		name   string
@@ -97,13 +95,10 @@ func TestR6Sources(t *testing.T) {
 
 	// A swarm whose bd hangs: the agent's session runs without the task
 	// section, the idle agent's task polls time out, and Ctrl-C still stops
-	// everything promptly. (With the scripted bd, a poll in flight when
-	// swarm exits leaves the bd's child alive: the shared bd call is not
-	// cancelled or waited for at shutdown, and Pdeathsig reaches only the
-	// direct child. That defect is reported to the supervisor's owner;
-	// until it is fixed this uses a single-process bd, as the real one is.)
+	// everything promptly: the shared bd call in flight at shutdown, with
+	// the child its script left, is cancelled and waited for.
 	t.Run("up/bd hangs", func(t *testing.T) {
-		up, err := h.startUp([]string{pathWith(t, []string{hangSingle}, baseTools...)}, "--engine", "script")
+		up, err := h.startUp([]string{pathWith(t, []string{hang}, baseTools...)}, "--engine", "script")
 		if err != nil {
 			t.Fatal(err)
 		}

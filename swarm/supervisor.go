@@ -225,6 +225,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		stopRunners(cause)
 	}()
 	runners.Wait()
+	// A shared bd call outlives the runners that started it; end it too.
+	if c, ok := s.opts.Tasks.(interface{ Close() }); ok {
+		c.Close()
+	}
 	cancel(ErrShutdown)
 	err = g.Wait()
 	s.closeWatchers()

@@ -127,6 +127,9 @@ func NewBeadsTasks(root string, timeout time.Duration) *BeadsTasks {
 	return &BeadsTasks{Shared: beads.NewShared(c), Timeout: timeout}
 }
 
+// Close ends a shared bd call still in flight and waits for it.
+func (b *BeadsTasks) Close() { b.Shared.Close() }
+
 func (b *BeadsTasks) Ready(ctx context.Context) ([]beads.Issue, error) { return b.Shared.Ready(ctx) }
 
 func (b *BeadsTasks) ReadyIDs(ctx context.Context) ([]string, bool) {
