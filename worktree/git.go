@@ -79,6 +79,15 @@ func (m *Manager) run(ctx context.Context, dir string, args ...string) (string, 
 	return strings.TrimRight(string(res.Stdout), "\n"), err
 }
 
+// runStdin runs git in dir with stdin as its input.
+func (m *Manager) runStdin(ctx context.Context, dir, stdin string, args ...string) (string, error) {
+	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(), Stdin: []byte(stdin)}, "git", args...)
+	if err != nil {
+		return "", gitError(args, err)
+	}
+	return strings.TrimRight(string(res.Stdout), "\n"), nil
+}
+
 // runEnv runs git in dir with extra environment. Every git child goes
 // through proc: its own process group, killed as a group on cancel, with
 // WaitDelay set.

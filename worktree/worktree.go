@@ -113,7 +113,8 @@ type Manager struct {
 	now     func() time.Time
 	baseEnv []string
 
-	mu sync.Mutex // held by every write to the repository
+	mu       sync.Mutex      // held by every write to the repository
+	excluded map[string]bool // dirs known to be ignored by git (under mu)
 
 	baseMu sync.Mutex
 	base   string
@@ -438,21 +439,52 @@ func (m *Manager) Ensure(ctx context.Context, agent string) (Worktree, error) {
 	if err != nil {
 		return Worktree{}, err
 	}
+	wt, state, err := m.register(ctx, agent, base)
+	if err != nil || state == checkedOut {
+		return wt, err
+	}
+	// The checkout runs outside the lock, so the agents' checkouts overlap:
+	// on a real repository they are most of the start-up time.
+	if err := m.populate(ctx, wt.Path, state == fresh); err != nil {
+		return wt, fmt.Errorf("check out worktree %s: %w", agent, err)
+	}
+	return wt, nil
+}
+
+// checkout says what register left for Ensure to do.
+type checkout int
+
+const (
+	checkedOut checkout = iota // nothing: the worktree is complete
+	fresh                      // just made: an empty directory to fill
+	partial                    // made, but its checkout never finished
+)
+
+// register makes sure git knows agent's worktree, creating it without a
+// checkout when needed, and reports what checking out is left to do.
+// Registering stays under the lock: concurrent 'git worktree add' runs
+// were seen to fail (reading .git/worktrees/<x>/commondir).
+func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, checkout, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	info, err := m.inspect(ctx, agent)
 	if err != nil {
-		return Worktree{}, fmt.Errorf("ensure worktree %s: %w", agent, err)
+		return Worktree{}, checkedOut, fmt.Errorf("ensure worktree %s: %w", agent, err)
 	}
 	wt := info.Worktree
 	if info.Elsewhere != "" {
-		return wt, fmt.Errorf("%w: %s is checked out in %s, not in %s; move that worktree (git worktree move %q %q) or remove it", ErrElsewhere, wt.Branch, info.Elsewhere, wt.Path, info.Elsewhere, wt.Path)
+		return wt, checkedOut, fmt.Errorf("%w: %s is checked out in %s, not in %s; move that worktree (git worktree move %q %q) or remove it", ErrElsewhere, wt.Branch, info.Elsewhere, wt.Path, info.Elsewhere, wt.Path)
 	}
 	if info.Valid() {
 		if info.Head != wt.Branch {
-			return wt, m.wrongBranch(agent, wt.Path, info.Head)
+			return wt, checkedOut, m.wrongBranch(agent, wt.Path, info.Head)
 		}
-		return wt, nil
+		// A worktree registered but not completely checked out (a crash
+		// between the two steps, or during the checkout) is finished now.
+		if !populated(wt.Path) {
+			return wt, partial, nil
+		}
+		return wt, checkedOut, nil
 	}
 	if info.Registered {
 		// Deleted (or gutted) but still registered, maybe locked by a
@@ -460,38 +492,114 @@ func (m *Manager) Ensure(ctx context.Context, agent string) (Worktree, error) {
 		slog.Warn("worktree directory is gone; pruning it", "agent", agent, "path", wt.Path)
 		if info.Locked {
 			if _, err := m.run(ctx, m.root, "worktree", "unlock", wt.Path); err != nil {
-				return wt, fmt.Errorf("repair worktree %s: %w", agent, err)
+				return wt, checkedOut, fmt.Errorf("repair worktree %s: %w", agent, err)
 			}
 		}
 		if _, err := m.run(ctx, m.root, "worktree", "prune"); err != nil {
-			return wt, fmt.Errorf("repair worktree %s: %w", agent, err)
+			return wt, checkedOut, fmt.Errorf("repair worktree %s: %w", agent, err)
 		}
 		if again, err := m.inspect(ctx, agent); err != nil {
-			return wt, err
+			return wt, checkedOut, err
 		} else if again.Registered {
-			return wt, fmt.Errorf("repair worktree %s: git still lists %s after 'git worktree prune'; run 'git worktree remove --force %q'", agent, wt.Path, wt.Path)
+			return wt, checkedOut, fmt.Errorf("repair worktree %s: git still lists %s after 'git worktree prune'; run 'git worktree remove --force %q'", agent, wt.Path, wt.Path)
 		}
 	}
 	if _, err := os.Lstat(wt.Path); err == nil {
 		if wt.MovedAside, err = m.moveAside(ctx, agent, wt.Path); err != nil {
-			return wt, err
+			return wt, checkedOut, err
 		}
 	}
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
-		return wt, fmt.Errorf("create worktree %s: %w", agent, err)
+		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 	}
 	if err := m.exclude(ctx, m.dir); err != nil {
-		return wt, fmt.Errorf("create worktree %s: %w", agent, err)
+		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 	}
-	args := []string{"worktree", "add", wt.Path, wt.Branch}
+	args := []string{"worktree", "add", "--no-checkout", wt.Path, wt.Branch}
 	if !info.HasBranch {
-		args = []string{"worktree", "add", "-b", wt.Branch, wt.Path, "refs/heads/" + base}
+		args = []string{"worktree", "add", "--no-checkout", "-b", wt.Branch, wt.Path, "refs/heads/" + base}
 	}
 	if _, err := m.run(ctx, m.root, args...); err != nil {
-		return wt, fmt.Errorf("create worktree %s: %w", agent, err)
+		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 	}
 	slog.Debug("created worktree", "agent", agent, "path", wt.Path, "branch", wt.Branch, "new_branch", !info.HasBranch)
-	return wt, nil
+	return wt, fresh, nil
+}
+
+// populatedMarker, in a linked worktree's git dir, says its files were
+// checked out completely. An index alone does not: a checkout cut short
+// by a crash leaves one behind.
+const populatedMarker = "swarm-populated"
+
+// populate checks out a registered worktree's files, then writes the
+// marker. A fresh worktree's directory holds only its .git file, so one
+// reset fills it. After a crash it never overwrites a file that is already
+// there, so it cannot lose work: it fills the index from HEAD when there
+// is none and checks out only the tracked files that are missing.
+func (m *Manager) populate(ctx context.Context, path string, isFresh bool) error {
+	gitdir, ok := linkedGitDir(path)
+	if !ok {
+		return fmt.Errorf("%s is not a linked worktree (no .git file)", path)
+	}
+	if isFresh {
+		if _, err := m.run(ctx, path, "reset", "-q", "--hard"); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(gitdir, populatedMarker), nil, 0o644)
+	}
+	if _, err := os.Stat(filepath.Join(gitdir, "index")); errors.Is(err, os.ErrNotExist) {
+		if _, err := m.run(ctx, path, "read-tree", "HEAD"); err != nil {
+			return err
+		}
+	}
+	out, err := m.run(ctx, path, "ls-files", "-z")
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, f := range strings.Split(strings.TrimRight(out, "\x00"), "\x00") {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(path, f)); errors.Is(err, os.ErrNotExist) {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		if _, err := m.runStdin(ctx, path, strings.Join(missing, "\x00")+"\x00", "checkout-index", "--index", "-z", "--stdin"); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(gitdir, populatedMarker), nil, 0o644)
+}
+
+// populated reports whether the worktree at path was checked out
+// completely. A worktree swarm cannot read counts as populated, so it is
+// left alone.
+func populated(path string) bool {
+	gitdir, ok := linkedGitDir(path)
+	if !ok {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(gitdir, populatedMarker))
+	return err == nil
+}
+
+// linkedGitDir reads the git dir of the linked worktree at path from its
+// .git file.
+func linkedGitDir(path string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(path, ".git"))
+	if err != nil {
+		return "", false
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return "", false
+	}
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(path, gitdir)
+	}
+	return gitdir, true
 }
 
 func (m *Manager) wrongBranch(agent, path, head string) error {
@@ -534,6 +642,20 @@ func (m *Manager) moveAside(ctx context.Context, agent, path string) (string, er
 // a nested worktree would otherwise show as untracked, and a `git add -A`
 // there would add it as an embedded repository.
 func (m *Manager) exclude(ctx context.Context, dir string) error {
+	if m.excluded[dir] {
+		return nil // checked under the lock already: spare two git runs
+	}
+	if err := m.excludeOnce(ctx, dir); err != nil {
+		return err
+	}
+	if m.excluded == nil {
+		m.excluded = map[string]bool{}
+	}
+	m.excluded[dir] = true
+	return nil
+}
+
+func (m *Manager) excludeOnce(ctx context.Context, dir string) error {
 	top, err := m.run(ctx, m.root, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return err

@@ -368,3 +368,61 @@ func ExampleBranch() {
 	fmt.Println(Branch("backend"))
 	// Output: swarm/backend
 }
+
+// A crash between registering a worktree and checking it out leaves it with
+// no index and no files; the next Ensure checks it out, and never
+// overwrites a file that is already there.
+func TestEnsureFinishesAnInterruptedCheckout(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.m.BaseBranch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(f.root, ".swarm", "worktrees", "alpha")
+	f.git(".", "worktree", "add", "--no-checkout", "-b", "swarm/alpha", path, "main")
+	if populated(path) {
+		t.Fatal("a --no-checkout worktree counts as populated")
+	}
+	readme := filepath.Join(path, "README.md")
+	if err := os.WriteFile(readme, []byte("the agent's own words\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Ensure(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if !populated(path) {
+		t.Fatal("Ensure left the worktree unpopulated")
+	}
+	if b, _ := os.ReadFile(readme); string(b) != "the agent's own words\n" {
+		t.Fatalf("an existing file was overwritten: %q", b)
+	}
+	// Every other tracked file is there and clean.
+	st := f.git(path, "status", "--porcelain")
+	if st != " M README.md" {
+		t.Fatalf("status after the repair:\n%s", st)
+	}
+}
+
+// Agents' worktrees are created concurrently, as the runners do.
+func TestEnsureConcurrent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	names := []string{"a1", "a2", "a3", "a4", "a5", "a6"}
+	errs := make(chan error, len(names))
+	for _, n := range names {
+		go func() { _, err := f.m.Ensure(ctx, n); errs <- err }()
+	}
+	for range names {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		p := filepath.Join(f.root, ".swarm", "worktrees", n)
+		if st := f.git(p, "status", "--porcelain"); st != "" {
+			t.Fatalf("%s is not a clean checkout:\n%s", n, st)
+		}
+	}
+}
