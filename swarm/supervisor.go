@@ -179,11 +179,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.recover(ctx); err != nil {
 		return err
 	}
-	if n, err := s.store.Prune(ctx, s.cfg.Mailbox.Retention); err != nil {
-		s.log.Warn("prune mail", "err", err)
-	} else if n > 0 {
-		s.log.Info("pruned done mail", "messages", n)
-	}
+	s.prune(ctx)
 	s.mailMu.Lock()
 	s.lastMail = s.newestMailID(ctx)
 	s.mailMu.Unlock()
@@ -206,6 +202,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	g.Go(func() error { return srv.Serve(gctx, s.handle) })
 	g.Go(func() error { return s.poll(gctx) })
 	g.Go(func() error { return s.heartbeat(gctx) })
+	g.Go(func() error { return s.pruneEvery(gctx, time.Hour) })
 	g.Go(func() error {
 		select {
 		case <-gctx.Done():
@@ -358,6 +355,31 @@ func (s *Supervisor) poll(ctx context.Context) error {
 				last = v
 				s.poke(ctx)
 			}
+		}
+	}
+}
+
+// prune deletes done mail past the retention window and checkpoints the
+// WAL, so a long-running swarm's database does not grow without bound.
+func (s *Supervisor) prune(ctx context.Context) {
+	if n, err := s.store.Prune(ctx, s.cfg.Mailbox.Retention); err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("prune mail", "err", err)
+		}
+	} else if n > 0 {
+		s.log.Info("pruned done mail", "messages", n)
+	}
+}
+
+func (s *Supervisor) pruneEvery(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			s.prune(ctx)
 		}
 	}
 }
