@@ -16,10 +16,9 @@ import (
 // gatedBD is a fake bd that counts its runs in a file, then blocks reading
 // a fifo until the test releases it, then prints the ready fixture.
 type gatedBD struct {
-	client  *Client
-	count   string
-	fifo    string
-	fixture string
+	client *Client
+	count  string
+	fifo   string
 }
 
 func newGatedBD(t *testing.T) *gatedBD {
