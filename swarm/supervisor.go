@@ -179,7 +179,6 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.recover(ctx); err != nil {
 		return err
 	}
-	s.prune(ctx)
 	s.mailMu.Lock()
 	s.lastMail = s.newestMailID(ctx)
 	s.mailMu.Unlock()
@@ -201,8 +200,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return srv.Serve(gctx, s.handle) })
 	g.Go(func() error { return s.poll(gctx) })
-	g.Go(func() error { return s.heartbeat(gctx) })
-	g.Go(func() error { return s.pruneEvery(gctx, time.Hour) })
+	g.Go(func() error { return every(gctx, s.cfg.Liveness.Heartbeat, s.heartbeat) })
+	g.Go(func() error { return every(gctx, time.Hour, s.prune) })
 	g.Go(func() error {
 		select {
 		case <-gctx.Done():
@@ -371,35 +370,24 @@ func (s *Supervisor) prune(ctx context.Context) {
 	}
 }
 
-func (s *Supervisor) pruneEvery(ctx context.Context, every time.Duration) error {
-	t := time.NewTicker(every)
+// every calls fn at once and then every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func(context.Context)) error {
+	fn(ctx)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			s.prune(ctx)
+			fn(ctx)
 		}
 	}
 }
 
-func (s *Supervisor) heartbeat(ctx context.Context) error {
-	every := s.cfg.Liveness.Heartbeat
+func (s *Supervisor) heartbeat(ctx context.Context) {
 	if err := s.store.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 		s.log.Warn("heartbeat", "err", err)
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if err := s.store.Heartbeat(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("heartbeat", "err", err)
-			}
-		}
 	}
 }
 
