@@ -251,9 +251,25 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	return out, rows.Err()
 }
 
-// Heartbeat stamps every agent that is not Stopped.
-func (s *Store) Heartbeat(ctx context.Context) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE agents SET heartbeat_at = ? WHERE state <> 'Stopped'`, nanos(s.now()))
+// Heartbeat stamps the named agents that are not Stopped: the ones this
+// supervisor runs. Others keep their old stamp, so a crashed run's agents
+// show as stale.
+func (s *Store) Heartbeat(ctx context.Context, agents []string) error {
+	if len(agents) == 0 {
+		return nil
+	}
+	args := []any{nanos(s.now())}
+	for _, a := range agents {
+		args = append(args, a)
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE agents SET heartbeat_at = ? WHERE state <> 'Stopped' AND name IN (`+placeholders(len(agents))+`)`, args...)
+	return err
+}
+
+// ResetErrors starts an agent's error counts over: the thresholds count
+// errors within one run of the supervisor.
+func (t *Tx) ResetErrors(agent string) error {
+	_, err := t.tx.ExecContext(t.ctx, `UPDATE agents SET consecutive_errors = 0, total_errors = 0 WHERE name = ?`, agent)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/swarmhq/swarm/message"
 )
@@ -148,5 +149,31 @@ func TestRecoverAgent(t *testing.T) {
 	got, _ := s.Get(ctx, m.ID)
 	if got.State != message.Queued || got.Shown != 1 {
 		t.Fatalf("message = %+v", got)
+	}
+}
+
+func TestHeartbeatStampsOnlyTheNamedAgents(t *testing.T) {
+	s, clk := newStore(t)
+	ctx := context.Background()
+	for _, n := range []string{"backend", "frontend", "lead"} {
+		s.RegisterAgent(ctx, AgentInfo{Name: n})
+	}
+	s.Transition(ctx, Change{Agent: "backend", From: "Stopped", To: "Initializing"})
+	s.Transition(ctx, Change{Agent: "frontend", From: "Stopped", To: "Initializing"})
+	clk.Add(time.Minute)
+	if err := s.Heartbeat(ctx, []string{"backend", "lead"}); err != nil {
+		t.Fatal(err)
+	}
+	be, _ := s.Agent(ctx, "backend")
+	fe, _ := s.Agent(ctx, "frontend")
+	ld, _ := s.Agent(ctx, "lead")
+	if !be.HeartbeatAt.Equal(clk.Now()) {
+		t.Errorf("backend heartbeat = %v, want now", be.HeartbeatAt)
+	}
+	if fe.HeartbeatAt.Equal(clk.Now()) {
+		t.Error("frontend, not run by this supervisor, was stamped")
+	}
+	if ld.HeartbeatAt != nil {
+		t.Error("a Stopped agent was stamped")
 	}
 }

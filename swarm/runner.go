@@ -128,7 +128,14 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}()
 	if r.state == Stopped {
-		if err := r.move(ctx, Start, Initializing, "start"); err != nil {
+		if err := r.inTx(ctx, func(tx *mailbox.Tx) error {
+			// The error thresholds count within one run: a new swarm up
+			// gives a stopped agent a fresh start.
+			if err := tx.ResetErrors(r.agent.Name); err != nil {
+				return err
+			}
+			return r.moveTx(ctx, tx, Start, Initializing, "start")
+		}); err != nil {
 			return err
 		}
 	}
@@ -557,7 +564,8 @@ func (r *runner) endFailedUsage(ctx context.Context, ev Event, state string, cau
 
 // reportGuard tells the operator what the base-branch guard found.
 func (r *runner) reportGuard(ctx context.Context, seq int64, finding error) {
-	body := fmt.Sprintf("Session %d of %s was failed by the base-branch guard: %v. Check the repository, then resume the agent.", seq, r.agent.Name, finding)
+	body := fmt.Sprintf("Session %d of %s was failed by the base-branch guard: %v. The agent retries after a back-off and stops after repeated failures; put its worktree back on %s (git -C %q switch %s), undo any commit it made on the base branch, and restart swarm up if it stopped.",
+		seq, r.agent.Name, finding, r.branch, r.worktree, r.branch)
 	m, err := r.sup.store.Send(bg(ctx), message.Draft{From: r.agent.Name, To: message.Operator, Kind: message.KindStatus, Body: body})
 	if err != nil {
 		r.sup.log.Error("report guard finding", "agent", r.agent.Name, "err", err)

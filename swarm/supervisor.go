@@ -269,6 +269,9 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			if rec, err = tx.RecoverAgent(name); err != nil {
 				return err
 			}
+			if err := tx.ResetErrors(name); err != nil {
+				return err
+			}
 			return r.moveTx(ctx, tx, Recover, Initializing, "recovered")
 		})
 		if err != nil {
@@ -386,7 +389,7 @@ func every(ctx context.Context, d time.Duration, fn func(context.Context)) error
 }
 
 func (s *Supervisor) heartbeat(ctx context.Context) {
-	if err := s.store.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+	if err := s.store.Heartbeat(ctx, s.order); err != nil && ctx.Err() == nil {
 		s.log.Warn("heartbeat", "err", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/swarmhq/swarm/repo"
@@ -55,6 +56,10 @@ func run(ctx context.Context, app *App, args []string) int {
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
+	}
+	// cobra reports an unknown command as a plain error: it is a usage error.
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		err = &usageError{err: err, help: "swarm"}
 	}
 	return report(app.Stderr, err)
 }
