@@ -28,6 +28,7 @@ type runner struct {
 
 	wake chan struct{} // something changed in the database
 	ctl  chan string   // control.OpPause or control.OpResume
+	done chan struct{} // closed when run returns
 
 	state    State
 	seq      int64
@@ -55,6 +56,7 @@ func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
 		kind:  kind,
 		wake:  make(chan struct{}, 1),
 		ctl:   make(chan string, 4),
+		done:  make(chan struct{}),
 		state: Stopped,
 	}
 }
@@ -115,6 +117,7 @@ func (r *runner) moveTx(ctx context.Context, tx *mailbox.Tx, ev Event, to State,
 // run drives the agent until it stops. It returns nil when the agent
 // stopped normally (shutdown or error thresholds).
 func (r *runner) run(ctx context.Context) (err error) {
+	defer close(r.done)
 	defer func() {
 		if r.worktree != "" {
 			if uerr := r.sup.opts.Worktrees.Unlock(bg(ctx), r.agent.Name); uerr != nil {
@@ -201,6 +204,12 @@ func (r *runner) sessionID(seq int64) string { return r.agent.Name + "-" + strco
 // buildPrompt delivers the queued mail into the next session and builds its
 // prompt from nothing.
 func (r *runner) buildPrompt(ctx context.Context) error {
+	// A pause asked for during an interrupted or failed session takes
+	// effect before the next session starts.
+	if r.pausePending {
+		r.pausePending = false
+		return r.move(ctx, Pause, Paused, "paused by operator")
+	}
 	st := r.sup.store
 	seq := r.seq + 1
 	var mail []message.Message
@@ -695,6 +704,10 @@ func (r *runner) coolDown(ctx context.Context) error {
 	a, err := r.sup.store.Agent(bg(ctx), r.agent.Name)
 	if err != nil {
 		return err
+	}
+	if r.pausePending {
+		r.pausePending = false
+		return r.move(ctx, Pause, Paused, "paused by operator")
 	}
 	lim := r.sup.cfg.Errors
 	d := Backoff(a.ConsecutiveErrors, lim.BackoffMin, lim.BackoffMax, r.sup.opts.Rand())

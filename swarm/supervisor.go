@@ -411,9 +411,17 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		if !ok {
 			return control.Response{Error: fmt.Sprintf("unknown agent %q (running: %s)", req.Agent, strings.Join(s.order, ", "))}
 		}
+		stopped := control.Response{Error: fmt.Sprintf("agent %s is stopped; a new 'swarm up' starts it again", req.Agent)}
+		select {
+		case <-r.done: // checked first: the buffered ctl would take the request
+			return stopped
+		default:
+		}
 		select {
 		case r.ctl <- req.Op:
 			return control.Response{OK: true}
+		case <-r.done:
+			return stopped
 		case <-ctx.Done():
 			return control.Response{Error: "shutting down"}
 		}

@@ -648,3 +648,39 @@ mode = "review"
 		t.Fatalf("review agent ran %d sessions", a.SessionSeq)
 	}
 }
+
+func TestPauseAfterAnInterruptAndForAStoppedAgent(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.start()
+	r := h.nextRun()
+	h.waitFor("alpha", Running)
+	if resp := h.sup.handle(context.Background(), control.Request{Op: control.OpPause, Agent: "alpha"}, nil); !resp.OK {
+		t.Fatal(resp.Error)
+	}
+	// Urgent mail cuts the session short; the pause still holds.
+	h.send(message.Draft{From: "operator", To: "alpha", Body: "stop", Urgency: message.Urgent})
+	<-r.ctx.Done()
+	h.waitFor("alpha", Paused)
+	select {
+	case r := <-h.eng.runs:
+		t.Fatalf("a session started while paused: %d", r.s.Seq)
+	default:
+	}
+	h.sup.handle(context.Background(), control.Request{Op: control.OpResume, Agent: "alpha"}, nil)
+	r2 := h.nextRun()
+	if len(r2.s.Mail) != 1 {
+		t.Fatalf("resumed session mail = %+v", r2.s.Mail)
+	}
+	r2.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", Idle)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The runner has ended: pausing it again is an error, not a hang.
+	for range 6 {
+		resp := h.sup.handle(context.Background(), control.Request{Op: control.OpPause, Agent: "alpha"}, nil)
+		if resp.OK || !strings.Contains(resp.Error, "stopped") {
+			t.Fatalf("pause of a stopped agent = %+v", resp)
+		}
+	}
+}
