@@ -42,6 +42,7 @@ type runner struct {
 	pausePending bool
 	lastErr      error
 	pending      []Notice // transitions made in the open transaction
+	stopReason   string   // why the agent stopped, when not by shutdown
 }
 
 func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
@@ -125,6 +126,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 			}
 		}
 		if err != nil && r.state != Stopped {
+			r.stopReason = err.Error()
 			if merr := r.move(ctx, FatalError, Stopped, err.Error()); merr != nil {
 				r.sup.log.Error("record fatal error", "agent", r.agent.Name, "err", merr)
 			}
@@ -566,6 +568,7 @@ func (r *runner) endFailedUsage(ctx context.Context, ev Event, state string, cau
 		if a.ConsecutiveErrors >= lim.MaxConsecutive || a.TotalErrors >= lim.MaxTotal {
 			to = Stopped
 			text = fmt.Sprintf("%s; stopping after %d consecutive / %d total errors", text, a.ConsecutiveErrors, a.TotalErrors)
+			r.stopReason = text
 		}
 		return r.moveTx(ctx, tx, ev, to, truncate(text, 500))
 	})

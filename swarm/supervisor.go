@@ -221,6 +221,16 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		stopRunners(cause)
 	}()
 	runners.Wait()
+	// Every runner ended before anyone asked to stop: every agent stopped
+	// on its own (errors, or a fatal problem). That is a failure to report.
+	var allStopped error
+	if ctx.Err() == nil {
+		var reasons []string
+		for _, name := range s.order {
+			reasons = append(reasons, fmt.Sprintf("%s: %s", name, s.runners[name].stopReason))
+		}
+		allStopped = fmt.Errorf("every agent stopped: %s; see 'swarm events' and 'swarm logs <agent>'", strings.Join(reasons, "; "))
+	}
 	// A shared bd call outlives the runners that started it; end it too.
 	if c, ok := s.opts.Tasks.(interface{ Close() }); ok {
 		c.Close()
@@ -228,7 +238,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	cancel(ErrShutdown)
 	err = g.Wait()
 	s.closeWatchers()
-	return err
+	return errors.Join(allStopped, err)
 }
 
 // RequestStop asks Run to stop gracefully, as `swarm down` does.

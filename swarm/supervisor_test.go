@@ -392,6 +392,11 @@ func TestFailuresBackOffThenStop(t *testing.T) {
 	if !strings.Contains(n.Cause, "stopping after 3 consecutive") {
 		t.Fatalf("cause = %q", n.Cause)
 	}
+	// With its only agent stopped, the supervisor ends, and says why.
+	if err := <-h.done; err == nil || !strings.Contains(err.Error(), "every agent stopped: alpha: session 3 failed") {
+		t.Fatalf("Run = %v", err)
+	}
+	h.once.Do(func() {}) // Run has returned; nothing left to stop
 	a, _ := h.store.Agent(context.Background(), "alpha")
 	if a.ConsecutiveErrors != 3 || a.TotalErrors != 3 {
 		t.Fatalf("counters = %+v", a)
