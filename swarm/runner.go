@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,7 +128,12 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 		if err != nil && r.state != Stopped {
 			r.stopReason = err.Error()
-			if merr := r.move(ctx, FatalError, Stopped, err.Error()); merr != nil {
+			if merr := r.inTx(ctx, func(tx *mailbox.Tx) error {
+				if err := r.settleUnstarted(tx, "stopped: "+err.Error()); err != nil {
+					return err
+				}
+				return r.moveTx(ctx, tx, FatalError, Stopped, err.Error())
+			}); merr != nil {
 				r.sup.log.Error("record fatal error", "agent", r.agent.Name, "err", merr)
 			}
 		}
@@ -179,7 +185,26 @@ func (r *runner) stop(ctx context.Context, cause string) error {
 	if r.state == Stopped {
 		return nil
 	}
-	return r.move(ctx, OperatorStop, Stopped, cause)
+	return r.inTx(ctx, func(tx *mailbox.Tx) error {
+		if err := r.settleUnstarted(tx, cause); err != nil {
+			return err
+		}
+		return r.moveTx(ctx, tx, OperatorStop, Stopped, cause)
+	})
+}
+
+// settleUnstarted ends a session whose prompt was built (its mail
+// delivered) but which never started, when the agent stops in Spawning:
+// its mail is queued again instead of staying delivered.
+func (r *runner) settleUnstarted(tx *mailbox.Tx, why string) error {
+	if r.state != Spawning {
+		return nil
+	}
+	err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: r.seq, State: mailbox.SessionInterrupted, Error: why})
+	if errors.Is(err, mailbox.ErrNoSuchSession) {
+		return nil
+	}
+	return err
 }
 
 func (r *runner) initialize(ctx context.Context) error {

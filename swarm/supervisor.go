@@ -270,14 +270,21 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			return err
 		}
 		r.state, r.seq = State(a.State), a.SessionSeq
-		if r.state.Terminal() {
-			continue
+		// Session numbers only grow: never below a session already stored.
+		if last, err := s.store.LastSession(ctx, name, ""); err == nil && last.Seq > r.seq {
+			r.seq = last.Seq
 		}
+		// Level-based: whatever the agent's state, no session of it runs
+		// now, so sessions left running are crashed and delivered mail is
+		// queued again. Only a non-terminal state is also moved.
 		var rec mailbox.Recovered
 		err = r.inTx(ctx, func(tx *mailbox.Tx) error {
 			var err error
 			if rec, err = tx.RecoverAgent(name); err != nil {
 				return err
+			}
+			if r.state.Terminal() {
+				return nil
 			}
 			if err := tx.ResetErrors(name); err != nil {
 				return err
@@ -287,7 +294,6 @@ func (s *Supervisor) recover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("recover %s: %w", name, err)
 		}
-		r.state = Initializing
 		for _, sess := range rec.Sessions {
 			for _, pg := range sess.Pgids {
 				if err := proc.KillGroup(pg); err != nil {

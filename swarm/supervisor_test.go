@@ -689,3 +689,53 @@ func TestPauseAfterAnInterruptAndForAStoppedAgent(t *testing.T) {
 		}
 	}
 }
+
+// A stop between building a prompt and starting its session used to leave
+// the mail delivered forever. Recovery settles it whatever the state, and a
+// stop in Spawning settles it at once.
+func TestRecoveryOfAStoppedAgentWithDeliveredMail(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	ctx := context.Background()
+	h.store.RegisterAgent(ctx, mailbox.AgentInfo{Name: "alpha"})
+	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "stranded"})
+	h.store.InTx(ctx, func(tx *mailbox.Tx) error {
+		tx.Deliver("alpha", 1)
+		_, err := tx.StartSession("alpha", 1, "script", "p", nil)
+		return err
+	})
+	// The agent row says Stopped, as after the old shutdown path.
+	h.start()
+	r := h.nextRun()
+	if r.s.Seq != 2 {
+		t.Fatalf("seq = %d, want 2: session 1 exists", r.s.Seq)
+	}
+	if len(r.s.Mail) != 1 || r.s.Mail[0].ID != m.ID {
+		t.Fatalf("mail = %+v, want the stranded message", r.s.Mail)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", Idle)
+	got, _ := h.store.Get(ctx, m.ID)
+	if got.State != message.Done {
+		t.Fatalf("message = %+v", got)
+	}
+}
+
+func TestStopInSpawningRequeuesMail(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	ctx := context.Background()
+	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "in the window"})
+	h.start()
+	r := h.nextRun() // the session is built and handed to the engine
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	<-r.ctx.Done()
+	got, _ := h.store.Get(ctx, m.ID)
+	if got.State != message.Queued || got.Shown != 1 {
+		t.Fatalf("message = %+v, want queued again", got)
+	}
+	s1, _ := h.store.Session(ctx, "alpha", 1)
+	if s1.State == mailbox.SessionRunning {
+		t.Fatal("session 1 left running")
+	}
+}
