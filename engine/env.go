@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/swarmhq/swarm/proc"
 )
 
 // FallbackEmail is used for agents' commits when git has no user.email, so a
@@ -58,36 +60,12 @@ func SessionEnv(base []string, s *Session) []string {
 	return out
 }
 
-// Scrub removes credentials from env: GEMINI_API_KEY, GOOGLE_API_KEY,
-// ANTHROPIC_API_KEY, OPENAI_API_KEY and anything named *_API_KEY, *_TOKEN,
-// *_SECRET or *_PASSWORD. In-process tools run model-chosen commands, and
-// those must never see the swarm's own keys.
-func Scrub(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if IsSecretName(k) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
+// Scrub removes credentials from env (see proc.Scrub). In-process tools
+// run model-chosen commands, and those must never see the swarm's keys.
+func Scrub(env []string) []string { return proc.Scrub(env) }
 
 // IsSecretName reports whether an environment variable holds a credential.
-func IsSecretName(k string) bool {
-	u := strings.ToUpper(k)
-	for _, suffix := range []string{"_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"} {
-		if strings.HasSuffix(u, suffix) {
-			return true
-		}
-	}
-	switch u {
-	case "API_KEY", "TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY":
-		return true
-	}
-	return false
-}
+func IsSecretName(k string) bool { return proc.IsSecretName(k) }
 
 func lookup(env []string, key string) string {
 	for i := len(env) - 1; i >= 0; i-- {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -102,7 +103,7 @@ func (e *ExitError) Error() string {
 // Spec describes one run.
 type Spec struct {
 	Dir     string
-	Env     []string // nil: inherit
+	Env     []string // nil: inherit; credentials are removed either way
 	Stdin   []byte
 	Timeout time.Duration // 0: none beyond ctx
 	Grace   time.Duration
@@ -119,7 +120,13 @@ func Run(ctx context.Context, spec Spec, name string, args ...string) (Result, e
 	}
 	cmd := Command(ctx, spec.Grace, name, args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
+	// Nothing swarm runs itself (git, bd, uname) needs an API key, and an
+	// agent can influence what git runs (hooks, fsmonitor).
+	env := spec.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = Scrub(env)
 	if spec.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(spec.Stdin)
 	}
@@ -152,4 +159,34 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// Scrub removes credentials from env: GEMINI_API_KEY, GOOGLE_API_KEY,
+// ANTHROPIC_API_KEY, OPENAI_API_KEY and anything named *_API_KEY, *_TOKEN,
+// *_SECRET or *_PASSWORD.
+func Scrub(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if IsSecretName(k) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// IsSecretName reports whether an environment variable holds a credential.
+func IsSecretName(k string) bool {
+	u := strings.ToUpper(k)
+	for _, suffix := range []string{"_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"} {
+		if strings.HasSuffix(u, suffix) {
+			return true
+		}
+	}
+	switch u {
+	case "API_KEY", "TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY":
+		return true
+	}
+	return false
 }

@@ -94,3 +94,22 @@ func processExists(pid int) bool {
 	fields := strings.Fields(string(b))
 	return len(fields) > 2 && fields[2] != "Z"
 }
+
+func TestRunScrubsCredentials(t *testing.T) {
+	t.Setenv("GEMINI_API_KEY", "sk-test-SECRET")
+	t.Setenv("MY_SERVICE_TOKEN", "tok")
+	t.Setenv("SWARM_AGENT", "alpha")
+	for _, env := range [][]string{nil, append(os.Environ(), "OPENAI_API_KEY=sk-2")} {
+		res, err := Run(context.Background(), Spec{Env: env}, "env")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(res.Stdout)
+		if strings.Contains(out, "SECRET") || strings.Contains(out, "MY_SERVICE_TOKEN") || strings.Contains(out, "sk-2") {
+			t.Fatalf("a credential reached the child:\n%s", out)
+		}
+		if !strings.Contains(out, "SWARM_AGENT=alpha") {
+			t.Fatal("the rest of the environment is missing")
+		}
+	}
+}

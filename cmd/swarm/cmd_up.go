@@ -104,6 +104,9 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if err := os.MkdirAll(l.Logs(), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", l.Logs(), err)
 	}
+	if err := hardenSupervisor(); err != nil {
+		slog.Warn("could not make the supervisor non-dumpable", "err", err)
+	}
 	lock, err := swarm.AcquireLock(l.Lock())
 	if err != nil {
 		return err
