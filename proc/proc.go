@@ -69,6 +69,22 @@ func KillGroup(pgid int) error {
 	return err
 }
 
+// KillSessionGroup kills process group pgid only if it still belongs to
+// the session: one of its processes has marker (SWARM_SESSION_ID=<id>) in
+// its environment. A recorded pgid may have been reused by an unrelated
+// group since the session ended, and must not be killed then. Where
+// environments cannot be read (no /proc), a live group is killed as before.
+// It reports whether it sent the signal.
+func KillSessionGroup(pgid int, marker string) (bool, error) {
+	if !GroupAlive(pgid) {
+		return false, nil
+	}
+	if known, has := groupHas(pgid, marker); known && !has {
+		return false, nil
+	}
+	return true, KillGroup(pgid)
+}
+
 // GroupAlive reports whether any process of the group still exists.
 func GroupAlive(pgid int) bool {
 	if pgid <= 1 {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -111,5 +113,38 @@ func TestRunScrubsCredentials(t *testing.T) {
 		if !strings.Contains(out, "SWARM_AGENT=alpha") {
 			t.Fatal("the rest of the environment is missing")
 		}
+	}
+}
+
+func TestKillSessionGroupChecksTheSession(t *testing.T) {
+	dir := t.TempDir()
+	start := func(id string) (*exec.Cmd, int) {
+		pidFile := filepath.Join(dir, id)
+		cmd := exec.Command("sh", "-c", "sleep 60 & echo $! > "+pidFile+"; wait")
+		cmd.Env = append(os.Environ(), "SWARM_SESSION_ID="+id)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { KillGroup(cmd.Process.Pid); cmd.Wait() })
+		return cmd, waitForPid(t, pidFile)
+	}
+	other, otherSleep := start("bob-1")
+	// A group that is not the session's (a reused pgid) is left alone.
+	if killed, err := KillSessionGroup(other.Process.Pid, "SWARM_SESSION_ID=alice-3"); err != nil || killed {
+		t.Fatalf("killed an unrelated group: %v, %v", killed, err)
+	}
+	if !processExists(otherSleep) {
+		t.Fatal("the unrelated group's process died")
+	}
+	mine, mySleep := start("alice-3")
+	if killed, err := KillSessionGroup(mine.Process.Pid, "SWARM_SESSION_ID=alice-3"); err != nil || !killed {
+		t.Fatalf("did not kill the session's group: %v, %v", killed, err)
+	}
+	mine.Wait()
+	waitGone(t, mySleep)
+	// A group that no longer exists is not an error.
+	if killed, err := KillSessionGroup(mine.Process.Pid, "SWARM_SESSION_ID=alice-3"); err != nil || killed {
+		t.Fatalf("dead group: %v, %v", killed, err)
 	}
 }

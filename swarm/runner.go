@@ -226,6 +226,7 @@ func (r *runner) initialize(ctx context.Context) error {
 	return r.move(ctx, WorktreeReady, BuildingPrompt, "")
 }
 
+// sessionID names a session across the swarm; sessionMarker matches it.
 func (r *runner) sessionID(seq int64) string { return r.agent.Name + "-" + strconv.FormatInt(seq, 10) }
 
 // buildPrompt delivers the queued mail into the next session and builds its
@@ -480,7 +481,7 @@ func (r *runner) killGroups(s *session) {
 		break
 	}
 	for _, pg := range s.groups {
-		if err := proc.KillGroup(pg); err != nil {
+		if _, err := proc.KillSessionGroup(pg, sessionMarker(r.agent.Name, s.seq)); err != nil {
 			r.sup.log.Warn("kill process group", "agent", r.agent.Name, "pgid", pg, "err", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -296,7 +297,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 		}
 		for _, sess := range rec.Sessions {
 			for _, pg := range sess.Pgids {
-				if err := proc.KillGroup(pg); err != nil {
+				if _, err := proc.KillSessionGroup(pg, sessionMarker(name, sess.Seq)); err != nil {
 					s.log.Warn("kill leftover process group", "agent", name, "session_seq", sess.Seq, "pgid", pg, "err", err)
 				}
 			}
@@ -307,6 +308,12 @@ func (s *Supervisor) recover(ctx context.Context) error {
 		s.emit(Notice{Agent: name, Kind: "info", Text: fmt.Sprintf("recovered after a crash: %d session(s) marked crashed, %d message(s) queued again", len(rec.Sessions), rec.Requeued)})
 	}
 	return nil
+}
+
+// sessionMarker is the environment entry every process of a session
+// carries; it tells a session's process group from one that reused its id.
+func sessionMarker(agent string, seq int64) string {
+	return "SWARM_SESSION_ID=" + agent + "-" + strconv.FormatInt(seq, 10)
 }
 
 // poke wakes every runner: something in the database may have changed.
