@@ -193,6 +193,19 @@ func (r *runner) stop(ctx context.Context, cause string) error {
 	})
 }
 
+// applyControl takes the pause and resume requests already queued, so a
+// request made while the runner was busy elsewhere is not missed.
+func (r *runner) applyControl() {
+	for {
+		select {
+		case op := <-r.ctl:
+			r.pausePending = op == control.OpPause
+		default:
+			return
+		}
+	}
+}
+
 // settleUnstarted ends a session whose prompt was built (its mail
 // delivered) but which never started, when the agent stops in Spawning:
 // its mail is queued again instead of staying delivered.
@@ -234,6 +247,7 @@ func (r *runner) sessionID(seq int64) string { return r.agent.Name + "-" + strco
 func (r *runner) buildPrompt(ctx context.Context) error {
 	// A pause asked for during an interrupted or failed session takes
 	// effect before the next session starts.
+	r.applyControl()
 	if r.pausePending {
 		r.pausePending = false
 		return r.move(ctx, Pause, Paused, "paused by operator")
@@ -734,6 +748,7 @@ func (r *runner) coolDown(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.applyControl()
 	if r.pausePending {
 		r.pausePending = false
 		return r.move(ctx, Pause, Paused, "paused by operator")
