@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/proc"
@@ -163,7 +164,20 @@ func specNames(specs []ToolSpec) []string {
 // groupGone reports whether no live process is left in the group. On
 // Linux it reads /proc and ignores zombies, which are dead and only wait
 // for their new parent to reap them.
+// groupGone reports whether no live process of group pgid is left. A
+// SIGKILL takes effect asynchronously, so it waits (bounded) for the
+// kernel to finish it before answering no.
 func groupGone(pgid int) bool {
+	for range 500 {
+		if groupGoneNow(pgid) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+func groupGoneNow(pgid int) bool {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return !proc.GroupAlive(pgid)
