@@ -161,9 +161,6 @@ func specNames(specs []ToolSpec) []string {
 	return out
 }
 
-// groupGone reports whether no live process is left in the group. On
-// Linux it reads /proc and ignores zombies, which are dead and only wait
-// for their new parent to reap them.
 // groupGone reports whether no live process of group pgid is left. A
 // SIGKILL takes effect asynchronously, so it waits (bounded) for the
 // kernel to finish it before answering no.
@@ -177,6 +174,8 @@ func groupGone(pgid int) bool {
 	return false
 }
 
+// groupGoneNow looks once. On Linux it reads /proc and ignores zombies,
+// which are dead and only wait for their new parent to reap them.
 func groupGoneNow(pgid int) bool {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
