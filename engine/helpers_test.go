@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/swarmhq/swarm/internal/gittest"
 
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/proc"
@@ -23,48 +24,16 @@ import (
 // branch swarm/<agent>, the way sessions run, and returns the worktree.
 func gitWorktree(t *testing.T, agent string) string {
 	t.Helper()
-	dir := t.TempDir()
-	repo := filepath.Join(dir, "repo")
-	wt := filepath.Join(repo, ".swarm", "worktrees", agent)
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main"}, args...)...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	if err := os.MkdirAll(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git("init", "-q")
-	writeFile(t, filepath.Join(repo, "README.md"), "hello\n")
-	writeFile(t, filepath.Join(repo, "src", "main.go"), "package main\n\nfunc main() {}\n")
-	git("add", ".")
-	git("commit", "-q", "-m", "initial")
-	git("worktree", "add", "-q", "-b", "swarm/"+agent, wt)
+	_, wt := gittest.Worktree(t, agent, map[string]string{
+		"README.md":   "hello\n",
+		"src/main.go": "package main\n\nfunc main() {}\n",
+	})
 	return wt
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func writeFile(t *testing.T, path, content string) { gittest.WriteFile(t, path, content) }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+func readFile(t *testing.T, path string) string { return gittest.ReadFile(t, path) }
 
 // newSession is a code-mode session for agent "alice" in wt.
 func newSession(wt string, log *bytes.Buffer) *Session {

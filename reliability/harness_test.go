@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmhq/swarm/internal/gittest"
+
 	"github.com/swarmhq/swarm/mailbox"
 )
 
@@ -468,15 +470,7 @@ func (h *harness) running(pid int) (bool, error) {
 	return strings.Contains(r.stdout, `"running": true`) && strings.Contains(r.stdout, fmt.Sprintf(`"pid": %d`, pid)), nil
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func writeFile(t *testing.T, path, content string) { gittest.WriteFile(t, path, content) }
 
 func tail(s string, n int) string {
 	if len(s) <= n {

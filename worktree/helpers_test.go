@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/swarmhq/swarm/internal/gittest"
 )
 
 // The tests run real git in temporary repositories. The Managers under test
@@ -182,24 +184,9 @@ func (f *fixture) branchExists(branch string) bool {
 	return cmd.Run() == nil
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func writeFile(t *testing.T, path, content string) { gittest.WriteFile(t, path, content) }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+func readFile(t *testing.T, path string) string { return gittest.ReadFile(t, path) }
 
 func exists(path string) bool {
 	_, err := os.Lstat(path)

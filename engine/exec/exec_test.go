@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmhq/swarm/internal/gittest"
+
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	execengine "github.com/swarmhq/swarm/engine/exec"
@@ -87,14 +89,7 @@ func shell(script string, extra ...string) []string {
 	return append([]string{"sh", "-c", script, "sh"}, extra...)
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+func readFile(t *testing.T, path string) string { return gittest.ReadFile(t, path) }
 
 func TestPresetArgv(t *testing.T) {
 	cases := []struct {

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/swarmhq/swarm/internal/gittest"
 
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/engine/gemini"
@@ -26,27 +27,7 @@ const testKey = "test-key-93c1d7e4"
 // swarm/<agent>, the way sessions run, and returns the worktree.
 func gitWorktree(t *testing.T, agent string) string {
 	t.Helper()
-	repo := filepath.Join(t.TempDir(), "repo")
-	wt := filepath.Join(repo, ".swarm", "worktrees", agent)
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main"}, args...)...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	if err := os.MkdirAll(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git("init", "-q")
-	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git("add", ".")
-	git("commit", "-q", "-m", "initial")
-	git("worktree", "add", "-q", "-b", "swarm/"+agent, wt)
+	_, wt := gittest.Worktree(t, agent, nil)
 	return wt
 }
 

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/swarmhq/swarm/internal/gittest"
 
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/mode"
@@ -23,34 +24,10 @@ import (
 // worktree for agent, and returns both.
 func repoWithWorktree(t *testing.T, agent string) (root, wt string) {
 	t.Helper()
-	root = filepath.Join(t.TempDir(), "repo")
-	wt = filepath.Join(root, ".swarm", "worktrees", agent)
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main"}, args...)...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	write(t, filepath.Join(root, "README.md"), "hello\n")
-	git("init", "-q")
-	git("add", ".")
-	git("commit", "-q", "-m", "initial")
-	git("worktree", "add", "-q", "-b", "swarm/"+agent, wt)
-	return root, wt
+	return gittest.Worktree(t, agent, nil)
 }
 
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func write(t *testing.T, path, content string) { gittest.WriteFile(t, path, content) }
 
 type recorder struct {
 	mu   sync.Mutex
