@@ -114,12 +114,8 @@ func (m *Manager) checkBase(ctx context.Context, base string) error {
 // Keep saves agent's uncommitted work with an auto-commit and unlocks the
 // worktree; the worktree and branch stay for the next run.
 func (m *Manager) Keep(ctx context.Context, agent string) (Result, error) {
-	if err := checkAgent(agent); err != nil {
-		return Result{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	info, err := m.inspect(ctx, agent)
+	info, unlock, err := m.lockAgent(ctx, agent)
+	defer unlock()
 	res := Result{Agent: agent, Branch: info.Branch, Path: info.Path}
 	if err != nil {
 		return res, err
@@ -161,16 +157,12 @@ func (m *Manager) Squash(ctx context.Context, agent string) (Result, error) {
 }
 
 func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (Result, error) {
-	if err := checkAgent(agent); err != nil {
-		return Result{}, err
-	}
 	base, err := m.BaseBranch(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	info, err := m.inspect(ctx, agent)
+	info, unlock, err := m.lockAgent(ctx, agent)
+	defer unlock()
 	res := Result{Agent: agent, Branch: info.Branch, Path: info.Path}
 	if err != nil {
 		return res, err
@@ -320,16 +312,12 @@ func (m *Manager) conflicted(ctx context.Context) ([]string, error) {
 // deletes swarm/<agent> whatever it holds. Result.Commits lists the commits
 // that were dropped. Asking first is the caller's job.
 func (m *Manager) Discard(ctx context.Context, agent string) (Result, error) {
-	if err := checkAgent(agent); err != nil {
-		return Result{}, err
-	}
 	base, err := m.BaseBranch(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	info, err := m.inspect(ctx, agent)
+	info, unlock, err := m.lockAgent(ctx, agent)
+	defer unlock()
 	res := Result{Agent: agent, Branch: info.Branch, Path: info.Path}
 	if err != nil {
 		return res, err

@@ -342,6 +342,18 @@ func (m *Manager) Inspect(ctx context.Context, agent string) (Info, error) {
 	return m.inspect(ctx, agent)
 }
 
+// lockAgent checks agent's name, takes the manager's lock and inspects the
+// agent's worktree. The caller releases the lock with the returned func on
+// every path.
+func (m *Manager) lockAgent(ctx context.Context, agent string) (Info, func(), error) {
+	if err := checkAgent(agent); err != nil {
+		return Info{}, func() {}, err
+	}
+	m.mu.Lock()
+	info, err := m.inspect(ctx, agent)
+	return info, m.mu.Unlock, err
+}
+
 func (m *Manager) inspect(ctx context.Context, agent string) (Info, error) {
 	info := Info{Worktree: Worktree{Agent: agent, Path: m.Path(agent), Branch: Branch(agent)}}
 	entries, err := m.list(ctx)
@@ -717,12 +729,8 @@ func (m *Manager) worktreeDir(agent string) (string, error) {
 // `remove` leave it alone while the swarm runs. A previous lock is
 // replaced, so the reason is current.
 func (m *Manager) Lock(ctx context.Context, agent, reason string) error {
-	if err := checkAgent(agent); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	info, err := m.inspect(ctx, agent)
+	info, unlock, err := m.lockAgent(ctx, agent)
+	defer unlock()
 	if err != nil {
 		return fmt.Errorf("lock worktree %s: %w", agent, err)
 	}
@@ -743,12 +751,8 @@ func (m *Manager) Lock(ctx context.Context, agent, reason string) error {
 // Unlock unlocks agent's worktree. An unlocked or missing worktree is not
 // an error.
 func (m *Manager) Unlock(ctx context.Context, agent string) error {
-	if err := checkAgent(agent); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	info, err := m.inspect(ctx, agent)
+	info, unlock, err := m.lockAgent(ctx, agent)
+	defer unlock()
 	if err != nil {
 		return fmt.Errorf("unlock worktree %s: %w", agent, err)
 	}
@@ -839,12 +843,8 @@ func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, er
 // refuses a worktree with uncommitted changes (AutoCommit first). A missing
 // worktree is not an error.
 func (m *Manager) Remove(ctx context.Context, agent string) error {
-	if err := checkAgent(agent); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	info, err := m.inspect(ctx, agent)
+	info, unlock, err := m.lockAgent(ctx, agent)
+	defer unlock()
 	if err != nil {
 		return fmt.Errorf("remove worktree %s: %w", agent, err)
 	}
