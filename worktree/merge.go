@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/swarmhq/swarm/proc"
 )
 
 // Result is what Keep, Merge, Squash or Discard did for one agent.
@@ -232,7 +234,26 @@ func (m *Manager) mergeInto(ctx context.Context, base, agent string) (string, er
 	}
 	// git refused before merging (say, an untracked file in the way), or a
 	// hook stopped it; either way nothing is left in progress.
-	return "", fmt.Errorf("merge %s into %s: %w", Branch(agent), base, err)
+	return "", refused("merge", agent, base, err)
+}
+
+// refused explains a merge or squash git would not start. Its usual reason,
+// files in the base checkout that the merge would overwrite, is listed on
+// lines of git's stderr below the message; the error names them and says
+// what to do.
+func refused(op, agent, base string, err error) error {
+	var ee *proc.ExitError
+	if errors.As(err, &ee) && strings.Contains(ee.Stderr, "would be overwritten by merge") {
+		var files []string
+		for _, line := range strings.Split(ee.Stderr, "\n") {
+			if strings.HasPrefix(line, "\t") {
+				files = append(files, strings.TrimSpace(line))
+			}
+		}
+		return fmt.Errorf("%s %s into %s: files in your checkout of %s would be overwritten: %s; move them aside or commit them, then run 'swarm down --%s' again",
+			op, Branch(agent), base, base, strings.Join(files, ", "), op)
+	}
+	return fmt.Errorf("%s %s into %s: %w", op, Branch(agent), base, err)
 }
 
 func (m *Manager) squashInto(ctx context.Context, base, agent string, commits []string) (string, error) {
@@ -253,7 +274,7 @@ func (m *Manager) squashInto(ctx context.Context, base, agent string, commits []
 		if len(files) > 0 {
 			return "", &ConflictError{Agent: agent, Branch: Branch(agent), Base: base, Files: files}
 		}
-		return "", fmt.Errorf("squash %s into %s: %w", Branch(agent), base, err)
+		return "", refused("squash", agent, base, err)
 	}
 	same, err := m.ok(ctx, m.root, "diff", "--cached", "--quiet")
 	if err != nil {

@@ -258,3 +258,19 @@ func TestMergeRefusesUnreadyMainWorktree(t *testing.T) {
 		t.Fatal("a refused merge removed the agent's work")
 	}
 }
+
+func TestMergeRefusedByAnUntrackedFileNamesIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	wt := f.ensure("alpha")
+	f.commitAs("swarm/alpha", wt.Path, "report.md", "agent's\n", "alpha: report")
+	writeFile(t, filepath.Join(f.root, "report.md"), "operator's own, untracked\n")
+	_, err := f.m.Merge(ctx, "alpha")
+	if err == nil || !strings.Contains(err.Error(), "would be overwritten: report.md; move them aside or commit them, then run 'swarm down --merge' again") {
+		t.Fatalf("err = %v", err)
+	}
+	if b := readFile(t, filepath.Join(f.root, "report.md")); b != "operator's own, untracked\n" {
+		t.Fatalf("the operator's file changed: %q", b)
+	}
+}

@@ -66,6 +66,11 @@ func runInit(ctx context.Context, opts *InitOptions) error {
 	} else if r := app.Env.Getenv("SWARM_ROOT"); r != "" {
 		start = r
 	}
+	// Inside an agent's worktree, init means the swarm that owns it, as for
+	// every other command: never a second swarm inside a worktree.
+	if owner, ok := repo.WorktreeOwner(start); ok {
+		start = owner
+	}
 	root, err := gitOutput(ctx, start, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return err
