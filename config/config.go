@@ -183,6 +183,16 @@ func Parse(data []byte, name, root string) (*Config, error) {
 	b.cfg.Path = name
 	b.build(raw)
 	if len(b.errs) > 0 {
+		// In file order, as an editor would walk them.
+		slices.SortStableFunc(b.errs, func(x, y error) int {
+			var ex, ey *Error
+			errors.As(x, &ex)
+			errors.As(y, &ey)
+			if ex == nil || ey == nil {
+				return 0
+			}
+			return ex.Line - ey.Line
+		})
 		return nil, errors.Join(b.errs...)
 	}
 	return &b.cfg, nil

@@ -179,3 +179,21 @@ func TestSizeBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorsComeInFileOrder(t *testing.T) {
+	src := "[engine.x]\nkind = \"exec\"\n[[agent]]\nname = \"a\"\nmax_turns = 0\nsession_timeout = \"-5s\"\nscript = \"nope.toml\"\n"
+	_, err := Parse([]byte(src), "swarm.toml", t.TempDir())
+	if err == nil {
+		t.Fatal("no error")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{"swarm.toml:1: an exec engine needs command", "swarm.toml:5: max_turns", "swarm.toml:6: duration", "swarm.toml:7: script file nope.toml does not exist"}
+	if len(lines) != len(want) {
+		t.Fatalf("errors:\n%s", err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
+		}
+	}
+}

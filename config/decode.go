@@ -208,6 +208,11 @@ func (b *builder) agents(raws []rawAgent) {
 		if ra.Script != "" && !filepath.IsAbs(ra.Script) {
 			a.Script = filepath.Join(b.root, ra.Script)
 		}
+		if a.Script != "" {
+			if fi, err := os.Stat(a.Script); err != nil || !fi.Mode().IsRegular() {
+				b.errorf(at+".script", "script file %s does not exist (or is not a file); write it, or remove script to use .swarm/scripts/%s.toml", ra.Script, ra.Name)
+			}
+		}
 		if _, ok := b.cfg.engine(a.Engine); !ok {
 			key := at + ".engine"
 			if ra.Engine == nil {
@@ -249,7 +254,7 @@ func (b *builder) execEngine(e *Engine, at string) {
 	case len(e.Command) > 0 && e.Preset != "":
 		b.errorf(at, "set either command or preset, not both")
 	case len(e.Command) == 0 && e.Preset == "":
-		b.errorf(at, "an exec engine needs command = [...] or preset = %q", strings.Join(Presets, "\" | \""))
+		b.errorf(at, "an exec engine needs command = [...] or preset = one of %s", strings.Join(Presets, ", "))
 	case e.Preset != "" && !slices.Contains(Presets, e.Preset):
 		b.errorf(at+".preset", "unknown preset %q (valid: %s)", e.Preset, strings.Join(Presets, ", "))
 	case len(e.Command) > 0 && e.Command[0] == "":

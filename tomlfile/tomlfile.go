@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -87,7 +88,7 @@ func decodeError(file string, err error, hint string) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		line, _ := de.Position()
-		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		msg := plainTypeError(strings.TrimPrefix(de.Error(), "toml: "))
 		if k := de.Key(); len(k) > 0 {
 			msg = fmt.Sprintf("%s: %s", strings.Join(k, "."), msg)
 		}
@@ -98,6 +99,25 @@ func decodeError(file string, err error, hint string) error {
 		return &Error{File: file, Msg: pe.Error()}
 	}
 	return &Error{File: file, Msg: err.Error()}
+}
+
+var typeError = regexp.MustCompile(`^cannot decode TOML (\w+) into struct field \S+ of type (\S+)$`)
+
+// plainTypeError turns the decoder's wording, which names Go types and
+// fields, into what a user wrote and what was wanted.
+func plainTypeError(msg string) string {
+	m := typeError.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	want := map[string]string{
+		"int": "a whole number", "int64": "a whole number", "bool": "true or false",
+		"string": "a quoted string", "[]string": "a list of strings",
+	}[strings.TrimPrefix(m[2], "*")]
+	if want == "" {
+		return msg
+	}
+	return fmt.Sprintf("expected %s, got a %s", want, m[1])
 }
 
 func index(data []byte) (Lines, error) {

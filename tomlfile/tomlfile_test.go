@@ -55,7 +55,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, tt := range []struct{ doc, want string }{
 		{"name = \"a\"\ncolour = 1\n", `f.toml:2: unknown key "colour" (keys: name, n)`},
-		{"name = \"a\"\nn = \"x\"\n", "f.toml:2: n:"},
+		{"name = \"a\"\nn = \"x\"\n", "f.toml:2: n: expected a whole number, got a string"},
 		{"name = \n", "f.toml:"},
 	} {
 		var s S

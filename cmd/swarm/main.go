@@ -57,9 +57,12 @@ func run(ctx context.Context, app *App, args []string) int {
 	if err == nil {
 		return exitOK
 	}
-	// cobra reports an unknown command as a plain error: it is a usage error.
-	if strings.HasPrefix(err.Error(), "unknown command ") {
-		err = &usageError{err: err, help: "swarm"}
+	// cobra reports these mistakes in the command line as plain errors.
+	for _, prefix := range []string{"unknown command ", "if any flags in the group ", "required flag"} {
+		if strings.HasPrefix(err.Error(), prefix) {
+			err = &usageError{err: err, help: "swarm"}
+			break
+		}
 	}
 	return report(app.Stderr, err)
 }
@@ -81,7 +84,11 @@ func report(w io.Writer, err error) int {
 		}
 		return ce.code
 	}
-	fmt.Fprintf(w, "swarm: %v\n", err)
+	// Several problems (a swarm.toml with more than one mistake) come one
+	// per line, each prefixed like the first.
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "swarm: %s\n", line)
+	}
 	return exitError
 }
 

@@ -77,6 +77,15 @@ func newRootCmd(app *App) *cobra.Command {
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(app))
 	}
+	// `swarm completion nope` would print help and exit 0: the shells are
+	// its subcommands, so any argument is a mistake.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = cobra.NoArgs
+			c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+		}
+	}
 	// Every command's positional-argument errors are usage errors too.
 	for _, c := range root.Commands() {
 		wrapArgs(c)
