@@ -78,6 +78,9 @@ func runEvents(ctx context.Context, opts *EventsOptions) error {
 			}
 			return app.printJSON(evs)
 		}
+		if len(evs) == 0 {
+			fmt.Fprintln(app.Stdout, "no events yet ('swarm up' starts the agents)")
+		}
 		for _, e := range evs {
 			printEvent(app, e)
 		}

@@ -34,7 +34,7 @@ func newLogsCmd(app *App) *cobra.Command {
 		Long: `Print the log of an agent's session: the conversation with the model
 (text, tool calls and results) or an exec agent's output. By default the
 newest session; with -f, keep following it, and move on to each new session
-as it starts.`,
+as it starts. --json prints {"agent", "session", "path", "log"}.`,
 		Example: `  swarm logs backend
   swarm logs backend --session 3
   swarm logs backend -f`,
@@ -66,6 +66,19 @@ func sessionLogs(dir string) []int64 {
 	return seqs
 }
 
+// logsList says which sessions have logs, for errors.
+func logsList(dir string) string {
+	seqs := sessionLogs(dir)
+	if len(seqs) == 0 {
+		return "it has none yet"
+	}
+	s := make([]string, len(seqs))
+	for i, n := range seqs {
+		s[i] = strconv.FormatInt(n, 10)
+	}
+	return "sessions with logs: " + strings.Join(s, ", ")
+}
+
 func runLogs(ctx context.Context, opts *LogsOptions) error {
 	app := opts.App
 	l, cfg, err := app.loadConfig()
@@ -87,17 +100,30 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 		}
 	}
 	path := func(seq int64) string { return filepath.Join(dir, fmt.Sprintf("%d.log", seq)) }
+	if app.JSON && opts.Follow {
+		return usagef("--json prints one session's log; it does not go with -f")
+	}
+	if opts.Session != 0 {
+		if _, err := os.Stat(path(seq)); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s has no log for session %d (%s)", opts.Agent, seq, logsList(dir))
+		}
+	}
 	if !opts.Follow {
-		f, err := os.Open(path(seq))
+		text, err := os.ReadFile(path(seq))
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s has no log for session %d (sessions with logs: %v)", opts.Agent, seq, sessionLogs(dir))
+			return fmt.Errorf("%s has no log for session %d (%s)", opts.Agent, seq, logsList(dir))
 		}
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		_, err = io.Copy(app.Stdout, f)
+		if app.JSON {
+			return app.printJSON(map[string]any{"agent": opts.Agent, "session": seq, "path": path(seq), "log": string(text)})
+		}
+		_, err = app.Stdout.Write(text)
 		return err
+	}
+	if seq == 0 {
+		fmt.Fprintf(app.Stderr, "swarm logs: waiting for %s's first session\n", opts.Agent)
 	}
 	// Follow: print what the current log has, then what it gains, and
 	// switch to a newer session's log when one appears.

@@ -22,6 +22,8 @@ type SendOptions struct {
 	From    string
 	ReplyTo int64
 	Kind    string
+
+	replyToSet bool
 }
 
 func init() { commands = append(commands, newSendCmd) }
@@ -51,6 +53,7 @@ not 'swarm up' is running; a running supervisor is woken at once.`,
 		},
 		ValidArgsFunction: app.completeAgents(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.replyToSet = cmd.Flags().Changed("reply-to")
 			if opts.All {
 				opts.Body = args[0]
 			} else {
@@ -72,6 +75,9 @@ not 'swarm up' is running; a running supervisor is woken at once.`,
 
 func runSend(ctx context.Context, opts *SendOptions) error {
 	app := opts.App
+	if opts.ReplyTo < 0 || (opts.ReplyTo == 0 && opts.replyToSet) {
+		return usagef("--reply-to needs a message id (see 'swarm inbox'), got %d", opts.ReplyTo)
+	}
 	body := opts.Body
 	if body == "-" {
 		b, err := io.ReadAll(io.LimitReader(app.Stdin, message.MaxBody+1))

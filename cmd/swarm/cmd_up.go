@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,11 +138,11 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		return err
 	}
 	// The live view shows the notices; the supervisor log still gets them.
-	useTUI, lineOut := !opts.NoTUI && isTerminal(app.Stdout), app.Stdout
+	useTUI, lineOut := !opts.NoTUI && !app.JSON && isTerminal(app.Stdout), app.Stdout
 	if useTUI {
 		lineOut = io.Discard
 	}
-	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(lineOut, logger))
+	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(lineOut, app.JSON, logger))
 	if err != nil {
 		return err
 	}
@@ -173,12 +174,17 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if useTUI {
 		return runUpTUI(ctx, cancel, app, l, cfg, st, sup)
 	}
-	fmt.Fprintf(app.Stdout, "swarm up: %d agent(s) in %s (pid %d); Ctrl-C to stop\n", len(sup.AgentNames()), l.Root, os.Getpid())
+	// With --json, stdout carries only the notices.
+	talk := app.Stdout
+	if app.JSON {
+		talk = app.Stderr
+	}
+	fmt.Fprintf(talk, "swarm up: %d agent(s) in %s (pid %d); Ctrl-C to stop\n", len(sup.AgentNames()), l.Root, os.Getpid())
 	err = sup.Run(ctx)
 	if err != nil && !errors.Is(err, swarm.ErrShutdown) && !errors.Is(err, context.Canceled) {
 		return err
 	}
-	fmt.Fprintln(app.Stdout, "swarm stopped; worktrees and branches are kept ('swarm down --merge' brings the work to the base branch)")
+	fmt.Fprintln(talk, stoppedLine)
 	return nil
 }
 
@@ -208,17 +214,25 @@ func newSupervisor(cfg *config.Config, l repo.Layout, st *mailbox.Store, wtm *wo
 	return swarm.New(o)
 }
 
-// newLinePrinter prints one readable line per transition and message, and
-// logs the same to the supervisor log.
-func newLinePrinter(w io.Writer, logger *slog.Logger) func(swarm.Notice) {
+// stoppedLine is what swarm up says last. It cannot know what a 'swarm
+// down' that stopped it does next, so it only says where things stand.
+const stoppedLine = "swarm stopped"
+
+// newLinePrinter prints one readable line (or, with asJSON, one JSON
+// object) per transition and message, and logs the same to the supervisor
+// log.
+func newLinePrinter(w io.Writer, asJSON bool, logger *slog.Logger) func(swarm.Notice) {
 	var mu sync.Mutex
+	enc := json.NewEncoder(w)
 	return func(n swarm.Notice) {
-		line := formatNotice(n)
-		if line == "" {
-			return
-		}
 		mu.Lock()
-		fmt.Fprintln(w, line)
+		if asJSON {
+			if n.Kind != "activity" {
+				_ = enc.Encode(toNoticeJSON(n))
+			}
+		} else if line := formatNotice(n); line != "" {
+			fmt.Fprintln(w, line)
+		}
 		mu.Unlock()
 		switch n.Kind {
 		case "transition":

@@ -122,6 +122,13 @@ func nextNotice(s *control.Stream) (swarm.Notice, error) {
 	return n, nil
 }
 
+// toNoticeJSON is a notice as `swarm watch --json` and `swarm up --json`
+// print it.
+func toNoticeJSON(n swarm.Notice) noticeJSON {
+	return noticeJSON{At: n.At, Agent: n.Agent, Kind: n.Kind, From: string(n.From), To: string(n.To),
+		Cause: n.Cause, SessionSeq: n.Seq, Message: n.Message, Text: n.Text}
+}
+
 // noticeJSON is a notice in `swarm watch --json`.
 type noticeJSON struct {
 	At         time.Time        `json:"at"`
@@ -151,8 +158,7 @@ func watchLines(ctx context.Context, app *App, s *control.Stream) error {
 			return err
 		}
 		if app.JSON {
-			if err := enc.Encode(noticeJSON{At: n.At, Agent: n.Agent, Kind: n.Kind, From: string(n.From), To: string(n.To),
-				Cause: n.Cause, SessionSeq: n.Seq, Message: n.Message, Text: n.Text}); err != nil {
+			if err := enc.Encode(toNoticeJSON(n)); err != nil {
 				return err
 			}
 			continue

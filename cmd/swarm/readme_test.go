@@ -355,7 +355,7 @@ stdout '^backend: kept \.swarm/worktrees/backend on swarm/backend \(1 commit not
 stdout '^frontend: kept \.swarm/worktrees/frontend on swarm/frontend \(0 commits not on main\)$'
 wait up
 stdout 'backend +Running → Interrupting  \(urgent mail #2 from operator\)'
-stdout '^swarm stopped; worktrees and branches are kept'
+stdout '^swarm stopped$'
 exists .swarm/worktrees/backend/users.go
 exec git branch --list 'swarm/*'
 stdout 'swarm/backend'

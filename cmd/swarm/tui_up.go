@@ -68,7 +68,7 @@ func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l rep
 	if viewErr != nil && !errors.Is(viewErr, tui.ErrSourceEnded) {
 		return viewErr
 	}
-	fmt.Fprintln(app.Stdout, "swarm stopped; worktrees and branches are kept ('swarm down --merge' brings the work to the base branch)")
+	fmt.Fprintln(app.Stdout, stoppedLine)
 	return nil
 }
 
