@@ -165,7 +165,7 @@ func TestTUIEndToEnd(t *testing.T) {
 	tm.run("send-keys", "-t", "e2e:up", "q")
 	tm.waitScreen("up", 20*time.Second, "up's exit", func(s string) bool { return strings.Contains(s, "UP-EXIT=") })
 	scr = tm.screen("up")
-	if !strings.Contains(scr, "UP-EXIT=0") || !strings.Contains(scr, "swarm stopped;") {
+	if !strings.Contains(scr, "UP-EXIT=0") || !strings.Contains(scr, "swarm stopped") {
 		t.Fatalf("q did not stop gracefully:\n%s", scr)
 	}
 	st = statusJSON{}
