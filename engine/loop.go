@@ -208,7 +208,7 @@ func (c *convLog) start(engine string, s *Session, tools []string) {
 	if len(s.Mail) > 0 {
 		var from []string
 		for _, m := range s.Mail {
-			from = append(from, fmt.Sprintf("%d from %s", m.ID, m.From))
+			from = append(from, fmt.Sprintf("#%d from %s", m.ID, m.From))
 		}
 		c.printf("mail: %s\n", strings.Join(from, ", "))
 	}

@@ -50,6 +50,10 @@ type Notice struct {
 	Text    string
 }
 
+// KindStopped is the kind of the last notice a supervisor sends before it
+// exits normally. A watcher whose stream ends without it saw a crash.
+const KindStopped = "stopped"
+
 // Options configure a Supervisor.
 type Options struct {
 	Config *config.Config
@@ -188,6 +192,19 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The control socket outlives the supervisor's context: while the agents
+	// stop, it still answers (swarm down waits on it) and watchers see them
+	// stop. It ends last.
+	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServer()
+	served := make(chan error, 1)
+	go func() {
+		err := srv.Serve(srvCtx, s.handle)
+		if err != nil {
+			cancel(err) // no socket: no way to reach us; stop
+		}
+		served <- err
+	}()
 	g, gctx := errgroup.WithContext(ctx)
 	runCtx, stopRunners := context.WithCancelCause(context.WithoutCancel(gctx))
 	var runners sync.WaitGroup
@@ -199,7 +216,6 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			}
 		})
 	}
-	g.Go(func() error { return srv.Serve(gctx, s.handle) })
 	g.Go(func() error { return s.poll(gctx) })
 	g.Go(func() error { return every(gctx, s.cfg.Liveness.Heartbeat, s.heartbeat) })
 	g.Go(func() error { return every(gctx, time.Hour, s.prune) })
@@ -236,10 +252,16 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if c, ok := s.opts.Tasks.(interface{ Close() }); ok {
 		c.Close()
 	}
+	// The last notice, while the control socket still serves the watchers:
+	// they tell a stop from a supervisor that vanished. Closing their
+	// channels lets each watch connection drain and end before the socket
+	// shuts down.
+	s.emit(Notice{Kind: KindStopped, Text: "the supervisor stopped"})
+	s.closeWatchers()
 	cancel(ErrShutdown)
 	err = g.Wait()
-	s.closeWatchers()
-	return errors.Join(allStopped, err)
+	stopServer()
+	return errors.Join(allStopped, err, <-served)
 }
 
 // RequestStop asks Run to stop gracefully, as `swarm down` does.
@@ -424,7 +446,10 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		s.poke(ctx)
 		return control.Response{OK: true}
 	case control.OpPing:
-		d, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "agents": s.order})
+		s.notifyMu.Lock()
+		watchers := len(s.watchers)
+		s.notifyMu.Unlock()
+		d, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "agents": s.order, "watchers": watchers})
 		return control.Response{OK: true, Data: d}
 	case control.OpStop:
 		s.RequestStop()

@@ -146,17 +146,21 @@ type noticeJSON struct {
 // stops or ctx ends.
 func watchLines(ctx context.Context, app *App, s *control.Stream) error {
 	enc := json.NewEncoder(app.Stdout)
+	stopped := false
 	for {
 		n, err := nextNotice(s)
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, io.EOF):
+		case errors.Is(err, io.EOF) && stopped:
 			fmt.Fprintln(app.Stderr, "swarm watch: the supervisor stopped")
 			return nil
+		case errors.Is(err, io.EOF):
+			return errors.New("the supervisor went away without stopping (it may have crashed); 'swarm up' recovers every agent")
 		case err != nil:
 			return err
 		}
+		stopped = stopped || n.Kind == swarm.KindStopped
 		if app.JSON {
 			if err := enc.Encode(toNoticeJSON(n)); err != nil {
 				return err

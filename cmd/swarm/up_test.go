@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -60,6 +61,7 @@ func TestUpScripts(t *testing.T) {
 			"waitfile":  cmdWaitFile,
 			"waitup":    cmdWaitUp,
 			"pidgone":   cmdPidGone,
+			"waitwatch": cmdWaitWatchers,
 		},
 	})
 }
@@ -154,6 +156,28 @@ func cmdWaitUp(ts *testscript.TestScript, neg bool, args []string) {
 		_, err := control.Call(ctx, l, control.Request{Op: control.OpPing})
 		up := err == nil
 		return up != neg, fmt.Sprint(err)
+	})
+}
+
+// cmdWaitWatchers waits until n watchers are attached to the supervisor:
+// waitwatch <n>.
+func cmdWaitWatchers(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: waitwatch <n>")
+	}
+	l := repo.At(ts.MkAbs("."), "")
+	poll(ts, args[0]+" watcher(s)", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := control.Call(ctx, l, control.Request{Op: control.OpPing})
+		if err != nil {
+			return false, err.Error()
+		}
+		var p struct {
+			Watchers int `json:"watchers"`
+		}
+		_ = json.Unmarshal(resp.Data, &p)
+		return strconv.Itoa(p.Watchers) == args[0], fmt.Sprint(p.Watchers)
 	})
 }
 
