@@ -280,6 +280,9 @@ func (w *crashWorld) load(t *testing.T, db *sql.DB) ([]msgRow, []sessRow, map[st
 		}
 		ms = append(ms, m)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read messages: %v", err)
+	}
 	rows.Close()
 	rows, err = db.Query(`SELECT agent, seq, state, started_at, prompt, pgids FROM sessions ORDER BY agent, seq`)
 	if err != nil {
@@ -292,6 +295,9 @@ func (w *crashWorld) load(t *testing.T, db *sql.DB) ([]msgRow, []sessRow, map[st
 			t.Fatal(err)
 		}
 		ss = append(ss, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read sessions: %v", err)
 	}
 	rows.Close()
 	agentSeq := map[string]int64{}
@@ -306,6 +312,9 @@ func (w *crashWorld) load(t *testing.T, db *sql.DB) ([]msgRow, []sessRow, map[st
 			t.Fatal(err)
 		}
 		agentSeq[n] = s
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read agents: %v", err)
 	}
 	rows.Close()
 	return ms, ss, agentSeq
