@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +39,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 // row is one line of the table and one figure of the JSON.
@@ -257,20 +260,5 @@ func printTable(w io.Writer, res results) {
 	tw.Flush()
 }
 
-// thousands formats n with thin separators: 12,345.
-func thousands(n float64) string {
-	s := fmt.Sprintf("%.0f", n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+// thousands formats n with separators: 12,345.
+func thousands(n float64) string { return humanize.Comma(int64(math.Round(n))) }
