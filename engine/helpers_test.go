@@ -221,3 +221,21 @@ func (b *fakeBoard) Show(_ context.Context, id string) (json.RawMessage, error) 
 	}
 	return json.RawMessage(`[{"id":"` + id + `","title":"Add the users endpoint"}]`), nil
 }
+
+// toolCall is one call of a tool with its arguments.
+type toolCall struct {
+	tool string
+	args map[string]any
+}
+
+// fileToolCalls calls every file tool on path, the way the sandbox tables
+// try each escape against all of them.
+func fileToolCalls(path string) []toolCall {
+	return []toolCall{
+		{"read_file", map[string]any{"path": path}},
+		{"write_file", map[string]any{"path": path, "content": "pwned"}},
+		{"edit_file", map[string]any{"path": path, "old": "secret", "new": "pwned"}},
+		{"list_files", map[string]any{"path": path}},
+		{"grep", map[string]any{"pattern": "secret", "path": path}},
+	}
+}

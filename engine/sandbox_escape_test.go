@@ -67,16 +67,7 @@ func TestSandboxSymlinkedWorktreeParent(t *testing.T) {
 		{"new file through a link to the parent", "up/bob/new.txt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, c := range []struct {
-				tool string
-				args map[string]any
-			}{
-				{"read_file", map[string]any{"path": tc.path}},
-				{"write_file", map[string]any{"path": tc.path, "content": "pwned"}},
-				{"edit_file", map[string]any{"path": tc.path, "old": "secret", "new": "pwned"}},
-				{"list_files", map[string]any{"path": tc.path}},
-				{"grep", map[string]any{"pattern": "secret", "path": tc.path}},
-			} {
+			for _, c := range fileToolCalls(tc.path) {
 				r := runTool(t, s, c.tool, c.args)
 				if r.Error == "" || r.Output != "" || !strings.Contains(r.Error, "worktree") {
 					t.Errorf("%s %q: result %+v, want a refusal that names the worktree", c.tool, tc.path, r)

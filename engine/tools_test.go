@@ -53,16 +53,7 @@ func TestSandboxEscapes(t *testing.T) {
 		{"dangling symlink", "dangling", "cannot resolve"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, c := range []struct {
-				tool string
-				args map[string]any
-			}{
-				{"read_file", map[string]any{"path": tc.path}},
-				{"write_file", map[string]any{"path": tc.path, "content": "pwned"}},
-				{"edit_file", map[string]any{"path": tc.path, "old": "secret", "new": "pwned"}},
-				{"list_files", map[string]any{"path": tc.path}},
-				{"grep", map[string]any{"pattern": "secret", "path": tc.path}},
-			} {
+			for _, c := range fileToolCalls(tc.path) {
 				r := runTool(t, s, c.tool, c.args)
 				if !strings.Contains(r.Error, tc.want) || r.Output != "" {
 					t.Errorf("%s %q: result %+v, want an error containing %q", c.tool, tc.path, r, tc.want)
