@@ -88,8 +88,9 @@ type Supervisor struct {
 	runners map[string]*runner
 	order   []string
 
-	notifyMu  sync.Mutex // guards watchers and the order of notices
-	mailMu    sync.Mutex // guards lastMail
+	watching  sync.WaitGroup // watch connections still sending
+	notifyMu  sync.Mutex     // guards watchers and the order of notices
+	mailMu    sync.Mutex     // guards lastMail
 	lastMail  int64
 	watchers  map[chan Notice]struct{}
 	stopOnce  sync.Once
@@ -260,6 +261,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.closeWatchers()
 	cancel(ErrShutdown)
 	err = g.Wait()
+	s.waitWatchers(2 * time.Second)
 	stopServer()
 	return errors.Join(allStopped, err, <-served)
 }
@@ -498,16 +500,38 @@ func (s *Supervisor) Watch(ctx context.Context) <-chan Notice {
 }
 
 func (s *Supervisor) watch(ctx context.Context, send func(any) error) control.Response {
+	s.watching.Add(1)
+	defer s.watching.Done()
 	ch := s.Watch(ctx)
+	s.log.Debug("watcher attached")
 	if err := send(control.Response{OK: true}); err != nil {
 		return control.Response{OK: true}
 	}
+	sent := 0
 	for n := range ch {
 		if err := send(n); err != nil {
-			break
+			s.log.Debug("watcher gone", "notices", sent, "err", err)
+			return control.Response{OK: true}
 		}
+		sent++
 	}
+	s.log.Debug("watcher detached", "notices", sent, "ctx_err", ctx.Err())
 	return control.Response{OK: true}
+}
+
+// waitWatchers gives the watch connections up to d to send what their
+// closed channels still hold: stopping the socket first would cut the last
+// notices, "stopped" among them. A watcher that reads too slowly is cut.
+func (s *Supervisor) waitWatchers(d time.Duration) {
+	done := make(chan struct{})
+	go func() { s.watching.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("a watcher did not take the last notices in time")
+	}
 }
 
 func (s *Supervisor) closeWatchers() {
