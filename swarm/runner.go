@@ -294,6 +294,11 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	r.interrupt = nil
 	r.sessionTasks = p.TaskIDs
 	r.sessionMail = mail
+	if r.realWork(mail, p.TaskIDs) {
+		if err := r.sup.store.SetNudges(bg(ctx), r.agent.Name, 0); err != nil {
+			r.sup.log.Warn("reset nudges", "agent", r.agent.Name, "err", err)
+		}
+	}
 	return nil
 }
 
@@ -700,12 +705,10 @@ func (r *runner) idle(ctx context.Context) error {
 		case <-r.wake:
 			c, err := r.sup.store.Pending(bg(ctx), r.agent.Name)
 			if err == nil && c.Waking > 0 {
-				r.resetNudges(ctx, nudges)
 				return r.move(ctx, Wake, BuildingPrompt, fmt.Sprintf("%d message(s) waiting", c.Waking))
 			}
 		case <-poll.C:
 			if id, ok := r.newTask(ctx); ok {
-				r.resetNudges(ctx, nudges)
 				return r.move(ctx, Wake, BuildingPrompt, "ready task "+id)
 			}
 			poll.Reset(live.TaskPoll)
@@ -725,11 +728,21 @@ func (r *runner) idle(ctx context.Context) error {
 	}
 }
 
-// resetNudges starts the nudge count over: real work arrived.
-func (r *runner) resetNudges(ctx context.Context, n int) {
-	if n > 0 {
-		_ = r.sup.store.SetNudges(bg(ctx), r.agent.Name, 0)
+// realWork reports whether a session has more than nudges to do: mail of
+// another kind, or a ready task its last completed session did not list.
+// Such a session starts the nudge count over, however the agent got to it.
+func (r *runner) realWork(mail []message.Message, tasks []string) bool {
+	for _, m := range mail {
+		if m.Kind != message.KindNudge {
+			return true
+		}
 	}
+	for _, id := range tasks {
+		if !slices.Contains(r.lastTasks, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // Backoff is the wait after the nth consecutive error: doubling from min,
