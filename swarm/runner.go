@@ -252,14 +252,14 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 		r.pausePending = false
 		return r.move(ctx, Pause, Paused, "paused by operator")
 	}
-	st := r.sup.store
+	// The prompt is built from the queued mail without consuming it; then
+	// one transaction delivers exactly that mail into the session, stores
+	// the session and moves on. A crash can never leave mail delivered to
+	// a session that does not exist, and mail arriving meanwhile waits for
+	// the next prompt.
 	seq := r.seq + 1
-	var mail []message.Message
-	if err := st.InTx(bg(ctx), func(tx *mailbox.Tx) error {
-		var err error
-		mail, err = tx.Deliver(r.agent.Name, seq)
-		return err
-	}); err != nil {
+	queued, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
+	if err != nil {
 		return err
 	}
 	req := PromptRequest{
@@ -268,21 +268,27 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 		Seq:       seq,
 		Worktree:  r.worktree,
 		Teammates: r.teammates(),
-		Mail:      mail,
+		Mail:      queued,
 		Interrupt: r.interrupt,
 		BeadsOK:   r.sup.opts.Tasks != nil,
 	}
 	p, err := r.sup.opts.Prompts.Build(ctx, req)
 	if err != nil {
-		if _, aerr := st.Abandon(bg(ctx), r.agent.Name, seq); aerr != nil {
-			r.sup.log.Error("requeue mail", "agent", r.agent.Name, "err", aerr)
-		}
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("build prompt: %w", err)
 	}
+	ids := make([]int64, len(queued))
+	for i, m := range queued {
+		ids[i] = m.ID
+	}
+	var mail []message.Message
 	if err := r.inTx(ctx, func(tx *mailbox.Tx) error {
+		var err error
+		if mail, err = tx.DeliverInto(r.agent.Name, seq, ids); err != nil {
+			return err
+		}
 		if _, err := tx.StartSession(r.agent.Name, seq, r.eng.Name(), p.Text, p.TaskIDs); err != nil {
 			return err
 		}
