@@ -24,6 +24,9 @@ type Worktrees interface {
 	Unlock(ctx context.Context, agent string) error
 	// Guard records the base tip and the agent's branch before a session.
 	Guard(ctx context.Context, agent string) (Guard, error)
+	// RemoveStaleLock removes a git lock a crashed session left in the
+	// agent's worktree, reporting whether there was one.
+	RemoveStaleLock(agent string) (bool, error)
 }
 
 // Guard checks, after a session, that the agent stayed on its branch and

@@ -326,6 +326,14 @@ func (s *Supervisor) recover(ctx context.Context) error {
 				}
 			}
 		}
+		if len(rec.Sessions) > 0 {
+			// The killed sessions may have been inside a git commit.
+			if removed, err := s.opts.Worktrees.RemoveStaleLock(name); err != nil {
+				s.log.Warn("remove stale git lock", "agent", name, "err", err)
+			} else if removed {
+				s.log.Info("removed a stale index.lock left by a crashed session", "agent", name)
+			}
+		}
 		if len(rec.Sessions) == 0 && rec.Requeued == 0 {
 			continue
 		}

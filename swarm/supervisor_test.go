@@ -59,6 +59,7 @@ func (w *fakeWorktrees) Ensure(_ context.Context, agent string) (string, string,
 }
 func (w *fakeWorktrees) Lock(context.Context, string, string) error { return nil }
 func (w *fakeWorktrees) Unlock(context.Context, string) error       { return nil }
+func (w *fakeWorktrees) RemoveStaleLock(string) (bool, error)       { return false, nil }
 func (w *fakeWorktrees) Guard(_ context.Context, agent string) (Guard, error) {
 	return guardFunc(func(context.Context) error {
 		if w.guardErr != nil {

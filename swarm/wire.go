@@ -52,6 +52,8 @@ func (w GitWorktrees) Lock(ctx context.Context, agent, reason string) error {
 
 func (w GitWorktrees) Unlock(ctx context.Context, agent string) error { return w.M.Unlock(ctx, agent) }
 
+func (w GitWorktrees) RemoveStaleLock(agent string) (bool, error) { return w.M.RemoveStaleLock(agent) }
+
 func (w GitWorktrees) Guard(ctx context.Context, agent string) (Guard, error) {
 	g, err := w.M.Guard(ctx, agent)
 	if err != nil {

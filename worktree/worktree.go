@@ -597,6 +597,29 @@ func populated(path string) bool {
 	return err == nil
 }
 
+// RemoveStaleLock removes the index.lock that a git process killed in the
+// middle of a write (a crashed session's git commit) left in agent's
+// worktree; while it is there every later commit fails. Call it only when
+// nothing of the agent can be running: after recovery killed the crashed
+// sessions' process groups. It reports whether there was one.
+func (m *Manager) RemoveStaleLock(agent string) (bool, error) {
+	if err := checkAgent(agent); err != nil {
+		return false, err
+	}
+	gitdir, ok := linkedGitDir(m.Path(agent))
+	if !ok {
+		return false, nil
+	}
+	err := os.Remove(filepath.Join(gitdir, "index.lock"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("remove the stale index.lock of %s: %w", agent, err)
+	}
+	return true, nil
+}
+
 // linkedGitDir reads the git dir of the linked worktree at path from its
 // .git file.
 func linkedGitDir(path string) (string, bool) {

@@ -426,3 +426,20 @@ func TestEnsureConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoveStaleLock(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	wt := f.ensure("alpha")
+	if removed, err := f.m.RemoveStaleLock("alpha"); err != nil || removed {
+		t.Fatalf("no lock: %v, %v", removed, err)
+	}
+	lock := filepath.Join(f.root, ".git", "worktrees", "alpha", "index.lock")
+	writeFile(t, lock, "")
+	writeFile(t, filepath.Join(wt.Path, "new.txt"), "x\n")
+	f.gitFails(wt.Path, "add", "new.txt") // what the agent's next commit would hit
+	if removed, err := f.m.RemoveStaleLock("alpha"); err != nil || !removed {
+		t.Fatalf("stale lock: %v, %v", removed, err)
+	}
+	f.git(wt.Path, "add", "new.txt")
+}
