@@ -343,6 +343,13 @@ func (w *crashWorld) check(t *testing.T, stage string) {
 	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ic); err != nil || ic != "ok" {
 		fail("PRAGMA integrity_check = %q, %v", ic, err)
 	}
+	// What was sent is noted before the database is read: a send that
+	// finishes after the read would otherwise look lost. (The sender keeps
+	// sending while the checks run.)
+	w.mu.Lock()
+	external := slices.Clone(w.external)
+	w.mu.Unlock()
+	ledger := readLines(w.ledger)
 	ms, ss, agentSeq := w.load(t, db)
 
 	// Every message ever sent exists: from outside, from sessions' bash,
@@ -353,15 +360,12 @@ func (w *crashWorld) check(t *testing.T, stage string) {
 		byBody[m.body] = append(byBody[m.body], m)
 		byID[m.id] = m
 	}
-	w.mu.Lock()
-	external := slices.Clone(w.external)
-	w.mu.Unlock()
 	for _, b := range external {
 		if got := len(byBody[b]); got != 1 {
 			fail("operator message %q is stored %d times, want once", b, got)
 		}
 	}
-	for _, b := range readLines(w.ledger) {
+	for _, b := range ledger {
 		if got := len(byBody[b]); got != 1 {
 			fail("session-sent message %q is stored %d times, want once", b, got)
 		}
