@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/repo"
 )
 
@@ -16,6 +18,9 @@ import (
 type Request struct {
 	Op    string `json:"op"`
 	Agent string `json:"agent,omitempty"`
+	// Mail is what a poke announces: the messages just stored, so the
+	// supervisor wakes their recipients without reading them back.
+	Mail []message.Message `json:"mail,omitempty"`
 }
 
 // Response is the supervisor's answer.
@@ -38,17 +43,35 @@ const (
 // ErrNoSupervisor means nothing listens on the control socket.
 var ErrNoSupervisor = errors.New("no supervisor is running")
 
-// Poke tells a running supervisor to look at the database now. It does not
-// wait for an answer and ignores every failure: the supervisor polls
-// data_version as the fallback.
-func Poke(l repo.Layout) {
+// pokeBodyCap bounds each body a poke carries: the supervisor only needs
+// the head of a message for its notices, and the wire stays small.
+const pokeBodyCap = 1 << 10
+
+// Poke tells a running supervisor that mail was just stored. It does not
+// wait for an answer and reports only whether the poke was delivered:
+// with no supervisor the mail waits in the database, and a supervisor
+// that misses the poke finds the mail through its change feed.
+func Poke(l repo.Layout, mail []message.Message) bool {
 	c, err := net.DialTimeout("unix", SocketPath(l), 200*time.Millisecond)
 	if err != nil {
-		return
+		return false
 	}
 	defer c.Close()
+	cut := make([]message.Message, len(mail))
+	for i, m := range mail {
+		if len(m.Body) > pokeBodyCap {
+			m.Body = strings.ToValidUTF8(m.Body[:pokeBodyCap], "") + "…"
+		}
+		m.Payload = nil
+		cut[i] = m
+	}
+	b, err := json.Marshal(Request{Op: OpPoke, Mail: cut})
+	if err != nil {
+		return false
+	}
 	c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-	c.Write([]byte(`{"op":"poke"}` + "\n"))
+	_, err = c.Write(append(b, '\n'))
+	return err == nil
 }
 
 // Call sends one request and waits for the answer.

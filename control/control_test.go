@@ -44,7 +44,7 @@ func TestCallAndPoke(t *testing.T) {
 		}
 		return Response{Error: "unknown op " + req.Op}
 	})
-	Poke(l)
+	Poke(l, nil)
 	<-pokes
 	resp, err := Call(context.Background(), l, Request{Op: OpPing})
 	if err != nil || !strings.Contains(string(resp.Data), "42") {
@@ -60,7 +60,7 @@ func TestCallAndPoke(t *testing.T) {
 	if _, err := Call(context.Background(), l, Request{Op: OpPing}); !errors.Is(err, ErrNoSupervisor) {
 		t.Fatalf("after stop: %v", err)
 	}
-	Poke(l) // no supervisor: silently nothing
+	Poke(l, nil) // no supervisor: silently nothing
 }
 
 func TestLongPathUsesAddrFile(t *testing.T) {

@@ -184,3 +184,24 @@ func joinKinds() string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// SortForPrompt puts mail in the order a prompt shows it: urgent first,
+// then oldest (by id, which grows with time). Every reader of queued mail
+// uses this one order.
+func SortForPrompt(ms []Message) {
+	slices.SortStableFunc(ms, func(a, b Message) int {
+		if a.IsUrgent() != b.IsUrgent() {
+			if a.IsUrgent() {
+				return -1
+			}
+			return 1
+		}
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+}

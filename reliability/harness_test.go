@@ -5,6 +5,7 @@ package reliability
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/internal/gittest"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
 
 	"github.com/swarmhq/swarm/mailbox"
 )
@@ -438,17 +440,40 @@ func (h *harness) waitFor(d time.Duration, what string, cond func() (bool, error
 }
 
 // store opens the swarm's database; the test closes it.
-func (h *harness) store(agents []string) *mailbox.Store {
+func (h *harness) store(agents []string) *testStore {
 	h.t.Helper()
-	st, err := mailbox.Open(context.Background(), filepath.Join(h.root, ".swarm", "swarm.db"), mailbox.Options{Agents: agents})
+	path := filepath.Join(h.root, ".swarm", "swarm.db")
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return st
+	// The suite checks the database from outside, as an auditor would: a
+	// second, plain connection for its own queries.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &testStore{Store: st, db: db}
 }
 
+// testStore is the swarm's store plus a raw connection for the suite's
+// own queries.
+type testStore struct {
+	mailbox.Store
+	db *sql.DB
+}
+
+// DB is the raw connection.
+func (s *testStore) DB() *sql.DB { return s.db }
+
+// IntegrityCheck runs the store's integrity check.
+func (s *testStore) IntegrityCheck(ctx context.Context) (string, error) { return s.Check(ctx) }
+
+// Close closes both connections.
+func (s *testStore) Close() error { return errors.Join(s.db.Close(), s.Store.Close()) }
+
 // agentStates reads every agent's state.
-func agentStates(st *mailbox.Store) (map[string]mailbox.Agent, error) {
+func agentStates(st mailbox.Store) (map[string]mailbox.Agent, error) {
 	as, err := st.Agents(context.Background())
 	if err != nil {
 		return nil, err

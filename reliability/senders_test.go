@@ -17,6 +17,7 @@ import (
 
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/repo"
 )
@@ -44,22 +45,23 @@ func senderMain() int {
 	agents := strings.Split(os.Getenv(senderAgents), ",")
 	l := repo.At(root, "")
 	ctx := context.Background()
-	st, err := mailbox.Open(ctx, l.DB, mailbox.Options{Agents: agents})
+	db, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 1
 	}
-	defer st.Close()
+	defer db.Close()
+	st := mailbox.NewPoster(db, agents, nil)
 	sent, errs := 0, 0
 	for i := 1; i <= n; i++ {
-		_, err := st.Send(ctx, message.Draft{From: message.Operator, To: agents[i%len(agents)], Body: senderBody(id, i)})
+		_, err := st.Post(ctx, message.Draft{From: message.Operator, To: agents[i%len(agents)], Body: senderBody(id, i)})
 		if err != nil {
 			errs++
 			fmt.Fprintf(os.Stderr, "send %d: %v\n", i, err)
 			continue
 		}
 		sent++
-		control.Poke(l)
+		control.Poke(l, nil)
 	}
 	fmt.Printf("sent %d errors %d\n", sent, errs)
 	if errs > 0 {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // ConfigName is the configuration file at the repo root.
@@ -41,6 +42,11 @@ func At(root, db string) Layout {
 
 // Logs is where supervisor and session logs go.
 func (l Layout) Logs() string { return filepath.Join(l.State, "logs") }
+
+// SessionLog is the log file of an agent's session seq.
+func (l Layout) SessionLog(agent string, seq int64) string {
+	return filepath.Join(l.Logs(), agent, strconv.FormatInt(seq, 10)+".log")
+}
 
 // Scripts is where the script engine looks for <agent>.toml by default.
 func (l Layout) Scripts() string { return filepath.Join(l.State, "scripts") }

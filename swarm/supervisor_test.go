@@ -14,7 +14,10 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/repo"
 )
@@ -109,17 +112,17 @@ func (f *fakeTasks) Board(string, string) engine.TaskBoard { return nil }
 
 type harness struct {
 	t       *testing.T
-	history []Notice // notices read so far; used marks the ones a wait matched
+	history []lifecycle.Notice // notices read so far; used marks the ones a wait matched
 	used    []bool
 	once    sync.Once
 	runErr  error
-	store   *mailbox.Store
+	store   mailbox.Store
 	sup     *Supervisor
 	eng     *fakeEngine
 	wt      *fakeWorktrees
 	prompts *fakePrompts
 	layout  repo.Layout
-	notices chan Notice
+	notices chan lifecycle.Notice
 	cancel  context.CancelCauseFunc
 	done    chan error
 }
@@ -151,12 +154,12 @@ func newHarnessConfig(t *testing.T, toml string) *harness {
 		t.Fatal(err)
 	}
 	l := repo.At(root, "")
-	store, err := mailbox.Open(context.Background(), l.DB, mailbox.Options{Agents: cfg.AgentNames()})
+	store, err := sqlite.Open(context.Background(), l.DB, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	h := &harness{t: t, store: store, layout: l, notices: make(chan Notice, 1000),
+	h := &harness{t: t, store: store, layout: l, notices: make(chan lifecycle.Notice, 1000),
 		eng: &fakeEngine{name: "script", runs: make(chan *fakeRun, 100)}, wt: &fakeWorktrees{root: filepath.Join(root, "wt")}, prompts: &fakePrompts{}}
 	h.sup = h.newSupervisor(cfg)
 	return h
@@ -176,7 +179,7 @@ func (h *harness) newSupervisorWith(cfg *config.Config, tasks Tasks) *Supervisor
 		Worktrees: h.wt,
 		Prompts:   h.prompts,
 		Rand:      func() float64 { return 0.5 },
-		Notify:    func(n Notice) { h.notices <- n },
+		Notify:    func(n lifecycle.Notice) { h.notices <- n },
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -204,13 +207,13 @@ func (h *harness) stop() error {
 // waitFor returns the next notice, not matched before, of agent reaching
 // state to, reading more notices as needed and failing after a generous
 // deadline so a broken supervisor cannot hang the suite.
-func (h *harness) waitFor(agent string, to State) Notice {
+func (h *harness) waitFor(agent string, to lifecycle.State) lifecycle.Notice {
 	h.t.Helper()
 	return h.waitForSeq(agent, to, 0)
 }
 
 // waitForSeq is waitFor for a given session number (0: any).
-func (h *harness) waitForSeq(agent string, to State, seq int64) Notice {
+func (h *harness) waitForSeq(agent string, to lifecycle.State, seq int64) lifecycle.Notice {
 	h.t.Helper()
 	match := func(i int) bool {
 		n := h.history[i]
@@ -251,11 +254,10 @@ func (h *harness) nextRun() *fakeRun {
 
 func (h *harness) send(d message.Draft) message.Message {
 	h.t.Helper()
-	m, err := h.store.Send(context.Background(), d)
+	m, err := h.sup.Poster().Post(context.Background(), d)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.sup.poke(context.Background())
 	return m
 }
 
@@ -285,7 +287,7 @@ func TestStartRunIdleAndWake(t *testing.T) {
 			t.Fatalf("%s: first session = %+v", name, r)
 		}
 		r.finish <- engine.Result{Outcome: engine.Success, Usage: engine.Usage{InputTokens: 10, OutputTokens: 2}}
-		h.waitFor(name, Idle)
+		h.waitFor(name, lifecycle.Idle)
 	}
 	got := strings.Join(h.states("alpha"), " ")
 	if want := "Initializing BuildingPrompt Spawning Running SessionComplete Idle"; got != want {
@@ -299,8 +301,8 @@ func TestStartRunIdleAndWake(t *testing.T) {
 		t.Fatalf("woken session = %s/%d with %d mail", r.s.Agent, r.s.Seq, len(r.s.Mail))
 	}
 	r.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", Idle)
-	got2, _ := h.store.Get(context.Background(), m.ID)
+	h.waitFor("alpha", lifecycle.Idle)
+	got2, _ := h.store.Message(context.Background(), m.ID)
 	if got2.State != message.Done || *got2.SessionSeq != 2 {
 		t.Fatalf("message = %+v", got2)
 	}
@@ -318,7 +320,7 @@ func TestStartRunIdleAndWake(t *testing.T) {
 	}
 	for _, name := range []string{"alpha", "bravo"} {
 		a, _ := h.store.Agent(context.Background(), name)
-		if a.State != string(Stopped) {
+		if a.State != lifecycle.Stopped {
 			t.Errorf("%s ended %s", name, a.State)
 		}
 	}
@@ -328,10 +330,10 @@ func TestUrgentMailInterrupts(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
 	h.start()
 	r1 := h.nextRun()
-	h.waitFor("alpha", Running)
+	h.waitFor("alpha", lifecycle.Running)
 	normal := h.send(message.Draft{From: "operator", To: "alpha", Body: "later"})
 	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "stop", Urgency: message.Urgent})
-	n := h.waitFor("alpha", Interrupting)
+	n := h.waitFor("alpha", lifecycle.Interrupting)
 	if !strings.Contains(n.Cause, fmt.Sprintf("urgent mail #%d", m.ID)) {
 		t.Fatalf("cause = %q", n.Cause)
 	}
@@ -345,9 +347,9 @@ func TestUrgentMailInterrupts(t *testing.T) {
 		t.Fatalf("session 2 = seq %d prompt %q mail %+v", r2.s.Seq, r2.s.Prompt, r2.s.Mail)
 	}
 	r2.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", Idle)
+	h.waitFor("alpha", lifecycle.Idle)
 	for _, id := range []int64{m.ID, normal.ID} {
-		got, _ := h.store.Get(context.Background(), id)
+		got, _ := h.store.Message(context.Background(), id)
 		if got.State != message.Done || *got.SessionSeq != 2 {
 			t.Fatalf("message %d = %+v", id, got)
 		}
@@ -368,14 +370,14 @@ func TestUrgentMailDuringSpawningInterruptsAtOnce(t *testing.T) {
 	h.start()
 	r1 := h.nextRun()
 	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "now", Urgency: message.Urgent})
-	h.waitFor("alpha", Interrupting)
+	h.waitFor("alpha", lifecycle.Interrupting)
 	<-r1.ctx.Done()
 	r2 := h.nextRun()
 	if len(r2.s.Mail) != 1 || r2.s.Mail[0].ID != m.ID {
 		t.Fatalf("session 2 mail = %+v", r2.s.Mail)
 	}
 	r2.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", Idle)
+	h.waitFor("alpha", lifecycle.Idle)
 }
 
 func TestFailuresBackOffThenStop(t *testing.T) {
@@ -386,10 +388,10 @@ func TestFailuresBackOffThenStop(t *testing.T) {
 		r := h.nextRun()
 		r.finish <- engine.Result{Outcome: engine.Failed, Err: errors.New("model exploded")}
 		if i < 2 {
-			h.waitFor("alpha", CoolingDown)
+			h.waitFor("alpha", lifecycle.CoolingDown)
 		}
 	}
-	n := h.waitFor("alpha", Stopped)
+	n := h.waitFor("alpha", lifecycle.Stopped)
 	if !strings.Contains(n.Cause, "stopping after 3 consecutive") {
 		t.Fatalf("cause = %q", n.Cause)
 	}
@@ -402,7 +404,7 @@ func TestFailuresBackOffThenStop(t *testing.T) {
 	if a.ConsecutiveErrors != 3 || a.TotalErrors != 3 {
 		t.Fatalf("counters = %+v", a)
 	}
-	got, _ := h.store.Get(context.Background(), m.ID)
+	got, _ := h.store.Message(context.Background(), m.ID)
 	if got.State != message.Queued || got.Shown < 2 {
 		t.Fatalf("message after failures = %+v", got)
 	}
@@ -414,7 +416,7 @@ func TestGuardFindingFailsTheSession(t *testing.T) {
 	h.start()
 	r := h.nextRun()
 	r.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", CoolingDown)
+	h.waitFor("alpha", lifecycle.CoolingDown)
 	ms, _ := h.store.Inbox(context.Background(), message.Operator, mailbox.Filter{})
 	if len(ms) != 1 || ms[0].Kind != message.KindStatus || !strings.Contains(ms[0].Body, "alpha committed on main") {
 		t.Fatalf("operator inbox = %+v", ms)
@@ -430,7 +432,7 @@ func TestShutdownStopsRunningSessions(t *testing.T) {
 	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "in flight"})
 	h.start()
 	r := h.nextRun()
-	h.waitFor("alpha", Running)
+	h.waitFor("alpha", lifecycle.Running)
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -438,10 +440,10 @@ func TestShutdownStopsRunningSessions(t *testing.T) {
 		t.Fatalf("session cause = %v", context.Cause(r.ctx))
 	}
 	a, _ := h.store.Agent(context.Background(), "alpha")
-	if a.State != string(Stopped) {
+	if a.State != lifecycle.Stopped {
 		t.Fatalf("state = %s", a.State)
 	}
-	got, _ := h.store.Get(context.Background(), m.ID)
+	got, _ := h.store.Message(context.Background(), m.ID)
 	if got.State != message.Queued || got.Shown != 1 {
 		t.Fatalf("message = %+v", got)
 	}
@@ -455,14 +457,18 @@ func TestRecoveryAfterCrash(t *testing.T) {
 	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "in flight"})
 	for _, st := range []string{"Initializing", "BuildingPrompt", "Spawning", "Running"} {
 		prev := map[string]string{"Initializing": "Stopped", "BuildingPrompt": "Initializing", "Spawning": "BuildingPrompt", "Running": "Spawning"}[st]
-		if _, err := h.store.Transition(ctx, mailbox.Change{Agent: "alpha", From: prev, To: st, Seq: 3}); err != nil {
+		if err := h.store.InTx(ctx, func(tx mailbox.Tx) error {
+			_, err := tx.Transition(fsm.Change{Kind: fsm.SubjectAgent, Subject: "alpha", From: prev, To: st, Seq: 3})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h.store.InTx(ctx, func(tx *mailbox.Tx) error {
-		tx.Deliver("alpha", 3)
-		_, err := tx.StartSession("alpha", 3, "script", "p", nil)
-		return err
+	h.store.InTx(ctx, func(tx mailbox.Tx) error {
+		if _, err := tx.Deliver("alpha", 3, nil); err != nil {
+			return err
+		}
+		return tx.StartSession(mailbox.SessionStart{Agent: "alpha", Seq: 3, Engine: "script", Prompt: "p"})
 	})
 	h.start()
 	r := h.nextRun()
@@ -470,12 +476,12 @@ func TestRecoveryAfterCrash(t *testing.T) {
 		t.Fatalf("after recovery: seq %d mail %+v", r.s.Seq, r.s.Mail)
 	}
 	r.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", Idle)
+	h.waitFor("alpha", lifecycle.Idle)
 	s3, _ := h.store.Session(ctx, "alpha", 3)
 	if s3.State != mailbox.SessionCrashed {
 		t.Fatalf("session 3 = %s", s3.State)
 	}
-	got, _ := h.store.Get(ctx, m.ID)
+	got, _ := h.store.Message(ctx, m.ID)
 	if got.State != message.Done || *got.SessionSeq != 4 || got.Shown != 1 {
 		t.Fatalf("message = %+v", got)
 	}
@@ -496,27 +502,27 @@ func TestScriptedWorkKeepsGoing(t *testing.T) {
 		}
 		r.finish <- engine.Result{Outcome: engine.Success}
 	}
-	h.waitFor("alpha", Idle)
+	h.waitFor("alpha", lifecycle.Idle)
 }
 
 func TestPauseAndResume(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
 	h.start()
 	r := h.nextRun()
-	h.waitFor("alpha", Running)
+	h.waitFor("alpha", lifecycle.Running)
 	resp := h.sup.handle(context.Background(), control.Request{Op: control.OpPause, Agent: "alpha"}, nil)
 	if !resp.OK {
 		t.Fatal(resp.Error)
 	}
 	// The running session finishes first.
 	r.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", Paused)
+	h.waitFor("alpha", lifecycle.Paused)
 	h.send(message.Draft{From: "operator", To: "alpha", Body: "while paused"})
 	h.sup.handle(context.Background(), control.Request{Op: control.OpResume, Agent: "alpha"}, nil)
-	h.waitFor("alpha", BuildingPrompt)
+	h.waitFor("alpha", lifecycle.BuildingPrompt)
 	r2 := h.nextRun()
 	r2.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", Idle)
+	h.waitFor("alpha", lifecycle.Idle)
 	if resp := h.sup.handle(context.Background(), control.Request{Op: control.OpPause, Agent: "nobody"}, nil); resp.OK {
 		t.Fatal("pause of an unknown agent succeeded")
 	}
@@ -526,7 +532,7 @@ func TestBoundaryInterruptInjects(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\ninterrupt = \"boundary\"\n")
 	h.start()
 	r := h.nextRun()
-	h.waitFor("alpha", Running)
+	h.waitFor("alpha", lifecycle.Running)
 	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "also update the docs", Urgency: message.Urgent})
 	if r.s.Interject == nil {
 		t.Fatal("no Interject hook for a boundary agent")
@@ -536,8 +542,8 @@ func TestBoundaryInterruptInjects(t *testing.T) {
 		t.Fatalf("interject = %q", texts)
 	}
 	r.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", Idle)
-	got, _ := h.store.Get(context.Background(), m.ID)
+	h.waitFor("alpha", lifecycle.Idle)
+	got, _ := h.store.Message(context.Background(), m.ID)
 	if got.State != message.Done || *got.SessionSeq != 1 {
 		t.Fatalf("message = %+v", got)
 	}
@@ -586,7 +592,7 @@ name = "alpha"
 		}
 		r.finish <- engine.Result{Outcome: engine.Success}
 	}
-	h.waitForSeq("alpha", Idle, 3)
+	h.waitForSeq("alpha", lifecycle.Idle, 3)
 	a, _ := h.store.Agent(context.Background(), "alpha")
 	if a.Nudges != 2 {
 		t.Fatalf("nudges = %d, want the maximum 2", a.Nudges)
@@ -601,7 +607,7 @@ name = "alpha"
 	h.send(message.Draft{From: "operator", To: "alpha", Body: "real work"})
 	r := h.nextRun()
 	r.finish <- engine.Result{Outcome: engine.Success}
-	h.waitForSeq("alpha", Idle, 4)
+	h.waitForSeq("alpha", lifecycle.Idle, 4)
 	if a, _ := h.store.Agent(context.Background(), "alpha"); a.Nudges != 0 {
 		t.Fatalf("nudges after real mail = %d", a.Nudges)
 	}
@@ -627,8 +633,8 @@ mode = "review"
 	for range 2 {
 		h.nextRun().finish <- engine.Result{Outcome: engine.Success}
 	}
-	h.waitFor("coder", Idle)
-	h.waitFor("critic", Idle)
+	h.waitFor("coder", lifecycle.Idle)
+	h.waitFor("critic", lifecycle.Idle)
 	tasks.set("bd-1")
 	r := h.nextRun()
 	if r.s.Agent != "coder" || r.s.Seq != 2 {
@@ -636,7 +642,7 @@ mode = "review"
 	}
 	r.finish <- engine.Result{Outcome: engine.Success}
 	// bd-1 was listed in that completed session: it is no longer new.
-	n := h.waitFor("coder", Idle)
+	n := h.waitFor("coder", lifecycle.Idle)
 	if n.Seq != 2 {
 		t.Fatalf("idle after session %d", n.Seq)
 	}
@@ -646,7 +652,7 @@ mode = "review"
 		t.Fatalf("woken = %s/%d", r.s.Agent, r.s.Seq)
 	}
 	r.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("coder", Idle)
+	h.waitFor("coder", lifecycle.Idle)
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -659,14 +665,14 @@ func TestPauseAfterAnInterruptAndForAStoppedAgent(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
 	h.start()
 	r := h.nextRun()
-	h.waitFor("alpha", Running)
+	h.waitFor("alpha", lifecycle.Running)
 	if resp := h.sup.handle(context.Background(), control.Request{Op: control.OpPause, Agent: "alpha"}, nil); !resp.OK {
 		t.Fatal(resp.Error)
 	}
 	// Urgent mail cuts the session short; the pause still holds.
 	h.send(message.Draft{From: "operator", To: "alpha", Body: "stop", Urgency: message.Urgent})
 	<-r.ctx.Done()
-	h.waitFor("alpha", Paused)
+	h.waitFor("alpha", lifecycle.Paused)
 	select {
 	case r := <-h.eng.runs:
 		t.Fatalf("a session started while paused: %d", r.s.Seq)
@@ -678,7 +684,7 @@ func TestPauseAfterAnInterruptAndForAStoppedAgent(t *testing.T) {
 		t.Fatalf("resumed session mail = %+v", r2.s.Mail)
 	}
 	r2.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", Idle)
+	h.waitFor("alpha", lifecycle.Idle)
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -699,10 +705,11 @@ func TestRecoveryOfAStoppedAgentWithDeliveredMail(t *testing.T) {
 	ctx := context.Background()
 	h.store.RegisterAgent(ctx, mailbox.AgentInfo{Name: "alpha"})
 	m := h.send(message.Draft{From: "operator", To: "alpha", Body: "stranded"})
-	h.store.InTx(ctx, func(tx *mailbox.Tx) error {
-		tx.Deliver("alpha", 1)
-		_, err := tx.StartSession("alpha", 1, "script", "p", nil)
-		return err
+	h.store.InTx(ctx, func(tx mailbox.Tx) error {
+		if _, err := tx.Deliver("alpha", 1, nil); err != nil {
+			return err
+		}
+		return tx.StartSession(mailbox.SessionStart{Agent: "alpha", Seq: 1, Engine: "script", Prompt: "p"})
 	})
 	// The agent row says Stopped, as after the old shutdown path.
 	h.start()
@@ -714,8 +721,8 @@ func TestRecoveryOfAStoppedAgentWithDeliveredMail(t *testing.T) {
 		t.Fatalf("mail = %+v, want the stranded message", r.s.Mail)
 	}
 	r.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("alpha", Idle)
-	got, _ := h.store.Get(ctx, m.ID)
+	h.waitFor("alpha", lifecycle.Idle)
+	got, _ := h.store.Message(ctx, m.ID)
 	if got.State != message.Done {
 		t.Fatalf("message = %+v", got)
 	}
@@ -731,7 +738,7 @@ func TestStopInSpawningRequeuesMail(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-r.ctx.Done()
-	got, _ := h.store.Get(ctx, m.ID)
+	got, _ := h.store.Message(ctx, m.ID)
 	if got.State != message.Queued || got.Shown != 1 {
 		t.Fatalf("message = %+v, want queued again", got)
 	}

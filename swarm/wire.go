@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -15,9 +13,6 @@ import (
 	execengine "github.com/swarmhq/swarm/engine/exec"
 	"github.com/swarmhq/swarm/engine/gemini"
 	"github.com/swarmhq/swarm/engine/script"
-	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/promptpipe"
-	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -65,52 +60,6 @@ func (w GitWorktrees) Guard(ctx context.Context, agent string) (Guard, error) {
 type guard struct{ g *worktree.SessionGuard }
 
 func (g guard) Check(ctx context.Context) error { return g.g.Err(ctx) }
-
-// PipePrompts builds prompts with promptpipe.
-type PipePrompts struct {
-	Builder *promptpipe.Builder
-	Config  *config.Config
-	Layout  repo.Layout
-	Base    func(ctx context.Context) string // the base branch, "" if unknown
-}
-
-func (p PipePrompts) Build(ctx context.Context, req PromptRequest) (Prompt, error) {
-	base := ""
-	if p.Base != nil {
-		base = p.Base(ctx)
-	}
-	pc := PromptContextFor(p.Config, p.Layout, req.Agent, req.Seq, req.Worktree, base, req.Mail)
-	pc.SessionID = req.SessionID
-	pc.Beads = req.BeadsOK
-	if req.Interrupt != nil {
-		m := req.Interrupt.Message
-		pc.Interrupt = &promptpipe.InterruptContext{MessageID: m.ID, From: m.From, Body: m.Body, When: m.CreatedAt, Reason: req.Interrupt.Reason}
-	}
-	out, err := p.Builder.Build(ctx, pc)
-	if err != nil {
-		return Prompt{}, err
-	}
-	return Prompt{Text: out.Text, TaskIDs: out.TaskIDs}, nil
-}
-
-// PromptContextFor is the prompt context of an agent's session, shared by
-// the supervisor and `swarm prompt` so the preview is what the agent gets.
-func PromptContextFor(cfg *config.Config, l repo.Layout, a config.Agent, seq int64, dir, base string, mail []message.Message) promptpipe.PromptContext {
-	return promptpipe.PromptContext{
-		Branch:     worktree.Branch(a.Name),
-		BaseBranch: base,
-		Agent:      a.Name,
-		Role:       a.Role,
-		Mode:       a.Mode,
-		SessionID:  a.Name + "-" + strconv.FormatInt(seq, 10),
-		SessionSeq: seq,
-		DBPath:     absPath(l.DB),
-		Worktree:   dir,
-		Root:       l.Root,
-		Teammates:  slices.DeleteFunc(cfg.AgentNames(), func(n string) bool { return n == a.Name }),
-		Messages:   mail,
-	}
-}
 
 // BeadsTasks is the shared bd adapter: one `bd ready` for every agent that
 // asks at the same moment, and a per-agent client for the tools.

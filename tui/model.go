@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 )
 
@@ -37,7 +38,7 @@ const (
 
 // Messages the model gets besides bubbletea's own.
 type (
-	eventMsg    struct{ ev Event }
+	eventMsg    struct{ ev lifecycle.Notice }
 	endMsg      struct{ err error }
 	snapshotMsg struct {
 		snap Snapshot
@@ -199,7 +200,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			return nil // a timer replaced by an earlier one
 		}
 		m.tickCancel = nil
-		if a := m.current(); a != nil && a.State == "Running" && m.screen != screenPrompt {
+		if a := m.current(); a != nil && a.State == lifecycle.Running && m.screen != screenPrompt {
 			return m.loadTail()
 		}
 	}
@@ -208,11 +209,11 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 
 // apply folds a notice into the model at once; the snapshot re-read that
 // follows corrects the derived numbers.
-func (m *Model) apply(ev Event) tea.Cmd {
+func (m *Model) apply(ev lifecycle.Notice) tea.Cmd {
 	var cmds []tea.Cmd
 	a := m.agent(ev.Agent)
 	switch ev.Kind {
-	case "transition":
+	case lifecycle.NoticeTransition:
 		if a != nil {
 			// A self-transition (urgent mail joining the session) keeps
 			// the time in state.
@@ -227,20 +228,20 @@ func (m *Model) apply(ev Event) tea.Cmd {
 		if text := notable(ev); text != "" {
 			m.notes[ev.Agent] = note{text: text, at: ev.At}
 		}
-		if ev.To == "Paused" || ev.From == "Paused" || ev.To == "Stopped" {
+		if ev.To == lifecycle.Paused || ev.From == lifecycle.Paused || ev.To == lifecycle.Stopped {
 			delete(m.pausing, ev.Agent)
 		}
 		cmds = append(cmds, m.reload())
-	case "activity":
+	case lifecycle.NoticeActivity:
 		if a != nil {
 			a.Activity = ev.Text
 		}
-	case "message":
+	case lifecycle.NoticeMessage:
 		if ev.Message != nil {
 			m.addMail(*ev.Message)
 		}
 		cmds = append(cmds, m.reload())
-	case "info":
+	case lifecycle.NoticeInfo:
 		if ev.Text != "" {
 			m.notes[ev.Agent] = note{text: ev.Text, at: ev.At}
 		}
@@ -253,23 +254,23 @@ func (m *Model) apply(ev Event) tea.Cmd {
 }
 
 // notable says what of a transition stays in the agent's row for a while.
-func notable(ev Event) string {
+func notable(ev lifecycle.Notice) string {
 	cause := ""
 	if ev.Cause != "" {
 		cause = ": " + ev.Cause
 	}
 	switch {
-	case ev.To == "Interrupting":
+	case ev.To == lifecycle.Interrupting:
 		return "interrupted" + cause
-	case ev.From == "Running" && ev.To == "Running":
+	case ev.From == lifecycle.Running && ev.To == lifecycle.Running:
 		return "urgent mail joined the session"
-	case ev.To == "Paused":
+	case ev.To == lifecycle.Paused:
 		return "paused"
-	case ev.From == "Paused":
+	case ev.From == lifecycle.Paused:
 		return "resumed"
-	case ev.To == "CoolingDown":
+	case ev.To == lifecycle.CoolingDown:
 		return "session failed" + cause
-	case ev.To == "Stopped" && ev.Cause != "shutdown":
+	case ev.To == lifecycle.Stopped && ev.Cause != "shutdown":
 		return "stopped" + cause
 	case ev.Cause == "recovered":
 		return "recovered after a crash"
@@ -343,7 +344,7 @@ func (m *Model) gotSnapshot(msg snapshotMsg) tea.Cmd {
 		if a.Name == name {
 			m.selected = i
 		}
-		if a.State == "Paused" {
+		if a.State == lifecycle.Paused {
 			delete(m.pausing, a.Name)
 		}
 	}
@@ -471,7 +472,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		if a == nil {
 			return nil
 		}
-		resume := a.State == "Paused" || m.pausing[a.Name]
+		resume := a.State == lifecycle.Paused || m.pausing[a.Name]
 		src, name := m.src, a.Name
 		return m.jobs.cmd(m.ctx, func(ctx context.Context) tea.Msg {
 			return pausedMsg{agent: name, paused: !resume, err: src.SetPaused(ctx, name, !resume)}
@@ -571,11 +572,11 @@ func (m *Model) gotPaused(msg pausedMsg) {
 		m.setFlash(fmt.Sprintf("resuming %s", msg.agent), false)
 		return
 	}
-	if a != nil && a.State == "Paused" {
+	if a != nil && a.State == lifecycle.Paused {
 		return
 	}
 	m.pausing[msg.agent] = true
-	if a != nil && (a.State == "Running" || a.State == "Interrupting") {
+	if a != nil && (a.State == lifecycle.Running || a.State == lifecycle.Interrupting) {
 		m.setFlash(fmt.Sprintf("pausing %s once its running session ends (p again cancels)", msg.agent), false)
 	} else {
 		m.setFlash(fmt.Sprintf("pausing %s", msg.agent), false)
@@ -663,7 +664,7 @@ func (m *Model) wakeIn(now time.Time) (time.Duration, bool) {
 		return 0, false // neither shows ages; leaving them redraws
 	}
 	for _, a := range m.agents {
-		if a.State != "Stopped" && !a.StateSince.IsZero() {
+		if a.State != lifecycle.Stopped && !a.StateSince.IsZero() {
 			take(untilAgeChanges(now.Sub(a.StateSince)))
 		}
 		if n, found := m.notes[a.Name]; found && now.Sub(n.at) < noteFor {
@@ -673,7 +674,7 @@ func (m *Model) wakeIn(now time.Time) (time.Duration, bool) {
 	for _, mm := range m.mail {
 		take(untilAgeChanges(now.Sub(mm.CreatedAt)))
 	}
-	if a := m.current(); a != nil && a.State == "Running" {
+	if a := m.current(); a != nil && a.State == lifecycle.Running {
 		take(tailEvery)
 	}
 	return best, ok

@@ -17,6 +17,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 )
 
@@ -38,18 +39,18 @@ type fakeSource struct {
 	pauses    []string // "pause agent" / "resume agent"
 	sendErr   error
 	nextID    int64
-	events    chan Event
+	events    chan lifecycle.Notice
 }
 
-func (f *fakeSource) Next(ctx context.Context) (Event, error) {
+func (f *fakeSource) Next(ctx context.Context) (lifecycle.Notice, error) {
 	select {
 	case ev, ok := <-f.events:
 		if !ok {
-			return Event{}, io.EOF
+			return lifecycle.Notice{}, io.EOF
 		}
 		return ev, nil
 	case <-ctx.Done():
-		return Event{}, context.Cause(ctx)
+		return lifecycle.Notice{}, context.Cause(ctx)
 	}
 }
 
@@ -203,7 +204,7 @@ func (h *harness) run(cmd tea.Cmd) {
 
 // transition sends a transition notice, after changing the fake store as
 // the supervisor does before it notifies.
-func (h *harness) transition(agent, from, to, cause string, seq int64) {
+func (h *harness) transition(agent string, from, to lifecycle.State, cause string, seq int64) {
 	h.src.mu.Lock()
 	for i := range h.src.snap.Agents {
 		if a := &h.src.snap.Agents[i]; a.Name == agent {
@@ -211,7 +212,7 @@ func (h *harness) transition(agent, from, to, cause string, seq int64) {
 		}
 	}
 	h.src.mu.Unlock()
-	h.send(eventMsg{Event{At: h.now, Agent: agent, Kind: "transition", From: from, To: to, Cause: cause, Seq: seq}})
+	h.send(eventMsg{lifecycle.Notice{At: h.now, Agent: agent, Kind: "transition", From: from, To: to, Cause: cause, Seq: seq}})
 }
 
 func key(s string) tea.KeyPressMsg {
@@ -523,7 +524,7 @@ func TestNoticesShowAtOnce(t *testing.T) {
 	src := newFake()
 	h := newHarness(t, src, true)
 	urgent := message.Message{ID: 5, From: "operator", To: "backend", Urgency: message.Urgent, Body: "x", State: message.Queued, CreatedAt: base}
-	h.send(eventMsg{Event{At: base, Agent: "backend", Kind: "message", Message: &urgent}})
+	h.send(eventMsg{lifecycle.Notice{At: base, Agent: "backend", Kind: "message", Message: &urgent}})
 	h.transition("backend", "Running", "Interrupting", "urgent mail #5 from operator", 3)
 	r := h.row("backend")
 	if !strings.Contains(r, "● Interrupting") || !strings.Contains(r, "0s") || !strings.Contains(r, "⚡ interrupted: urgent mail #5 from") {
@@ -535,7 +536,7 @@ func TestNoticesShowAtOnce(t *testing.T) {
 	// The next session's tool calls do not hide the interrupt at once...
 	h.transition("backend", "Interrupting", "BuildingPrompt", "", 3)
 	h.transition("backend", "Spawning", "Running", "", 4)
-	h.send(eventMsg{Event{At: base, Agent: "backend", Kind: "activity", Text: "bash: sleep 30", Seq: 4}})
+	h.send(eventMsg{lifecycle.Notice{At: base, Agent: "backend", Kind: "activity", Text: "bash: sleep 30", Seq: 4}})
 	if r := h.row("backend"); !strings.Contains(r, "⚡ interrupted") || !strings.Contains(r, "#4") {
 		t.Fatalf("the interrupt vanished at once: %q", r)
 	}
@@ -553,8 +554,8 @@ func TestNoticesCoalesceSnapshotReads(t *testing.T) {
 	before := src.snapshots
 	// Three notices arrive before the first re-read answers.
 	var cmds []tea.Cmd
-	for _, to := range []string{"SessionComplete", "Idle", "BuildingPrompt"} {
-		_, cmd := h.m.Update(eventMsg{Event{At: base, Agent: "frontend", Kind: "transition", To: to, Seq: 5}})
+	for _, to := range []lifecycle.State{lifecycle.SessionComplete, lifecycle.Idle, lifecycle.BuildingPrompt} {
+		_, cmd := h.m.Update(eventMsg{lifecycle.Notice{At: base, Agent: "frontend", Kind: "transition", To: to, Seq: 5}})
 		cmds = append(cmds, cmd)
 	}
 	for _, c := range cmds {
@@ -640,8 +641,8 @@ func TestTinyTerminal(t *testing.T) {
 // returns ErrSourceEnded when the stream ends, after its goroutines.
 func TestRunEndsWithTheStream(t *testing.T) {
 	src := newFake()
-	src.events = make(chan Event, 1)
-	src.events <- Event{At: base, Agent: "backend", Kind: "activity", Text: "bash: ls"}
+	src.events = make(chan lifecycle.Notice, 1)
+	src.events <- lifecycle.Notice{At: base, Agent: "backend", Kind: "activity", Text: "bash: ls"}
 	close(src.events)
 	in, w := io.Pipe()
 	defer w.Close()
@@ -654,7 +655,7 @@ func TestRunEndsWithTheStream(t *testing.T) {
 // TestRunEndsWithItsContext: cancelling Run's context leaves the view.
 func TestRunEndsWithItsContext(t *testing.T) {
 	src := newFake()
-	src.events = make(chan Event)
+	src.events = make(chan lifecycle.Notice)
 	in, w := io.Pipe()
 	defer w.Close()
 	ctx, cancel := context.WithCancel(t.Context())

@@ -26,13 +26,14 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 )
 
 // Agent is one row of the agents table.
 type Agent struct {
 	Name       string
-	State      string    // a lifecycle state: "Running", "Idle", ...
+	State      lifecycle.State
 	Seq        int64     // the current (or last) session number; 0 before the first
 	StateSince time.Time // zero when unknown
 	Pending    int       // mail not done yet: queued and delivered
@@ -49,20 +50,6 @@ type Snapshot struct {
 	Sessions int64             // sessions run, across agents and restarts
 }
 
-// Event is one change the supervisor reports: the view's copy of
-// swarm.Notice, so this package needs neither the supervisor nor the store.
-type Event struct {
-	At      time.Time
-	Agent   string
-	Kind    string // "transition", "message", "info" or "activity"
-	From    string // transitions: the states
-	To      string
-	Cause   string
-	Seq     int64
-	Message *message.Message // message notices
-	Text    string           // info and activity notices
-}
-
 // Section is one section of a stored prompt.
 type Section struct {
 	Number int // the section's fixed number in the prompt (DESIGN §5); 0 if none
@@ -75,7 +62,7 @@ type Section struct {
 type Source interface {
 	// Next blocks until the next change. It returns io.EOF when the
 	// stream ends because the supervisor stopped.
-	Next(ctx context.Context) (Event, error)
+	Next(ctx context.Context) (lifecycle.Notice, error)
 	Snapshot(ctx context.Context) (Snapshot, error)
 	// Tail returns up to lines last lines of the agent's session log; none
 	// when the log does not exist yet.

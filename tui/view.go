@@ -12,6 +12,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 )
 
@@ -39,19 +40,19 @@ var (
 
 // stateKind groups the lifecycle states by what they mean to the operator;
 // each kind has its colour.
-func stateKind(state string) string {
+func stateKind(state lifecycle.State) string {
 	switch state {
-	case "Running":
+	case lifecycle.Running:
 		return "running"
-	case "Interrupting":
+	case lifecycle.Interrupting:
 		return "interrupting"
-	case "Idle":
+	case lifecycle.Idle:
 		return "idle"
-	case "CoolingDown":
+	case lifecycle.CoolingDown:
 		return "cooling"
-	case "Stopped", "":
+	case lifecycle.Stopped, "":
 		return "stopped"
-	case "Paused":
+	case lifecycle.Paused, lifecycle.Held, lifecycle.Waiting:
 		return "paused"
 	}
 	return "busy" // Initializing, BuildingPrompt, Spawning, SessionComplete
@@ -206,7 +207,7 @@ func (m *Model) agentLines(w, rows int, now time.Time) []string {
 		if a.Seq > 0 {
 			seq = "#" + strconv.FormatInt(a.Seq, 10)
 		}
-		if a.State != "Stopped" && !a.StateSince.IsZero() {
+		if a.State != lifecycle.Stopped && !a.StateSince.IsZero() {
 			age = ageLabel(now.Sub(a.StateSince))
 		}
 		mail, urgent := "-", padLeft("-", colUrgent)
@@ -216,7 +217,7 @@ func (m *Model) agentLines(w, rows int, now time.Time) []string {
 		if a.Urgent > 0 {
 			urgent = stUrgent.Render(padLeft(strconv.Itoa(a.Urgent), colUrgent))
 		}
-		line := mark + name + "  " + stateStyles[stateKind(a.State)].Render(pad(state, colState)) +
+		line := mark + name + "  " + stateStyles[stateKind(a.State)].Render(pad(string(state), colState)) +
 			padLeft(seq, colSession) + padLeft(age, colTime) + padLeft(mail, colMail) + urgent + "  "
 		lastW := w - ansi.StringWidth(line)
 		if n, ok := m.notes[a.Name]; ok && now.Sub(n.at) < noteFor {
@@ -357,7 +358,7 @@ func (m *Model) helpLines(w, h int) []string {
 		{"Stopped", "not running"},
 		{"BuildingPrompt", "between sessions (also Initializing, Spawning, SessionComplete)"},
 	} {
-		out = append(out, fit("  "+stateStyles[stateKind(s[0])].Render(pad("● "+s[0], 18))+s[1], w))
+		out = append(out, fit("  "+stateStyles[stateKind(lifecycle.State(s[0]))].Render(pad("● "+s[0], 18))+s[1], w))
 	}
 	return out
 }

@@ -11,13 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/mailbox/sqlite"
+
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/beads"
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/engine"
-	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
@@ -325,17 +326,13 @@ func doctorDatabase(ctx context.Context, r *doctorReport, l repo.Layout, cfg *co
 		r.add("database", checkFail, "%s does not exist yet; any swarm command creates it once swarm.toml reads (try 'swarm status')", name)
 		return
 	}
-	var agents []string
-	if cfg != nil {
-		agents = cfg.AgentNames()
-	}
-	st, err := mailbox.Open(ctx, l.DB, mailbox.Options{Agents: agents})
+	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
 	if err != nil {
 		r.add("database", checkFail, "%v; the database is damaged: stop swarm, move %s aside (sqlite3 .recover can save its mail) and run 'swarm status' to create a fresh one", err, name)
 		return
 	}
 	defer st.Close()
-	res, err := st.IntegrityCheck(ctx)
+	res, err := st.Check(ctx)
 	switch {
 	case err != nil:
 		r.add("database", checkFail, "%s: PRAGMA integrity_check: %v; stop swarm, move %s aside (sqlite3 .recover can save its mail) and run 'swarm status' to create a fresh one", name, err, name)

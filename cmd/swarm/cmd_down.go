@@ -8,13 +8,11 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/config"
-	"github.com/swarmhq/swarm/worktree"
+	"github.com/swarmhq/swarm/swarm"
 )
 
 // DownOptions are the inputs of `swarm down`.
@@ -26,14 +24,6 @@ type DownOptions struct {
 	Discard bool
 	Yes     bool
 }
-
-// What `swarm down` does with the agents' work.
-const (
-	downKeep    = "keep"
-	downMerge   = "merge"
-	downSquash  = "squash"
-	downDiscard = "discard"
-)
 
 func init() { commands = append(commands, newDownCmd) }
 
@@ -82,50 +72,28 @@ exits 1 naming the agent and the files.`,
 	return cmd
 }
 
-func (o *DownOptions) mode() (string, error) {
-	var set []string
+func (o *DownOptions) mode() (swarm.DownMode, error) {
+	var set []swarm.DownMode
 	for _, m := range []struct {
 		on   bool
-		name string
-	}{{o.Keep, downKeep}, {o.Merge, downMerge}, {o.Squash, downSquash}, {o.Discard, downDiscard}} {
+		name swarm.DownMode
+	}{{o.Keep, swarm.DownKeep}, {o.Merge, swarm.DownMerge}, {o.Squash, swarm.DownSquash}, {o.Discard, swarm.DownDiscard}} {
 		if m.on {
 			set = append(set, m.name)
 		}
 	}
 	switch len(set) {
 	case 0:
-		return downKeep, nil
+		return swarm.DownKeep, nil
 	case 1:
 		return set[0], nil
 	default:
-		return "", fmt.Errorf("--%s are mutually exclusive: pick one of --keep, --merge, --squash or --discard", strings.Join(set, " and --"))
+		names := make([]string, len(set))
+		for i, m := range set {
+			names[i] = string(m)
+		}
+		return "", fmt.Errorf("--%s are mutually exclusive: pick one of --keep, --merge, --squash or --discard", strings.Join(names, " and --"))
 	}
-}
-
-// downAgent is one agent's line of the report.
-type downAgent struct {
-	Agent  string `json:"agent"`
-	Branch string `json:"branch"`
-	// Worktree is the agent's worktree; empty when only its branch exists.
-	Worktree string `json:"worktree"`
-	// Status is kept, merged, squashed, discarded, conflict or error.
-	Status string `json:"status"`
-	// AutoCommit saved uncommitted work first; empty if there was none.
-	AutoCommit string `json:"auto_commit"`
-	// Commits were on the branch and not on the base branch, before.
-	Commits []string `json:"commits"`
-	// Commit is the merge or squash commit on the base branch.
-	Commit        string   `json:"commit"`
-	Removed       bool     `json:"removed"`
-	ConflictFiles []string `json:"conflict_files"`
-	Error         string   `json:"error"`
-}
-
-type downResult struct {
-	Mode              string      `json:"mode"`
-	BaseBranch        string      `json:"base_branch"`
-	SupervisorStopped bool        `json:"supervisor_stopped"`
-	Agents            []downAgent `json:"agents"`
 }
 
 // stdinIsTerminal reports whether the confirmation question can be asked.
@@ -135,75 +103,31 @@ var stdinIsTerminal = func(r io.Reader) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-func runDown(ctx context.Context, opts *DownOptions, mode string) error {
+func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error {
 	app := opts.App
 	l, cfg, err := app.loadConfig()
 	if err != nil {
 		return err
 	}
-	if mode == downDiscard && !opts.Yes && !stdinIsTerminal(app.Stdin) {
+	if mode == swarm.DownDiscard && !opts.Yes && !stdinIsTerminal(app.Stdin) {
 		return errors.New("swarm down --discard deletes the agents' branches and asks first, but stdin is not a terminal; pass --yes to discard without asking")
 	}
-	st, err := app.openStore(ctx, l, cfg)
+	st, err := app.openStore(ctx, l)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: st})
+	req := swarm.DownRequest{Config: cfg, Layout: l, Store: st, Mode: mode}
+	if mode == swarm.DownDiscard && !opts.Yes {
+		req.Confirm = func(ctx context.Context, plan []swarm.DiscardPlan) (bool, error) { return confirmDiscard(app, plan) }
+	}
+	res, err := swarm.Down(ctx, req)
+	if errors.Is(err, swarm.ErrNotConfirmed) {
+		return &codeError{code: exitError, err: errors.New("nothing discarded; the swarm was left as it was")}
+	}
 	if err != nil {
 		return err
 	}
-	res := downResult{Mode: mode, Agents: []downAgent{}}
-
-	agents, err := downAgents(ctx, m, cfg)
-	if err != nil {
-		return err
-	}
-	// Refuse before stopping anything (these checks only read): a refused
-	// merge leaves a running swarm as it was.
-	if len(agents) > 0 && (mode == downMerge || mode == downSquash) {
-		if err := m.CheckBase(ctx); err != nil {
-			return fmt.Errorf("cannot %s: %w, then run 'swarm down --%s' again", mode, err, mode)
-		}
-	}
-	if res.SupervisorStopped, err = app.stopSupervisor(ctx, l, downWait(cfg)); err != nil {
-		return err
-	}
-	if res.SupervisorStopped {
-		// It may have made worktrees while it ran.
-		if agents, err = downAgents(ctx, m, cfg); err != nil {
-			return err
-		}
-	}
-	if len(agents) > 0 {
-		// Recorded when the worktrees were made; only informative for keep.
-		base, err := m.BaseBranch(ctx)
-		if err != nil && mode != downKeep {
-			return err
-		}
-		res.BaseBranch = base
-	}
-	if mode == downDiscard && len(agents) > 0 && !opts.Yes {
-		ok, err := confirmDiscard(ctx, app, m, agents)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return &codeError{code: exitError, err: errors.New("nothing discarded")}
-		}
-	}
-
-	var failed []string
-	for _, info := range agents {
-		a := downOne(ctx, m, mode, info)
-		if a.Status == "conflict" {
-			failed = append(failed, fmt.Sprintf("%s (conflict in %s)", a.Agent, strings.Join(a.ConflictFiles, ", ")))
-		} else if a.Status == "error" {
-			failed = append(failed, fmt.Sprintf("%s (%s)", a.Agent, a.Error))
-		}
-		res.Agents = append(res.Agents, a)
-	}
-
 	if app.JSON {
 		if err := app.printJSON(res); err != nil {
 			return err
@@ -211,97 +135,23 @@ func runDown(ctx context.Context, opts *DownOptions, mode string) error {
 	} else {
 		printDown(app.Stdout, l.Root, res)
 	}
-	if len(failed) > 0 {
+	if failed := res.Failed(); len(failed) > 0 {
 		return &codeError{code: exitError, err: downFailure(mode, res.BaseBranch, failed)}
 	}
 	return nil
 }
 
-// downAgents returns, in config order, the agents with something to deal
-// with: a worktree or a branch.
-func downAgents(ctx context.Context, m *worktree.Manager, cfg *config.Config) ([]worktree.Info, error) {
-	var agents []worktree.Info
-	for _, name := range cfg.AgentNames() {
-		info, err := m.Inspect(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if info.Registered || info.HasBranch {
-			agents = append(agents, info)
-		}
-	}
-	return agents, nil
-}
-
-// downWait is how long to wait for the supervisor: the longest
-// interrupt_grace of any agent, plus 5 s to wind down.
-func downWait(cfg *config.Config) time.Duration {
-	grace := cfg.Defaults.InterruptGrace
-	for _, a := range cfg.Agents {
-		grace = max(grace, a.InterruptGrace)
-	}
-	return grace + 5*time.Second
-}
-
-func downOne(ctx context.Context, m *worktree.Manager, mode string, info worktree.Info) downAgent {
-	a := downAgent{Agent: info.Agent, Branch: info.Branch, Worktree: info.Path, Commits: []string{}, ConflictFiles: []string{}}
-	var (
-		r   worktree.Result
-		err error
-	)
-	switch mode {
-	case downKeep:
-		r, err = m.Keep(ctx, info.Agent)
-		a.Status = "kept"
-	case downMerge:
-		r, err = m.Merge(ctx, info.Agent)
-		a.Status = "merged"
-	case downSquash:
-		r, err = m.Squash(ctx, info.Agent)
-		a.Status = "squashed"
-	case downDiscard:
-		r, err = m.Discard(ctx, info.Agent)
-		a.Status = "discarded"
-	}
-	a.AutoCommit, a.Commit, a.Removed = r.AutoCommit, r.Commit, r.Removed
-	if mode == downKeep && !info.Valid() {
-		a.Worktree = "" // only the branch is left to keep
-	}
-	if r.Commits != nil {
-		a.Commits = r.Commits
-	}
-	var ce *worktree.ConflictError
-	switch {
-	case errors.As(err, &ce):
-		a.Status = "conflict"
-		a.ConflictFiles = ce.Files
-		a.Error = err.Error()
-	case err != nil:
-		a.Status = "error"
-		a.Error = err.Error()
-	}
-	return a
-}
-
 // confirmDiscard lists what would be lost and asks on the terminal.
-func confirmDiscard(ctx context.Context, app *App, m *worktree.Manager, agents []worktree.Info) (bool, error) {
+func confirmDiscard(app *App, plan []swarm.DiscardPlan) (bool, error) {
 	w := app.Stderr
 	fmt.Fprintln(w, "swarm down --discard will delete these worktrees and branches:")
-	for _, info := range agents {
-		commits, err := m.UnmergedCommits(ctx, info.Agent)
-		if err != nil {
-			return false, err
+	for _, p := range plan {
+		what := downPlural(len(p.Commits), "unmerged commit")
+		if p.Dirty {
+			what += ", and uncommitted changes"
 		}
-		what := downPlural(len(commits), "unmerged commit")
-		if info.Valid() {
-			if dirty, err := m.Dirty(ctx, info.Agent); err != nil {
-				return false, err
-			} else if dirty {
-				what += ", and uncommitted changes"
-			}
-		}
-		fmt.Fprintf(w, "  %s (%s): %s\n", info.Agent, info.Branch, what)
-		for _, c := range commits {
+		fmt.Fprintf(w, "  %s (%s): %s\n", p.Agent, p.Branch, what)
+		for _, c := range p.Commits {
 			fmt.Fprintf(w, "      %s\n", c)
 		}
 	}
@@ -317,7 +167,7 @@ func confirmDiscard(ctx context.Context, app *App, m *worktree.Manager, agents [
 	return false, nil
 }
 
-func printDown(w io.Writer, root string, res downResult) {
+func printDown(w io.Writer, root string, res swarm.DownResult) {
 	if res.SupervisorStopped {
 		fmt.Fprintln(w, "Stopped the supervisor.")
 	}
@@ -356,14 +206,14 @@ func printDown(w io.Writer, root string, res downResult) {
 	}
 }
 
-var downVerb = map[string]string{"merged": downMerge, "squashed": downSquash}
+var downVerb = map[string]string{"merged": "merge", "squashed": "squash"}
 
-func downFailure(mode, base string, failed []string) error {
+func downFailure(mode swarm.DownMode, base string, failed []string) error {
 	switch mode {
-	case downMerge, downSquash:
+	case swarm.DownMerge, swarm.DownSquash:
 		return fmt.Errorf("not %s: %s. Their branches and worktrees were kept: merge them into %s yourself (git merge swarm/<agent>), or fix the cause and run 'swarm down --%s' again",
-			map[string]string{downMerge: "merged", downSquash: "squashed"}[mode], strings.Join(failed, "; "), base, mode)
-	case downKeep:
+			map[swarm.DownMode]string{swarm.DownMerge: "merged", swarm.DownSquash: "squashed"}[mode], strings.Join(failed, "; "), base, mode)
+	case swarm.DownKeep:
 		return fmt.Errorf("not saved: %s", strings.Join(failed, "; "))
 	default:
 		return fmt.Errorf("not discarded: %s", strings.Join(failed, "; "))

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/swarmhq/swarm/fsm"
 
 	"github.com/spf13/cobra"
 
@@ -62,7 +65,7 @@ func runEvents(ctx context.Context, opts *EventsOptions) error {
 			return err
 		}
 	}
-	st, err := app.openStore(ctx, l, cfg)
+	st, err := app.openStore(ctx, l)
 	if err != nil {
 		return err
 	}
@@ -74,7 +77,7 @@ func runEvents(ctx context.Context, opts *EventsOptions) error {
 	if !opts.Follow {
 		if app.JSON {
 			if evs == nil {
-				evs = []mailbox.Event{}
+				evs = []fsm.Event{}
 			}
 			return app.printJSON(evs)
 		}
@@ -107,15 +110,20 @@ func runEvents(ctx context.Context, opts *EventsOptions) error {
 	}
 }
 
-func printEvent(app *App, e mailbox.Event) {
+func printEvent(app *App, e fsm.Event) {
 	if app.JSON {
-		b, _ := json.Marshal(e)
-		fmt.Fprintln(app.Stdout, string(b))
+		if err := json.NewEncoder(app.Stdout).Encode(e); err != nil {
+			slog.Warn("print event", "err", err)
+		}
 		return
 	}
 	from := "-"
 	if e.From != nil {
 		from = *e.From
 	}
-	fmt.Fprintf(app.Stdout, "%6d  %s  %-12s s%-3d %s → %s  %s\n", e.ID, e.At.Local().Format("2006-01-02 15:04:05.000"), e.Agent, e.SessionSeq, from, e.To, e.Cause)
+	subject := e.Subject
+	if e.SubjectKind != fsm.SubjectAgent {
+		subject = string(e.SubjectKind) + " " + e.Subject
+	}
+	fmt.Fprintf(app.Stdout, "%6d  %s  %-12s s%-3d %s → %s  %s\n", e.ID, e.At.Local().Format("2006-01-02 15:04:05.000"), subject, e.SessionSeq, from, e.To, e.Cause)
 }

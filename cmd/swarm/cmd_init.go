@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/swarmhq/swarm/mailbox/sqlite"
+
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
-	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 )
@@ -104,7 +105,7 @@ func runInit(ctx context.Context, opts *InitOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := mailbox.Open(ctx, l.DB, mailbox.Options{Agents: cfg.AgentNames()})
+	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
 	if err != nil {
 		return err
 	}

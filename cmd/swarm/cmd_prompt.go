@@ -5,17 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/beads"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/promptpipe"
 	"github.com/swarmhq/swarm/swarm"
-	"github.com/swarmhq/swarm/worktree"
 )
 
 // PromptOptions are the inputs of `swarm prompt`.
@@ -90,7 +86,7 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l, cfg)
+	st, err := app.openStore(ctx, l)
 	if err != nil {
 		return err
 	}
@@ -112,47 +108,9 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 		return err
 	}
 
-	// Queued only reads: previewing consumes nothing.
-	mail, err := st.Queued(ctx, agent.Name)
-	if err != nil {
-		return err
-	}
-	seq := opts.SessionSeq
-	if seq == 0 {
-		if seq, err = nextSession(ctx, st, agent.Name); err != nil {
-			return err
-		}
-	}
-	var interrupt *promptpipe.InterruptContext
-	if opts.InterruptedBy != 0 {
-		m, err := st.Get(ctx, opts.InterruptedBy)
-		if errors.Is(err, mailbox.ErrNoSuchMessage) {
-			return fmt.Errorf("no message #%d: 'swarm inbox %s' lists %s's messages with their ids", opts.InterruptedBy, agent.Name, agent.Name)
-		}
-		if err != nil {
-			return err
-		}
-		if m.To != agent.Name {
-			return fmt.Errorf("message #%d was sent to %s, not to %s: pick one from 'swarm inbox %s'", m.ID, m.To, agent.Name, agent.Name)
-		}
-		// An urgent message interrupts as soon as it is written.
-		interrupt = &promptpipe.InterruptContext{MessageID: m.ID, From: m.From, Body: m.Body, When: m.CreatedAt, Reason: "urgent message"}
-	}
-
-	dir := l.Root
-	if wt := filepath.Join(cfg.Worktree.Dir, agent.Name); promptDirExists(wt) {
-		dir = wt
-	}
-	tasks := &beads.Client{Dir: dir, Actor: agent.Name, Timeout: cfg.Prompt.BDTimeout}
-	b := &promptpipe.Builder{Tasks: tasks, Config: cfg.Prompt, Now: opts.Now, Logger: slog.Default()}
-	base, _, err := st.Meta(ctx, worktree.MetaBaseBranch)
-	if err != nil {
-		return err
-	}
-	pc := swarm.PromptContextFor(cfg, l, agent, seq, dir, base, mail)
-	pc.Beads = tasks.Installed()
-	pc.Interrupt = interrupt
-	p, err := b.Build(ctx, pc)
+	// The same wiring as the supervisor's: nothing is consumed.
+	p, err := swarm.Preview(ctx, swarm.PreviewRequest{Config: cfg, Layout: l, Store: st, Agent: agent,
+		Seq: opts.SessionSeq, InterruptedBy: opts.InterruptedBy, Now: opts.Now, Logger: slog.Default()})
 	if err != nil {
 		return err
 	}
@@ -161,20 +119,4 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 	}
 	_, err = fmt.Fprint(app.Stdout, p.Text)
 	return err
-}
-
-// nextSession is the number the agent's next session gets: one more than
-// its last, across restarts (sessions only grow).
-func nextSession(ctx context.Context, st *mailbox.Store, agent string) (int64, error) {
-	var last int64
-	err := st.DB().QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM sessions WHERE agent = ?`, agent).Scan(&last)
-	if err != nil {
-		return 0, fmt.Errorf("read %s's last session: %w", agent, err)
-	}
-	return last + 1, nil
-}
-
-func promptDirExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
 }

@@ -101,24 +101,24 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l, cfg)
+	st, err := app.openStore(ctx, l)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
+	poster := app.poster(st, l, cfg)
 	var sent []message.Message
 	if opts.All {
-		sent, err = st.Broadcast(ctx, d)
+		sent, err = poster.Broadcast(ctx, d)
 	} else {
 		var m message.Message
-		m, err = st.Send(ctx, d)
+		m, err = poster.Post(ctx, d)
 		sent = []message.Message{m}
 	}
 	if err != nil {
 		return err
 	}
-	app.poke(ctx, l)
 	if app.JSON {
 		return app.printJSON(sent)
 	}

@@ -86,7 +86,7 @@ func supervisorPid(ctx context.Context, l repo.Layout) (int, bool) {
 	return p.Pid, true
 }
 
-func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st *mailbox.Store, now time.Time) (statusJSON, error) {
+func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st mailbox.Store, now time.Time) (statusJSON, error) {
 	var out statusJSON
 	if pid, ok := supervisorPid(ctx, l); ok {
 		out.Running, out.Pid = true, &pid
@@ -105,7 +105,7 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st *m
 		s := agentStatus{Name: a.Name, State: "Stopped", Mode: string(a.Mode), Engine: eng,
 			Branch: worktree.Branch(a.Name), Worktree: filepathJoin(cfg.Worktree.Dir, a.Name)}
 		if ok {
-			s.State, s.SessionSeq = row.State, row.SessionSeq
+			s.State, s.SessionSeq = string(row.State), row.SessionSeq
 			if row.Engine != "" {
 				s.Engine = row.Engine
 			}
@@ -135,7 +135,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l, cfg)
+	st, err := app.openStore(ctx, l)
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
+
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/promptpipe"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/worktree"
@@ -128,7 +130,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	slog.SetDefault(logger)
 	defer slog.SetDefault(prev)
 
-	st, err := mailbox.Open(ctx, l.DB, mailbox.Options{Agents: cfg.AgentNames()})
+	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
 	if err != nil {
 		return err
 	}
@@ -189,9 +191,8 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 }
 
 // newSupervisor wires the real packages into a supervisor.
-func newSupervisor(cfg *config.Config, l repo.Layout, st *mailbox.Store, wtm *worktree.Manager, opts *UpOptions, logger *slog.Logger, notify func(swarm.Notice)) (*swarm.Supervisor, error) {
+func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *worktree.Manager, opts *UpOptions, logger *slog.Logger, notify func(lifecycle.Notice)) (*swarm.Supervisor, error) {
 	tasks := swarm.NewBeadsTasks(l.Root, cfg.Prompt.BDTimeout)
-	builder := &promptpipe.Builder{Config: cfg.Prompt, Logger: logger, Now: time.Now}
 	o := swarm.Options{
 		Config:         cfg,
 		Layout:         l,
@@ -200,15 +201,11 @@ func newSupervisor(cfg *config.Config, l repo.Layout, st *mailbox.Store, wtm *wo
 		EngineOverride: opts.Engine,
 		Engines:        swarm.EngineFactory(cfg, opts.Engine),
 		Worktrees:      swarm.GitWorktrees{M: wtm},
-		Prompts: swarm.PipePrompts{Builder: builder, Config: cfg, Layout: l, Base: func(ctx context.Context) string {
-			b, _ := wtm.BaseBranch(ctx)
-			return b
-		}},
-		Logger: logger,
-		Notify: notify,
+		Prompts:        swarm.NewPipePrompts(cfg, l, st, tasks, time.Now, logger),
+		Logger:         logger,
+		Notify:         notify,
 	}
-	if tasks != nil {
-		builder.Tasks = tasks
+	if tasks != nil { // a nil *BeadsTasks must not become a non-nil Tasks
 		o.Tasks = tasks
 	}
 	return swarm.New(o)
@@ -221,14 +218,14 @@ const stoppedLine = "swarm stopped"
 // newLinePrinter prints one readable line (or, with asJSON, one JSON
 // object) per transition and message, and logs the same to the supervisor
 // log.
-func newLinePrinter(w io.Writer, asJSON bool, logger *slog.Logger) func(swarm.Notice) {
+func newLinePrinter(w io.Writer, asJSON bool, logger *slog.Logger) func(lifecycle.Notice) {
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
-	return func(n swarm.Notice) {
+	return func(n lifecycle.Notice) {
 		mu.Lock()
 		if asJSON {
 			if n.Kind != "activity" {
-				_ = enc.Encode(toNoticeJSON(n))
+				_ = enc.Encode(n)
 			}
 		} else if line := formatNotice(n); line != "" {
 			fmt.Fprintln(w, line)
@@ -245,7 +242,7 @@ func newLinePrinter(w io.Writer, asJSON bool, logger *slog.Logger) func(swarm.No
 	}
 }
 
-func formatNotice(n swarm.Notice) string {
+func formatNotice(n lifecycle.Notice) string {
 	ts := n.At.Local().Format("15:04:05.000")
 	switch n.Kind {
 	case "transition":

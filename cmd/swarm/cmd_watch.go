@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
+
+	"github.com/swarmhq/swarm/lifecycle"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/control"
-	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/tui"
 )
 
@@ -73,12 +72,12 @@ func runWatch(ctx context.Context, opts *WatchOptions) error {
 		fmt.Fprintf(app.Stderr, "swarm watch: attached to the supervisor (pid %d); Ctrl-C leaves, the swarm keeps running\n", pid)
 		return watchLines(ctx, app, stream)
 	}
-	st, err := app.openStore(ctx, l, cfg)
+	st, err := app.openStore(ctx, l)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	err = tui.Run(ctx, &watchSource{storeSource: newStoreSource(l, cfg, st), stream: stream}, tui.Options{
+	err = tui.Run(ctx, &watchSource{storeSource: newStoreSource(l, cfg, st, app.poster(st, l, cfg)), stream: stream}, tui.Options{
 		Title: fmt.Sprintf("swarm watch · %s · pid %d", l.Root, pid),
 	})
 	if errors.Is(err, tui.ErrSourceEnded) {
@@ -95,7 +94,7 @@ type watchSource struct {
 	stream *control.Stream
 }
 
-func (s *watchSource) Next(ctx context.Context) (tui.Event, error) {
+func (s *watchSource) Next(ctx context.Context) (lifecycle.Notice, error) {
 	// The view is the stream's only reader: when it is done, so is the
 	// stream.
 	stop := context.AfterFunc(ctx, func() { s.stream.Close() })
@@ -103,15 +102,15 @@ func (s *watchSource) Next(ctx context.Context) (tui.Event, error) {
 	n, err := nextNotice(s.stream)
 	if err != nil {
 		if ctx.Err() != nil {
-			return tui.Event{}, context.Cause(ctx)
+			return lifecycle.Notice{}, context.Cause(ctx)
 		}
-		return tui.Event{}, err
+		return lifecycle.Notice{}, err
 	}
-	return noticeEvent(n), nil
+	return n, nil
 }
 
-func nextNotice(s *control.Stream) (swarm.Notice, error) {
-	var n swarm.Notice
+func nextNotice(s *control.Stream) (lifecycle.Notice, error) {
+	var n lifecycle.Notice
 	raw, err := s.Next()
 	if err != nil {
 		return n, err
@@ -120,26 +119,6 @@ func nextNotice(s *control.Stream) (swarm.Notice, error) {
 		return n, fmt.Errorf("bad notice from the supervisor: %w", err)
 	}
 	return n, nil
-}
-
-// toNoticeJSON is a notice as `swarm watch --json` and `swarm up --json`
-// print it.
-func toNoticeJSON(n swarm.Notice) noticeJSON {
-	return noticeJSON{At: n.At, Agent: n.Agent, Kind: n.Kind, From: string(n.From), To: string(n.To),
-		Cause: n.Cause, SessionSeq: n.Seq, Message: n.Message, Text: n.Text}
-}
-
-// noticeJSON is a notice in `swarm watch --json`.
-type noticeJSON struct {
-	At         time.Time        `json:"at"`
-	Agent      string           `json:"agent,omitempty"`
-	Kind       string           `json:"kind"`
-	From       string           `json:"from,omitempty"`
-	To         string           `json:"to,omitempty"`
-	Cause      string           `json:"cause,omitempty"`
-	SessionSeq int64            `json:"session_seq,omitempty"`
-	Message    *message.Message `json:"message,omitempty"`
-	Text       string           `json:"text,omitempty"`
 }
 
 // watchLines prints the notices as lines (or JSON) until the supervisor
@@ -160,9 +139,9 @@ func watchLines(ctx context.Context, app *App, s *control.Stream) error {
 		case err != nil:
 			return err
 		}
-		stopped = stopped || n.Kind == swarm.KindStopped
+		stopped = stopped || n.Kind == lifecycle.NoticeStopped
 		if app.JSON {
-			if err := enc.Encode(toNoticeJSON(n)); err != nil {
+			if err := enc.Encode(n); err != nil {
 				return err
 			}
 			continue

@@ -14,7 +14,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/swarmhq/swarm/config"
-	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/worktree"
 )
@@ -66,7 +66,7 @@ func downManager(ts *testscript.TestScript) (*worktree.Manager, *config.Config, 
 	l := repo.At(ts.MkAbs("."), "")
 	cfg, err := config.Load(l.Config, l.Root)
 	ts.Check(err)
-	st, err := mailbox.Open(ctx, l.DB, mailbox.Options{Agents: cfg.AgentNames()})
+	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
 	ts.Check(err)
 	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: st, Env: downScriptEnv(ts)})
 	ts.Check(err)
@@ -155,7 +155,7 @@ func downRepo(t *testing.T) (root string, m *worktree.Manager) {
 	if err := os.WriteFile(filepath.Join(root, "swarm.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := mailbox.Open(context.Background(), filepath.Join(root, ".swarm", "swarm.db"), mailbox.Options{Agents: []string{"alpha"}})
+	st, err := sqlite.Open(context.Background(), filepath.Join(root, ".swarm", "swarm.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,25 +230,5 @@ func TestDownDiscardAsksOnTerminal(t *testing.T) {
 	info, err := m.Inspect(context.Background(), "alpha")
 	if err != nil || info.HasBranch || info.Registered {
 		t.Fatalf("after discard: %+v, %v", info, err)
-	}
-}
-
-func TestDownWait(t *testing.T) {
-	cfg, err := config.Parse([]byte(`
-[defaults]
-interrupt_grace = "2s"
-[[agent]]
-name = "a"
-role = "r"
-[[agent]]
-name = "b"
-role = "r"
-interrupt_grace = "7s"
-`), "swarm.toml", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := downWait(cfg); got.Seconds() != 12 {
-		t.Fatalf("downWait = %s, want 12s (the longest grace + 5s)", got)
 	}
 }

@@ -11,7 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/repo"
 )
 
@@ -132,9 +135,17 @@ func agentIn(cfg *config.Config, name string) (config.Agent, error) {
 	return a, nil
 }
 
-// openStore opens the repository's database, addressed by cfg's agents.
-func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) (*mailbox.Store, error) {
-	return mailbox.Open(ctx, l.DB, mailbox.Options{Agents: cfg.AgentNames()})
+// openStore opens the repository's database.
+func (a *App) openStore(ctx context.Context, l repo.Layout) (mailbox.Store, error) {
+	return sqlite.Open(ctx, l.DB, sqlite.Options{})
+}
+
+// poster is this process's mail service: it validates against cfg's
+// agents, stores, and pokes a running supervisor with what it stored.
+func (a *App) poster(st mailbox.Store, l repo.Layout, cfg *config.Config) *mailbox.Poster {
+	return mailbox.NewPoster(st, cfg.AgentNames(), mailbox.WakerFunc(func(_ context.Context, ms []message.Message) {
+		control.Poke(l, ms)
+	}))
 }
 
 func (a *App) printJSON(v any) error {

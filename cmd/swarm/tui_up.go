@@ -8,15 +8,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/lifecycle"
+
 	"github.com/mattn/go-isatty"
 
 	"github.com/swarmhq/swarm/config"
-	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
@@ -36,7 +36,7 @@ func isTerminal(w io.Writer) bool {
 // has stopped; SIGTERM and `swarm down` stop it the same way. Notices still
 // go to the supervisor log; nothing else writes to the terminal until the
 // view is gone.
-func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l repo.Layout, cfg *config.Config, st *mailbox.Store, sup *swarm.Supervisor) error {
+func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l repo.Layout, cfg *config.Config, st mailbox.Store, sup *swarm.Supervisor) error {
 	// Subscribe before Run starts so the view misses nothing. The stream
 	// ends when Run closes it or returns: Run closes it only when it got as
 	// far as starting the agents.
@@ -50,7 +50,7 @@ func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l rep
 		runErr = sup.Run(ctx)
 	}()
 
-	src := &upSource{storeSource: newStoreSource(l, cfg, st), notices: notices, done: done}
+	src := &upSource{storeSource: newStoreSource(l, cfg, st, sup.Poster()), notices: notices, done: done}
 	viewErr := tui.Run(viewCtx, src, tui.Options{
 		Title: fmt.Sprintf("swarm up · %s · pid %d", l.Root, os.Getpid()),
 		Stop:  func() { stop(swarm.ErrShutdown) },
@@ -76,41 +76,37 @@ func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l rep
 // from the supervisor.
 type upSource struct {
 	*storeSource
-	notices <-chan swarm.Notice
+	notices <-chan lifecycle.Notice
 	done    <-chan struct{} // closed when the supervisor's Run returned
 }
 
-func (s *upSource) Next(ctx context.Context) (tui.Event, error) {
+func (s *upSource) Next(ctx context.Context) (lifecycle.Notice, error) {
 	select {
 	case n, ok := <-s.notices:
 		if !ok {
-			return tui.Event{}, io.EOF
+			return lifecycle.Notice{}, io.EOF
 		}
-		return noticeEvent(n), nil
+		return n, nil
 	case <-s.done:
-		return tui.Event{}, io.EOF
+		return lifecycle.Notice{}, io.EOF
 	case <-ctx.Done():
-		return tui.Event{}, context.Cause(ctx)
+		return lifecycle.Notice{}, context.Cause(ctx)
 	}
-}
-
-func noticeEvent(n swarm.Notice) tui.Event {
-	return tui.Event{At: n.At, Agent: n.Agent, Kind: n.Kind, From: string(n.From), To: string(n.To),
-		Cause: n.Cause, Seq: n.Seq, Message: n.Message, Text: n.Text}
 }
 
 // storeSource is what `swarm up` and `swarm watch` read and do alike:
 // snapshots from the database, logs from .swarm/logs, mail through the
 // store (with a poke) and pause/resume through the control socket.
 type storeSource struct {
-	l   repo.Layout
-	cfg *config.Config
-	st  *mailbox.Store
-	now func() time.Time
+	l      repo.Layout
+	cfg    *config.Config
+	st     mailbox.Store
+	poster *mailbox.Poster
+	now    func() time.Time
 }
 
-func newStoreSource(l repo.Layout, cfg *config.Config, st *mailbox.Store) *storeSource {
-	return &storeSource{l: l, cfg: cfg, st: st, now: time.Now}
+func newStoreSource(l repo.Layout, cfg *config.Config, st mailbox.Store, poster *mailbox.Poster) *storeSource {
+	return &storeSource{l: l, cfg: cfg, st: st, poster: poster, now: time.Now}
 }
 
 // viewMail is how many of the latest messages a snapshot reads.
@@ -123,7 +119,7 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 	}
 	var snap tui.Snapshot
 	for _, a := range status.Agents {
-		ta := tui.Agent{Name: a.Name, State: a.State, Seq: a.SessionSeq, Pending: a.Pending, Urgent: a.Urgent,
+		ta := tui.Agent{Name: a.Name, State: lifecycle.State(a.State), Seq: a.SessionSeq, Pending: a.Pending, Urgent: a.Urgent,
 			Activity: a.Activity, Tokens: a.Tokens}
 		if a.StateSince != nil {
 			ta.StateSince = *a.StateSince
@@ -158,7 +154,7 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 const tailBytes = 64 << 10
 
 func (s *storeSource) Tail(ctx context.Context, agent string, seq int64, lines int) ([]string, error) {
-	f, err := os.Open(filepath.Join(s.l.Logs(), agent, fmt.Sprintf("%d.log", seq)))
+	f, err := os.Open(s.l.SessionLog(agent, seq))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -211,12 +207,7 @@ func (s *storeSource) Send(ctx context.Context, to, body string, urgent bool) (m
 	if urgent {
 		d.Urgency = message.Urgent
 	}
-	m, err := s.st.Send(ctx, d)
-	if err != nil {
-		return m, err
-	}
-	control.Poke(s.l)
-	return m, nil
+	return s.poster.Post(ctx, d)
 }
 
 func (s *storeSource) SetPaused(ctx context.Context, agent string, paused bool) error {

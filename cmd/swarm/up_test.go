@@ -18,6 +18,7 @@ import (
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/engine/gemini/geminitest"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/repo"
 )
 
@@ -67,8 +68,8 @@ func TestUpScripts(t *testing.T) {
 }
 
 // openScriptStore opens the repo's database for a custom command.
-func openScriptStore(ts *testscript.TestScript) *mailbox.Store {
-	st, err := mailbox.Open(context.Background(), ts.MkAbs(".swarm/swarm.db"), mailbox.Options{})
+func openScriptStore(ts *testscript.TestScript) mailbox.Store {
+	st, err := sqlite.Open(context.Background(), ts.MkAbs(".swarm/swarm.db"), sqlite.Options{})
 	if err != nil {
 		ts.Fatalf("open database: %v", err)
 	}
@@ -131,7 +132,7 @@ func cmdWaitState(ts *testscript.TestScript, neg bool, args []string) {
 			return false, err.Error()
 		}
 		seqOK := len(args) < 3 || strconv.FormatInt(a.SessionSeq, 10) == args[2]
-		return a.State == args[1] && seqOK, fmt.Sprintf("%s session %d", a.State, a.SessionSeq)
+		return string(a.State) == args[1] && seqOK, fmt.Sprintf("%s session %d", a.State, a.SessionSeq)
 	})
 }
 

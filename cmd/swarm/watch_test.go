@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/swarmhq/swarm/lifecycle"
 )
 
 // e2eEnv is the environment of the swarm processes the end-to-end tests
@@ -204,7 +206,7 @@ func TestWatchLinesAndPause(t *testing.T) {
 	if !strings.Contains(out, "sent #1 to bravo") {
 		t.Fatalf("send: %s", out)
 	}
-	waitNotice(t, notices, func(n noticeJSON) bool {
+	waitNotice(t, notices, func(n lifecycle.Notice) bool {
 		return n.Kind == "message" && n.Message != nil && n.Message.Body == "hello" && n.Message.To == "bravo"
 	})
 
@@ -219,12 +221,14 @@ func TestWatchLinesAndPause(t *testing.T) {
 	}{"bravo", "pause", true}) {
 		t.Fatalf("pause --json = %s (%v)", out, err)
 	}
-	waitNotice(t, notices, func(n noticeJSON) bool { return n.Agent == "bravo" && n.Kind == "transition" && n.To == "Paused" })
+	waitNotice(t, notices, func(n lifecycle.Notice) bool { return n.Agent == "bravo" && n.Kind == "transition" && n.To == "Paused" })
 	out = swarmCmd(t, bin, dir, env, 0, "resume", "bravo")
 	if !strings.Contains(out, "resuming bravo") {
 		t.Fatalf("resume: %s", out)
 	}
-	waitNotice(t, notices, func(n noticeJSON) bool { return n.Agent == "bravo" && n.Kind == "transition" && n.From == "Paused" })
+	waitNotice(t, notices, func(n lifecycle.Notice) bool {
+		return n.Agent == "bravo" && n.Kind == "transition" && n.From == "Paused"
+	})
 
 	// The supervisor stops: the watch ends by itself, exit 0.
 	if err := up.Process.Signal(syscall.SIGINT); err != nil {
@@ -281,10 +285,10 @@ func waitLine(t *testing.T, ch <-chan string, within time.Duration, ok func(stri
 	}
 }
 
-func waitNotice(t *testing.T, ch <-chan string, ok func(noticeJSON) bool) {
+func waitNotice(t *testing.T, ch <-chan string, ok func(lifecycle.Notice) bool) {
 	t.Helper()
 	waitLine(t, ch, 10*time.Second, func(l string) bool {
-		var n noticeJSON
+		var n lifecycle.Notice
 		if err := json.Unmarshal([]byte(l), &n); err != nil {
 			t.Fatalf("watch --json printed a line that is not JSON: %q", l)
 		}

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // the raw side of the comparison uses the same driver
-
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/migrations"
 )
 
 type p1Details struct {
@@ -37,35 +34,23 @@ type p1Details struct {
 // phases, so both see the same machine.
 func (b *bench) p1(ctx context.Context) error {
 	body := "the /users endpoint returns 500 since the last deploy; can you look?"
-	st, err := mailbox.Open(ctx, filepath.Join(b.tmp, "p1", "swarm.db"), mailbox.Options{Agents: []string{"backend"}})
+	st, err := sqlite.Open(ctx, filepath.Join(b.tmp, "p1", "swarm.db"), sqlite.Options{})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-
-	raw, err := sql.Open("sqlite", mailbox.DSN(filepath.Join(b.tmp, "p1", "raw.db")))
+	raw, err := sqlite.OpenRaw(ctx, filepath.Join(b.tmp, "p1", "raw.db"))
 	if err != nil {
-		return err
+		return fmt.Errorf("raw database: %w", err)
 	}
 	defer raw.Close()
-	raw.SetMaxOpenConns(1)
-	if _, err := migrations.Apply(ctx, raw); err != nil {
-		return fmt.Errorf("raw database schema: %w", err)
-	}
-	ins, err := raw.PrepareContext(ctx, `INSERT INTO messages
-		(thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at)
-		VALUES (NULL, NULL, ?, ?, ?, ?, ?, NULL, ?)`)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
 
+	// The real path: the one Poster every sender uses (validate, store,
+	// wake), with no supervisor to wake.
+	poster := mailbox.NewPoster(st, []string{"backend"}, nil)
 	d := message.Draft{From: message.Operator, To: "backend", Body: body}
-	send := func() error { _, err := st.Send(ctx, d); return err }
-	insert := func() error {
-		_, err := ins.ExecContext(ctx, "operator", "backend", "message", "normal", body, time.Now().UnixNano())
-		return err
-	}
+	send := func() error { _, err := poster.Post(ctx, d); return err }
+	insert := func() error { return raw.Insert(ctx, "operator", "backend", body) }
 	// Warm both up: page cache, prepared statements, the WAL.
 	for range 200 {
 		if err := send(); err != nil {
@@ -129,11 +114,12 @@ func (b *bench) p1(ctx context.Context) error {
 	for i := range agents {
 		agents[i] = fmt.Sprintf("agent-%d", i)
 	}
-	bst, err := mailbox.Open(ctx, filepath.Join(b.tmp, "p1", "broadcast.db"), mailbox.Options{Agents: agents})
+	bdb, err := sqlite.Open(ctx, filepath.Join(b.tmp, "p1", "broadcast.db"), sqlite.Options{})
 	if err != nil {
 		return err
 	}
-	defer bst.Close()
+	defer bdb.Close()
+	bst := mailbox.NewPoster(bdb, agents, nil)
 	bd := message.Draft{From: message.Operator, Body: "standup in 5 minutes: post your status to operator"}
 	for range 50 {
 		if _, err := bst.Broadcast(ctx, bd); err != nil {

@@ -43,7 +43,7 @@ func (b *bench) p2(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, dir, agents)
+	st, err := openStore(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (b *bench) p2(ctx context.Context) error {
 	det := p2Details{Trials: trials}
 	var rowLat, execLat, sendLat, back []time.Duration
 	for _, t := range ts {
-		m, err := st.Get(ctx, t.id)
+		m, err := st.Message(ctx, t.id)
 		if err != nil {
 			return err
 		}
@@ -130,13 +130,16 @@ func (b *bench) p2(ctx context.Context) error {
 
 // interruptedAt is when the agent moved Running→Interrupting because of
 // message id.
-func interruptedAt(ctx context.Context, st *mailbox.Store, id int64) (time.Time, error) {
-	var at int64
+func interruptedAt(ctx context.Context, st mailbox.Store, id int64) (time.Time, error) {
 	cause := fmt.Sprintf("urgent mail #%d from operator", id)
-	err := st.DB().QueryRowContext(ctx, `SELECT at FROM events
-		WHERE from_state = 'Running' AND to_state = 'Interrupting' AND cause = ? ORDER BY id LIMIT 1`, cause).Scan(&at)
+	evs, err := st.Events(ctx, mailbox.EventFilter{Limit: 200})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("no Running→Interrupting event with cause %q: %w", cause, err)
+		return time.Time{}, err
 	}
-	return time.Unix(0, at), nil
+	for _, e := range evs {
+		if e.From != nil && *e.From == "Running" && e.To == "Interrupting" && e.Cause == cause {
+			return e.At, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no Running→Interrupting event with cause %q", cause)
 }

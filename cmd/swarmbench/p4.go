@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/swarmhq/swarm/mailbox"
 )
 
 type p4Run struct {
@@ -72,7 +74,7 @@ func (b *bench) p4Repo(ctx context.Context, name string, agents []string, files 
 	if err != nil {
 		return first, second, err
 	}
-	st, err := openStore(ctx, dir, agents)
+	st, err := openStore(ctx, dir)
 	if err != nil {
 		return first, second, err
 	}
@@ -97,12 +99,17 @@ func (b *bench) p4Repo(ctx context.Context, name string, agents []string, files 
 			return r, err
 		}
 		r.AllRunningMs = ms(time.Since(t0))
-		var last int64
-		if err := st.DB().QueryRowContext(ctx, `SELECT coalesce(max(at), 0) FROM events
-			WHERE from_state = 'Initializing' AND to_state = 'BuildingPrompt' AND at >= ?`, t0.UnixNano()).Scan(&last); err != nil {
+		evs, err := st.Events(ctx, mailbox.EventFilter{})
+		if err != nil {
 			return r, err
 		}
-		r.LastWorktreeMs = ms(time.Unix(0, last).Sub(t0))
+		var last time.Time
+		for _, e := range evs {
+			if e.From != nil && *e.From == "Initializing" && e.To == "BuildingPrompt" && !e.At.Before(t0) && e.At.After(last) {
+				last = e.At
+			}
+		}
+		r.LastWorktreeMs = ms(last.Sub(t0))
 		hwm, err := vmHWM(up.cmd.Process.Pid)
 		if err != nil {
 			return r, err

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
 )
 
 // longToolScript keeps an agent in one long bash call every session.
@@ -51,12 +53,12 @@ func (b *bench) newSwarm(name string, agents []string, script string, files int)
 }
 
 // openStore opens a swarm's database to watch it.
-func openStore(ctx context.Context, dir string, agents []string) (*mailbox.Store, error) {
-	return mailbox.Open(ctx, filepath.Join(dir, ".swarm", "swarm.db"), mailbox.Options{Agents: agents})
+func openStore(ctx context.Context, dir string) (mailbox.Store, error) {
+	return sqlite.Open(ctx, filepath.Join(dir, ".swarm", "swarm.db"), sqlite.Options{})
 }
 
 // countState counts the agents in state.
-func countState(ctx context.Context, st *mailbox.Store, state string) (int, error) {
+func countState(ctx context.Context, st mailbox.Store, state lifecycle.State) (int, error) {
 	as, err := st.Agents(ctx)
 	if err != nil {
 		return 0, err

@@ -1,9 +1,11 @@
-package swarm
+package lifecycle
 
 import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/swarmhq/swarm/fsm"
 )
 
 // TestTransitionTable checks every row of DESIGN §3, one case per row.
@@ -31,17 +33,25 @@ func TestTransitionTable(t *testing.T) {
 		{CoolingDown, BackoffElapsed, []State{BuildingPrompt}},
 		{CoolingDown, UrgentMail, []State{BuildingPrompt}},
 		{Paused, Resume, []State{BuildingPrompt, Idle}},
+		{Initializing, NoWork, []State{Idle}},
+		{Initializing, AwaitCore, []State{Waiting}},
+		{Waiting, CoreReady, []State{BuildingPrompt}},
+		{Held, Release, []State{BuildingPrompt}},
+		{Held, Abort, []State{Idle}},
 	}
 	for _, s := range States {
 		if s != Stopped {
 			rows = append(rows, row{s, Recover, []State{Initializing}})
+		}
+		if s != Stopped && s != Held {
+			rows = append(rows, row{s, Hold, []State{Held}})
 		}
 		if s != Stopped && s != Paused {
 			rows = append(rows, row{s, Pause, []State{Paused}})
 		}
 		rows = append(rows, row{s, OperatorStop, []State{Stopped}}, row{s, FatalError, []State{Stopped}})
 	}
-	legal := map[edge]bool{}
+	legal := map[[2]string]bool{}
 	for _, r := range rows {
 		t.Run(string(r.from)+"/"+string(r.event), func(t *testing.T) {
 			for _, to := range r.to {
@@ -59,10 +69,18 @@ func TestTransitionTable(t *testing.T) {
 				}
 			}
 		})
-		legal[edge{r.from, r.event}] = true
+		legal[[2]string{string(r.from), string(r.event)}] = true
 	}
-	if len(legal) != len(table) {
-		t.Errorf("the table has %d rows, the test knows %d", len(table), len(legal))
+	n := 0
+	for _, from := range States {
+		for _, ev := range Events {
+			if len(Next(from, ev)) > 0 {
+				n++
+			}
+		}
+	}
+	if len(legal) != n {
+		t.Errorf("the table has %d rows, the test knows %d", n, len(legal))
 	}
 }
 
@@ -72,15 +90,12 @@ func TestIllegalTransitionsRejected(t *testing.T) {
 	n := 0
 	for _, from := range States {
 		for _, ev := range Events {
-			if _, ok := table[edge{from, ev}]; ok {
+			if len(Next(from, ev)) > 0 {
 				continue
-			}
-			if got := Next(from, ev); len(got) != 0 {
-				t.Errorf("Next(%s, %s) = %v for a pair not in the table", from, ev, got)
 			}
 			for _, to := range States {
 				err := Check(from, ev, to)
-				var ite *IllegalTransitionError
+				var ite *fsm.IllegalTransitionError
 				if !errors.As(err, &ite) {
 					t.Errorf("%s --%s--> %s: err = %v, want IllegalTransitionError", from, ev, to, err)
 				}

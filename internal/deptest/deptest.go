@@ -1,0 +1,103 @@
+// Package deptest enforces the house rules of DESIGN §2 on the import
+// graph, so a forbidden dependency fails the build's tests instead of
+// waiting for a reviewer:
+//   - nothing below cmd imports cmd;
+//   - the adapters (mailbox, worktree, beads, engine) do not import each
+//     other: the supervisor wires them together through small interfaces;
+//   - only the store implementations (mailbox/<backend>) import
+//     database/sql or a SQL driver;
+//   - engines do not import the supervisor;
+//   - the typed domain leaves (fsm, lifecycle, message, mode, migrations)
+//     import nothing of swarm's but each other.
+//
+// Rules read the production imports of each package (tests may reach
+// further: a conformance suite opens a real store).
+package deptest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Module is swarm's module path.
+const Module = "github.com/swarmhq/swarm"
+
+// Package is one package of the module with its direct production imports.
+type Package struct {
+	Path    string
+	Imports []string
+}
+
+// Violation is one forbidden import.
+type Violation struct {
+	Pkg, Import, Rule string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("%s imports %s: %s", v.Pkg, v.Import, v.Rule) }
+
+// rel strips the module prefix: "mailbox/sqlite", "" for the root.
+func rel(path string) (string, bool) {
+	if path == Module {
+		return "", true
+	}
+	r, ok := strings.CutPrefix(path, Module+"/")
+	return r, ok
+}
+
+// family is the adapter a package belongs to, "" when none.
+func family(r string) string {
+	for _, f := range []string{"mailbox", "worktree", "beads", "engine"} {
+		if r == f || strings.HasPrefix(r, f+"/") {
+			return f
+		}
+	}
+	return ""
+}
+
+// isStore reports whether r is a store implementation: mailbox/<backend>,
+// but not the interfaces or the conformance suite.
+func isStore(r string) bool {
+	rest, ok := strings.CutPrefix(r, "mailbox/")
+	return ok && !strings.Contains(rest, "/") && rest != "mailboxtest"
+}
+
+var leaves = []string{"fsm", "lifecycle", "message", "mode", "migrations"}
+
+var sqlImports = []string{`database/sql`, `modernc.org/sqlite`, `github.com/jackc/pgx/v5`}
+
+// Check returns every violation in pkgs.
+func Check(pkgs []Package) []Violation {
+	var out []Violation
+	for _, p := range pkgs {
+		pr, ok := rel(p.Path)
+		if !ok {
+			continue
+		}
+		for _, imp := range p.Imports {
+			add := func(rule string) { out = append(out, Violation{Pkg: p.Path, Import: imp, Rule: rule}) }
+			for _, s := range sqlImports {
+				if (imp == s || strings.HasPrefix(imp, s+"/")) && !isStore(pr) {
+					add("only the store implementations (mailbox/<backend>) write SQL; use the mailbox interfaces")
+				}
+			}
+			ir, internal := rel(imp)
+			if !internal {
+				continue
+			}
+			if (ir == "cmd" || strings.HasPrefix(ir, "cmd/")) && !strings.HasPrefix(pr, "cmd/") {
+				add("packages below cmd never import cmd")
+			}
+			if pf, ifam := family(pr), family(ir); pf != "" && ifam != "" && pf != ifam {
+				add("adapters do not import each other; the supervisor wires them through interfaces")
+			}
+			if family(pr) == "engine" && ir == "swarm" {
+				add("engines do not import the supervisor")
+			}
+			if slices.Contains(leaves, pr) && !slices.Contains(leaves, ir) {
+				add("the domain leaves import only each other")
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,271 @@
+// Package mailbox is the swarm's state and its rules, as interfaces: mail
+// and its delivery, agents, sessions, the event log and swarm-wide
+// settings. Implementations live beside it (mailbox/sqlite; PostgreSQL
+// for several hosts) and must pass the conformance suite in
+// mailbox/mailboxtest. Nothing outside an implementation writes SQL.
+//
+// Delivery semantics: a message is queued until the recipient's next
+// BuildingPrompt delivers it into session N. If session N completes, the
+// message is done; if it is interrupted, crashes or fails, the message is
+// queued again and counts as shown once more. Nothing is lost, and nothing
+// is shown twice to a session that completed.
+//
+// Mail is posted through one service, Poster: it validates, stores and
+// wakes. Store.InsertMessages is its storage step and nothing else's.
+package mailbox
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/message"
+)
+
+// Errors every implementation returns (wrapped) for the same conditions.
+var (
+	// ErrNoSuchMessage means a message id (a reply_to, say) does not exist.
+	ErrNoSuchMessage = errors.New("no such message")
+	// ErrStateConflict means a compare-and-set transition found the subject
+	// in a different state than expected: someone else moved it.
+	ErrStateConflict = errors.New("state changed underneath")
+	// ErrNoSuchAgent means the agent has no row yet.
+	ErrNoSuchAgent = errors.New("no such agent")
+	// ErrNoSuchSession means the session does not exist (or is not running,
+	// where a running one is needed).
+	ErrNoSuchSession = errors.New("no such session")
+)
+
+// Store is an open swarm database. It is safe for concurrent use.
+type Store interface {
+	// InsertMessages stores drafts that Poster has validated, all or
+	// none, in order. A draft with ReplyTo joins its parent's thread; a
+	// missing parent is ErrNoSuchMessage.
+	InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error)
+	// Message returns one message.
+	Message(ctx context.Context, id int64) (message.Message, error)
+	// Queued returns the agent's queued mail in prompt order (urgent
+	// first, then oldest), without delivering anything.
+	Queued(ctx context.Context, agent string) ([]message.Message, error)
+	// Inbox lists the mail of name (an agent or operator), oldest first.
+	Inbox(ctx context.Context, name string, f Filter) ([]message.Message, error)
+	// Pending counts the agent's undone mail.
+	Pending(ctx context.Context, agent string) (Counts, error)
+	// MessagesSince returns up to limit messages with id > after, oldest
+	// first: what the change feed's reader has not seen yet.
+	MessagesSince(ctx context.Context, after int64, limit int) ([]message.Message, error)
+	// NewestMessageID is the highest message id, 0 when there is none.
+	NewestMessageID(ctx context.Context) (int64, error)
+	// Prune deletes done mail that became done before cutoff, always
+	// keeping the newest message so ids are never reused, and lets the
+	// backend reclaim space.
+	Prune(ctx context.Context, cutoff time.Time) (int64, error)
+
+	// RegisterAgent creates the agent's row in Stopped, or refreshes its
+	// configured fields, keeping its state and counters.
+	RegisterAgent(ctx context.Context, info AgentInfo) error
+	// Agents returns every agent row, by name.
+	Agents(ctx context.Context) ([]Agent, error)
+	// Agent returns one agent's row, or ErrNoSuchAgent.
+	Agent(ctx context.Context, name string) (Agent, error)
+	// Heartbeat stamps the named agents that are not Stopped.
+	Heartbeat(ctx context.Context, agents []string) error
+	// SetActivity records what an agent is doing, for status displays.
+	SetActivity(ctx context.Context, agent, activity string) error
+	// SetNudges records how many nudges an idle agent has had.
+	SetNudges(ctx context.Context, agent string, n int) error
+
+	// Session returns one session, or ErrNoSuchSession.
+	Session(ctx context.Context, agent string, seq int64) (Session, error)
+	// LastSession returns the agent's newest session in state (any state
+	// when state is empty), or ErrNoSuchSession.
+	LastSession(ctx context.Context, agent string, state SessionState) (Session, error)
+	// SessionCount counts every session of every agent.
+	SessionCount(ctx context.Context) (int64, error)
+	// AddSessionPgid records a process group the session started, so
+	// recovery can kill it after a crash.
+	AddSessionPgid(ctx context.Context, agent string, seq int64, pgid int) error
+
+	// Events returns events oldest first.
+	Events(ctx context.Context, f EventFilter) ([]fsm.Event, error)
+
+	// Meta reads a swarm-wide setting, such as the recorded base branch.
+	Meta(ctx context.Context, key string) (string, bool, error)
+	// SetMeta writes a swarm-wide setting.
+	SetMeta(ctx context.Context, key, value string) error
+
+	// InTx runs fn in one transaction. fn must only use tx.
+	InTx(ctx context.Context, fn func(tx Tx) error) error
+
+	// Feed returns a change feed that reports commits made by other
+	// processes (or hosts). every bounds how long a change may go
+	// unnoticed where the backend has to poll.
+	Feed(ctx context.Context, every time.Duration) (Feed, error)
+	// Check verifies the database's integrity and returns a one-line
+	// verdict ("ok" when healthy).
+	Check(ctx context.Context) (string, error)
+	// Location names the database for messages (a path or a URL without
+	// credentials).
+	Location() string
+	Close() error
+}
+
+// Tx is a transaction over the lifecycle operations that must not be
+// separated by a crash: ending a session, settling its mail and moving the
+// agent go through one Tx. It implements fsm.Recorder.
+type Tx interface {
+	// Agent returns one agent's row, or ErrNoSuchAgent.
+	Agent(name string) (Agent, error)
+	// Transition applies one compare-and-set change and records its
+	// event. The first event of a subject has no from state.
+	Transition(c fsm.Change) (fsm.Event, error)
+	// ResetErrors starts an agent's error counts over.
+	ResetErrors(agent string) error
+	// Deliver moves the agent's queued messages ids (every queued message
+	// when ids is nil) into session seq and returns the ones it moved, in
+	// prompt order. Messages no longer queued are skipped.
+	Deliver(agent string, seq int64, ids []int64) ([]message.Message, error)
+	// StartSession records a session as running.
+	StartSession(s SessionStart) error
+	// EndSession closes a running session and settles its mail: done when
+	// it completed, queued again otherwise. It also updates the agent's
+	// token and error counters.
+	EndSession(e SessionEnd) error
+	// RecoverAgent fixes what a crash left for one agent: sessions left
+	// running become crashed, and every message still delivered is queued
+	// again.
+	RecoverAgent(agent string) (Recovered, error)
+}
+
+// Feed reports changes made by other processes. One goroutine owns it.
+type Feed interface {
+	// Wait blocks until something changed since the feed was made or
+	// since the previous Wait returned, or ctx ends.
+	Wait(ctx context.Context) error
+	Close() error
+}
+
+// Agent is an agent's row.
+type Agent struct {
+	Name              string
+	State             lifecycle.State
+	SessionSeq        int64
+	Mode              string
+	Engine            string
+	Branch            string
+	Worktree          string
+	ConsecutiveErrors int
+	TotalErrors       int
+	Tokens            int64
+	Nudges            int
+	StateSince        *time.Time
+	HeartbeatAt       *time.Time
+	Activity          string
+}
+
+// AgentInfo is the part of an agent's row that comes from configuration.
+type AgentInfo struct {
+	Name, Mode, Engine, Branch, Worktree string
+}
+
+// SessionState is how a session stands or ended.
+type SessionState string
+
+// Session states.
+const (
+	SessionRunning     SessionState = "running"
+	SessionCompleted   SessionState = "completed"
+	SessionInterrupted SessionState = "interrupted"
+	SessionFailed      SessionState = "failed"
+	SessionTimeout     SessionState = "timeout"
+	SessionCrashed     SessionState = "crashed"
+)
+
+// SessionStates lists every session state.
+var SessionStates = []SessionState{SessionRunning, SessionCompleted, SessionInterrupted, SessionFailed, SessionTimeout, SessionCrashed}
+
+// Session is a session's row.
+type Session struct {
+	ID        int64
+	Agent     string
+	Seq       int64
+	State     SessionState
+	Engine    string
+	StartedAt time.Time
+	EndedAt   *time.Time
+	Prompt    string
+	Tasks     []string
+	TokensIn  int64
+	TokensOut int64
+	Pgids     []int
+	Error     string
+}
+
+// SessionStart is a session about to run: its prompt and the ready task
+// ids the prompt listed.
+type SessionStart struct {
+	Agent  string
+	Seq    int64
+	Engine string
+	Prompt string
+	Tasks  []string
+}
+
+// SessionEnd is how a session ended.
+type SessionEnd struct {
+	Agent     string
+	Seq       int64
+	State     SessionState // completed, interrupted, failed, timeout or crashed
+	TokensIn  int64
+	TokensOut int64
+	Error     string
+}
+
+// Recovered is what RecoverAgent found and fixed for one agent.
+type Recovered struct {
+	Agent    string
+	Sessions []Session // sessions left running, now crashed
+	Requeued int64     // delivered mail queued again
+}
+
+// Filter selects messages for Inbox.
+type Filter struct {
+	State message.State // empty: every state
+	Sent  bool          // the messages name sent, instead of received
+	Limit int           // the newest Limit messages; 0 means all
+}
+
+// EventFilter selects events.
+type EventFilter struct {
+	Agent   string // only this agent's events
+	SinceID int64  // events with id > SinceID
+	Limit   int    // newest Limit; 0 means all
+}
+
+// Counts is how much mail an agent has waiting.
+type Counts struct {
+	Queued    int
+	Delivered int
+	Urgent    int // queued urgent mail
+	Waking    int // queued mail of a kind that wakes an idle agent
+}
+
+// Add counts n undone messages of one (state, kind, urgency) group. The
+// rule of which kinds wake an agent lives in message.Kind.Wakes, not in
+// each backend's SQL.
+func (c *Counts) Add(state message.State, kind message.Kind, urgency message.Urgency, n int) {
+	switch state {
+	case message.Queued:
+		c.Queued += n
+		if urgency == message.Urgent {
+			c.Urgent += n
+		}
+		if kind.Wakes() {
+			c.Waking += n
+		}
+	case message.Delivered:
+		c.Delivered += n
+	}
+}

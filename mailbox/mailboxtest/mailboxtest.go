@@ -1,0 +1,682 @@
+// Package mailboxtest is the conformance suite every mailbox.Store
+// implementation must pass: delivery semantics, compare-and-set
+// transitions, sessions, recovery, events, meta and the change feed. Each
+// backend's tests call Run with a factory that opens a fresh, empty store.
+package mailboxtest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+)
+
+// Clock is a manual clock for deterministic timestamps.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock starts a clock at a fixed moment.
+func NewClock() *Clock { return &Clock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)} }
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Add moves the clock on.
+func (c *Clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// Factory opens a fresh, empty store whose clock is now. The second store
+// it returns, when not nil, is another connection (another process's view)
+// to the same database: the change feed is tested against it.
+type Factory func(t testing.TB, now func() time.Time) (store mailbox.Store, other func() mailbox.Store)
+
+// Agents are the names the suite addresses mail to.
+var Agents = []string{"backend", "frontend", "lead"}
+
+type env struct {
+	t     *testing.T
+	s     mailbox.Store
+	p     *mailbox.Poster
+	clk   *Clock
+	other func() mailbox.Store
+	ctx   context.Context
+}
+
+// Run runs the whole suite against the stores newStore opens.
+func Run(t *testing.T, newStore Factory) {
+	tests := []struct {
+		name string
+		fn   func(e *env)
+	}{
+		{"SendAndInbox", testSendAndInbox},
+		{"PostValidation", testPostValidation},
+		{"ReplyInheritsThread", testReplyInheritsThread},
+		{"Broadcast", testBroadcast},
+		{"DeliveryLifecycle", testDeliveryLifecycle},
+		{"DeliverSelected", testDeliverSelected},
+		{"PendingCounts", testPendingCounts},
+		{"Prune", testPrune},
+		{"MessagesSince", testMessagesSince},
+		{"TransitionCompareAndSet", testTransitionCompareAndSet},
+		{"EveryLifecycleStateStores", testEveryState},
+		{"SessionEndSettlesMail", testSessionEndSettlesMail},
+		{"RecoverAgent", testRecoverAgent},
+		{"Heartbeat", testHeartbeat},
+		{"ActivityAndNudges", testActivityAndNudges},
+		{"Meta", testMeta},
+		{"RollbackLeavesNothing", testRollback},
+		{"FeedSeesOtherConnections", testFeed},
+		{"Check", testCheck},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := NewClock()
+			s, other := newStore(t, clk.Now)
+			tc.fn(&env{t: t, s: s, p: mailbox.NewPoster(s, Agents, nil), clk: clk, other: other, ctx: context.Background()})
+		})
+	}
+}
+
+func (e *env) post(d message.Draft) message.Message {
+	e.t.Helper()
+	m, err := e.p.Post(e.ctx, d)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+func (e *env) deliver(agent string, seq int64, ids []int64) []message.Message {
+	e.t.Helper()
+	var ms []message.Message
+	if err := e.s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		var err error
+		ms, err = tx.Deliver(agent, seq, ids)
+		return err
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return ms
+}
+
+func (e *env) startSession(agent string, seq int64) []message.Message {
+	e.t.Helper()
+	var ms []message.Message
+	if err := e.s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		var err error
+		if ms, err = tx.Deliver(agent, seq, nil); err != nil {
+			return err
+		}
+		return tx.StartSession(mailbox.SessionStart{Agent: agent, Seq: seq, Engine: "script", Prompt: "the prompt", Tasks: []string{"bd-1"}})
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return ms
+}
+
+func (e *env) endSession(end mailbox.SessionEnd) error {
+	return e.s.InTx(e.ctx, func(tx mailbox.Tx) error { return tx.EndSession(end) })
+}
+
+func (e *env) move(agent string, from, to lifecycle.State) (fsm.Event, error) {
+	var ev fsm.Event
+	err := e.s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		var err error
+		ev, err = tx.Transition(fsm.Change{Kind: fsm.SubjectAgent, Subject: agent, From: string(from), To: string(to), Cause: "test"})
+		return err
+	})
+	return ev, err
+}
+
+func ids(ms []message.Message) []int64 {
+	out := make([]int64, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func testSendAndInbox(e *env) {
+	t, s := e.t, e.s
+	m := e.post(message.Draft{From: "operator", To: "backend", Body: "hi"})
+	if m.ID == 0 || m.ThreadID != m.ID || m.ReplyTo != nil || m.State != message.Queued || m.Urgency != message.Normal ||
+		m.Kind != message.KindMessage || m.SessionSeq != nil || !m.CreatedAt.Equal(e.clk.Now()) {
+		t.Fatalf("stored message = %+v", m)
+	}
+	e.clk.Add(time.Second)
+	u := e.post(message.Draft{From: "frontend", To: "backend", Body: "disk full", Urgency: message.Urgent, Payload: []byte(`{"a":1}`)})
+	got, err := s.Inbox(e.ctx, "backend", mailbox.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids(got), []int64{m.ID, u.ID}) {
+		t.Fatalf("inbox = %v, want oldest first", ids(got))
+	}
+	if string(got[1].Payload) != `{"a":1}` {
+		t.Fatalf("payload = %s", got[1].Payload)
+	}
+	got, _ = s.Inbox(e.ctx, "backend", mailbox.Filter{Limit: 1})
+	if !slices.Equal(ids(got), []int64{u.ID}) {
+		t.Fatalf("inbox limit 1 = %v, want the newest", ids(got))
+	}
+	got, _ = s.Inbox(e.ctx, "frontend", mailbox.Filter{Sent: true})
+	if !slices.Equal(ids(got), []int64{u.ID}) {
+		t.Fatalf("sent by frontend = %v", ids(got))
+	}
+	if _, err := s.Inbox(e.ctx, "backend", mailbox.Filter{State: "lost"}); err == nil {
+		t.Fatal("bad state accepted")
+	}
+	one, err := s.Message(e.ctx, u.ID)
+	if err != nil || one.Body != "disk full" || !one.IsUrgent() {
+		t.Fatalf("Message = %+v, %v", one, err)
+	}
+	if _, err := s.Message(e.ctx, 9999); !errors.Is(err, mailbox.ErrNoSuchMessage) {
+		t.Fatalf("missing message: %v", err)
+	}
+}
+
+func testPostValidation(e *env) {
+	t := e.t
+	for _, d := range []message.Draft{
+		{From: "operator", To: "nobody", Body: "x"},
+		{From: "operator", To: "../x", Body: "x"},
+		{From: "backend", To: "backend", Body: "x"},
+		{From: "operator", To: "backend", Body: ""},
+	} {
+		if _, err := e.p.Post(e.ctx, d); err == nil {
+			t.Errorf("Post(%+v) succeeded", d)
+		}
+	}
+	if _, err := e.p.Post(e.ctx, message.Draft{From: "operator", To: "backend", Body: "x", ReplyTo: 999}); !errors.Is(err, mailbox.ErrNoSuchMessage) {
+		t.Errorf("reply to a missing message: %v", err)
+	}
+	if n, _ := e.s.Inbox(e.ctx, "backend", mailbox.Filter{}); len(n) != 0 {
+		t.Fatalf("rejected mail was stored: %+v", n)
+	}
+	// The poster wakes with exactly what it stored.
+	var woke []int64
+	p := mailbox.NewPoster(e.s, Agents, mailbox.WakerFunc(func(_ context.Context, ms []message.Message) { woke = append(woke, ids(ms)...) }))
+	m, err := p.Post(e.ctx, message.Draft{From: "operator", To: "lead", Body: "wake"})
+	if err != nil || !slices.Equal(woke, []int64{m.ID}) {
+		t.Fatalf("woke %v for #%d, %v", woke, m.ID, err)
+	}
+}
+
+func testReplyInheritsThread(e *env) {
+	t := e.t
+	root := e.post(message.Draft{From: "lead", To: "backend", Body: "build the API"})
+	r1, err := e.p.Reply(e.ctx, root.ID, message.Draft{From: "backend", Body: "on it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := e.post(message.Draft{From: "lead", To: "backend", Body: "thanks", ReplyTo: r1.ID})
+	if r1.To != "lead" || r1.ThreadID != root.ID || *r1.ReplyTo != root.ID {
+		t.Errorf("reply = %+v", r1)
+	}
+	if r2.ThreadID != root.ID || *r2.ReplyTo != r1.ID {
+		t.Errorf("reply to reply = %+v", r2)
+	}
+}
+
+func testBroadcast(e *env) {
+	t := e.t
+	ms, err := e.p.Broadcast(e.ctx, message.Draft{From: "lead", Body: "standup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || ms[0].To != "backend" || ms[1].To != "frontend" {
+		t.Fatalf("broadcast = %+v", ms)
+	}
+	ms, err = e.p.Broadcast(e.ctx, message.Draft{From: "operator", Body: "all hands"})
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("operator broadcast = %d messages, %v", len(ms), err)
+	}
+}
+
+func testDeliveryLifecycle(e *env) {
+	t, s := e.t, e.s
+	if err := s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend"}); err != nil {
+		t.Fatal(err)
+	}
+	a := e.post(message.Draft{From: "operator", To: "backend", Body: "first"})
+	e.clk.Add(time.Minute)
+	b := e.post(message.Draft{From: "frontend", To: "backend", Body: "second"})
+	e.clk.Add(time.Minute)
+	u := e.post(message.Draft{From: "lead", To: "backend", Body: "urgent", Urgency: message.Urgent})
+
+	q, err := s.Queued(e.ctx, "backend")
+	if err != nil || !slices.Equal(ids(q), []int64{u.ID, a.ID, b.ID}) {
+		t.Fatalf("queued = %v, %v; want urgent first, then oldest", ids(q), err)
+	}
+	// Session 1 gets all three, urgent first, then oldest.
+	got := e.startSession("backend", 1)
+	if !slices.Equal(ids(got), []int64{u.ID, a.ID, b.ID}) {
+		t.Fatalf("delivery order = %v", ids(got))
+	}
+	for _, m := range got {
+		if m.State != message.Delivered || *m.SessionSeq != 1 || m.Shown != 0 {
+			t.Fatalf("delivered = %+v", m)
+		}
+	}
+	// Nothing is left to deliver twice.
+	if again := e.deliver("backend", 2, nil); len(again) != 0 {
+		t.Fatalf("delivered twice: %v", ids(again))
+	}
+	// Session 1 is interrupted: back to queued, shown once.
+	if err := e.endSession(mailbox.SessionEnd{Agent: "backend", Seq: 1, State: mailbox.SessionInterrupted}); err != nil {
+		t.Fatal(err)
+	}
+	q, _ = s.Queued(e.ctx, "backend")
+	if !slices.Equal(ids(q), []int64{u.ID, a.ID, b.ID}) || q[0].Shown != 1 || q[0].SessionSeq != nil {
+		t.Fatalf("requeued = %+v", q)
+	}
+	c := e.post(message.Draft{From: "operator", To: "backend", Body: "third"})
+	got = e.startSession("backend", 2)
+	if len(got) != 4 || got[3].ID != c.ID || got[3].Shown != 0 || got[1].Shown != 1 {
+		t.Fatalf("session 2 = %+v", got)
+	}
+	// Session 2 completes: all done, in session 2.
+	if err := e.endSession(mailbox.SessionEnd{Agent: "backend", Seq: 2, State: mailbox.SessionCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	done, _ := s.Inbox(e.ctx, "backend", mailbox.Filter{State: message.Done})
+	if len(done) != 4 {
+		t.Fatalf("%d done, want 4", len(done))
+	}
+	for _, m := range done {
+		if *m.SessionSeq != 2 {
+			t.Fatalf("done message in session %d", *m.SessionSeq)
+		}
+	}
+}
+
+func testDeliverSelected(e *env) {
+	t := e.t
+	a := e.post(message.Draft{From: "operator", To: "backend", Body: "a"})
+	b := e.post(message.Draft{From: "operator", To: "backend", Body: "b", Urgency: message.Urgent})
+	got := e.deliver("backend", 3, []int64{b.ID, 9999})
+	if !slices.Equal(ids(got), []int64{b.ID}) || *got[0].SessionSeq != 3 {
+		t.Fatalf("Deliver(ids) = %+v", got)
+	}
+	if got := e.deliver("backend", 3, []int64{b.ID}); len(got) != 0 {
+		t.Fatalf("delivered again: %+v", got)
+	}
+	if got := e.deliver("backend", 3, []int64{}); len(got) != 0 {
+		t.Fatalf("an empty id list delivered %v", ids(got))
+	}
+	q, _ := e.s.Queued(e.ctx, "backend")
+	if !slices.Equal(ids(q), []int64{a.ID}) {
+		t.Fatalf("queued = %v", ids(q))
+	}
+}
+
+func testPendingCounts(e *env) {
+	t := e.t
+	e.post(message.Draft{From: "operator", To: "backend", Body: "a", Urgency: message.Urgent})
+	e.post(message.Draft{From: "operator", To: "backend", Body: "b", Kind: message.KindStatus})
+	e.post(message.Draft{From: "operator", To: "backend", Body: "c", Kind: message.KindNudge})
+	c, err := e.s.Pending(e.ctx, "backend")
+	if err != nil || c != (mailbox.Counts{Queued: 3, Urgent: 1, Waking: 2}) {
+		t.Fatalf("Pending = %+v, %v", c, err)
+	}
+	e.deliver("backend", 1, nil)
+	c, _ = e.s.Pending(e.ctx, "backend")
+	if c != (mailbox.Counts{Delivered: 3}) {
+		t.Fatalf("Pending after delivery = %+v", c)
+	}
+}
+
+func testPrune(e *env) {
+	t, s := e.t, e.s
+	s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend"})
+	old := e.post(message.Draft{From: "operator", To: "backend", Body: "old"})
+	e.startSession("backend", 1)
+	if err := e.endSession(mailbox.SessionEnd{Agent: "backend", Seq: 1, State: mailbox.SessionCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Add(40 * 24 * time.Hour)
+	// A reply to the pruned message survives with reply_to cleared.
+	reply := e.post(message.Draft{From: "backend", To: "operator", Body: "re", ReplyTo: old.ID})
+	queued := e.post(message.Draft{From: "operator", To: "backend", Body: "still queued"})
+	n, err := s.Prune(e.ctx, e.clk.Now().Add(-30*24*time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v", n, err)
+	}
+	if _, err := s.Message(e.ctx, old.ID); !errors.Is(err, mailbox.ErrNoSuchMessage) {
+		t.Fatalf("old message still there: %v", err)
+	}
+	r, err := s.Message(e.ctx, reply.ID)
+	if err != nil || r.ReplyTo != nil {
+		t.Fatalf("reply = %+v, %v", r, err)
+	}
+	if _, err := s.Message(e.ctx, queued.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Ids are never reused after pruning.
+	m := e.post(message.Draft{From: "operator", To: "backend", Body: "new"})
+	if m.ID <= queued.ID {
+		t.Fatalf("id %d reused", m.ID)
+	}
+}
+
+func testMessagesSince(e *env) {
+	t := e.t
+	if id, err := e.s.NewestMessageID(e.ctx); err != nil || id != 0 {
+		t.Fatalf("NewestMessageID on an empty store = %d, %v", id, err)
+	}
+	a := e.post(message.Draft{From: "operator", To: "backend", Body: "a"})
+	b := e.post(message.Draft{From: "operator", To: "lead", Body: "b"})
+	c := e.post(message.Draft{From: "operator", To: "frontend", Body: "c"})
+	got, err := e.s.MessagesSince(e.ctx, a.ID, 10)
+	if err != nil || !slices.Equal(ids(got), []int64{b.ID, c.ID}) {
+		t.Fatalf("MessagesSince = %v, %v", ids(got), err)
+	}
+	got, _ = e.s.MessagesSince(e.ctx, 0, 1)
+	if !slices.Equal(ids(got), []int64{a.ID}) {
+		t.Fatalf("MessagesSince limit 1 = %v", ids(got))
+	}
+	if id, _ := e.s.NewestMessageID(e.ctx); id != c.ID {
+		t.Fatalf("NewestMessageID = %d, want %d", id, c.ID)
+	}
+}
+
+func testTransitionCompareAndSet(e *env) {
+	t, s := e.t, e.s
+	if err := s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend", Mode: "code", Engine: "script", Branch: "swarm/backend"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Agent(e.ctx, "backend")
+	if err != nil || a.State != lifecycle.Stopped || a.SessionSeq != 0 {
+		t.Fatalf("new agent = %+v, %v", a, err)
+	}
+	if _, err := s.Agent(e.ctx, "nobody"); !errors.Is(err, mailbox.ErrNoSuchAgent) {
+		t.Fatalf("missing agent: %v", err)
+	}
+	ev, err := e.move("backend", lifecycle.Stopped, lifecycle.Initializing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.From != nil || ev.To != "Initializing" || ev.SubjectKind != fsm.SubjectAgent || ev.Subject != "backend" || ev.AgentName() != "backend" {
+		t.Fatalf("first event = %+v, want from null", ev)
+	}
+	ev, err = e.move("backend", lifecycle.Initializing, lifecycle.BuildingPrompt)
+	if err != nil || ev.From == nil || *ev.From != "Initializing" {
+		t.Fatalf("second event = %+v, %v", ev, err)
+	}
+	// A stale from state is rejected, and nothing is recorded.
+	if _, err := e.move("backend", lifecycle.Initializing, lifecycle.Idle); !errors.Is(err, mailbox.ErrStateConflict) {
+		t.Fatalf("stale CAS: %v", err)
+	}
+	// The schema rejects unknown states.
+	if _, err := e.move("backend", lifecycle.BuildingPrompt, "Dancing"); err == nil {
+		t.Fatal("state Dancing accepted")
+	}
+	evs, _ := s.Events(e.ctx, mailbox.EventFilter{Agent: "backend"})
+	if len(evs) != 2 {
+		t.Fatalf("%d events, want 2", len(evs))
+	}
+	if evs, _ := s.Events(e.ctx, mailbox.EventFilter{SinceID: evs[0].ID}); len(evs) != 1 {
+		t.Fatalf("events since the first = %d, want 1", len(evs))
+	}
+	// Re-registering keeps state and counters.
+	s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend", Mode: "review"})
+	a, _ = s.Agent(e.ctx, "backend")
+	if a.State != lifecycle.BuildingPrompt || a.Mode != "review" || a.StateSince == nil {
+		t.Fatalf("after re-register: %+v", a)
+	}
+	// fsm.Apply refuses what the table does not allow, before the store.
+	err = s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		_, err := fsm.Apply(tx, lifecycle.Table, fsm.SubjectAgent, "backend", lifecycle.BuildingPrompt, lifecycle.Wake, lifecycle.Running, "", 0)
+		return err
+	})
+	var ite *fsm.IllegalTransitionError
+	if !errors.As(err, &ite) {
+		t.Fatalf("illegal transition: %v", err)
+	}
+}
+
+func testEveryState(e *env) {
+	t, s := e.t, e.s
+	s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend"})
+	from := lifecycle.Stopped
+	for _, st := range lifecycle.States[1:] {
+		if _, err := e.move("backend", from, st); err != nil {
+			t.Fatalf("store state %s: %v", st, err)
+		}
+		from = st
+	}
+	a, _ := s.Agent(e.ctx, "backend")
+	if a.State != from {
+		t.Fatalf("state = %s, want %s", a.State, from)
+	}
+}
+
+func testSessionEndSettlesMail(e *env) {
+	t, s := e.t, e.s
+	s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend"})
+	e.post(message.Draft{From: "operator", To: "backend", Body: "one"})
+	if ms := e.startSession("backend", 1); len(ms) != 1 {
+		t.Fatalf("session 1 got %d messages", len(ms))
+	}
+	if err := s.AddSessionPgid(e.ctx, "backend", 1, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddSessionPgid(e.ctx, "backend", 9, 1); !errors.Is(err, mailbox.ErrNoSuchSession) {
+		t.Fatalf("pgid of a missing session: %v", err)
+	}
+	if err := e.endSession(mailbox.SessionEnd{Agent: "backend", Seq: 1, State: mailbox.SessionFailed, TokensIn: 10, TokensOut: 5, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Agent(e.ctx, "backend")
+	if a.ConsecutiveErrors != 1 || a.TotalErrors != 1 || a.Tokens != 15 {
+		t.Fatalf("after failure: %+v", a)
+	}
+	ms := e.startSession("backend", 2)
+	if len(ms) != 1 || ms[0].Shown != 1 {
+		t.Fatalf("session 2 = %+v", ms)
+	}
+	if err := e.endSession(mailbox.SessionEnd{Agent: "backend", Seq: 2, State: mailbox.SessionCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ = s.Agent(e.ctx, "backend")
+	if a.ConsecutiveErrors != 0 || a.TotalErrors != 1 {
+		t.Fatalf("after success: %+v", a)
+	}
+	if err := s.InTx(e.ctx, func(tx mailbox.Tx) error { return tx.ResetErrors("backend") }); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ = s.Agent(e.ctx, "backend"); a.TotalErrors != 0 {
+		t.Fatalf("after reset: %+v", a)
+	}
+	done, _ := s.Inbox(e.ctx, "backend", mailbox.Filter{State: message.Done})
+	if len(done) != 1 || *done[0].SessionSeq != 2 {
+		t.Fatalf("done = %+v", done)
+	}
+	sess, err := s.Session(e.ctx, "backend", 1)
+	if err != nil || sess.State != mailbox.SessionFailed || !slices.Equal(sess.Pgids, []int{4242}) || sess.Prompt != "the prompt" ||
+		!slices.Equal(sess.Tasks, []string{"bd-1"}) || sess.EndedAt == nil || sess.Error != "boom" || sess.TokensIn != 10 {
+		t.Fatalf("session 1 = %+v, %v", sess, err)
+	}
+	last, err := s.LastSession(e.ctx, "backend", "")
+	if err != nil || last.Seq != 2 {
+		t.Fatalf("last session = %+v, %v", last, err)
+	}
+	if last, err := s.LastSession(e.ctx, "backend", mailbox.SessionFailed); err != nil || last.Seq != 1 {
+		t.Fatalf("last failed session = %+v, %v", last, err)
+	}
+	if _, err := s.LastSession(e.ctx, "lead", ""); !errors.Is(err, mailbox.ErrNoSuchSession) {
+		t.Fatalf("no sessions: %v", err)
+	}
+	if n, err := s.SessionCount(e.ctx); err != nil || n != 2 {
+		t.Fatalf("SessionCount = %d, %v", n, err)
+	}
+	// A session can end only once.
+	if err := e.endSession(mailbox.SessionEnd{Agent: "backend", Seq: 2, State: mailbox.SessionFailed}); !errors.Is(err, mailbox.ErrNoSuchSession) {
+		t.Fatalf("second end: %v", err)
+	}
+	// Session numbers are unique per agent.
+	if err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		return tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: 2, Engine: "script"})
+	}); err == nil {
+		t.Fatal("duplicate session number accepted")
+	}
+}
+
+func testRecoverAgent(e *env) {
+	t, s := e.t, e.s
+	s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend"})
+	m := e.post(message.Draft{From: "operator", To: "backend", Body: "in flight"})
+	e.startSession("backend", 1)
+	var r mailbox.Recovered
+	if err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		var err error
+		r, err = tx.RecoverAgent("backend")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Sessions) != 1 || r.Sessions[0].Seq != 1 || r.Requeued != 1 {
+		t.Fatalf("recovered = %+v", r)
+	}
+	sess, _ := s.Session(e.ctx, "backend", 1)
+	if sess.State != mailbox.SessionCrashed || sess.EndedAt == nil {
+		t.Fatalf("session = %+v", sess)
+	}
+	got, _ := s.Message(e.ctx, m.ID)
+	if got.State != message.Queued || got.Shown != 1 {
+		t.Fatalf("message = %+v", got)
+	}
+}
+
+func testHeartbeat(e *env) {
+	t, s := e.t, e.s
+	for _, n := range Agents {
+		s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: n})
+	}
+	e.move("backend", lifecycle.Stopped, lifecycle.Initializing)
+	e.move("frontend", lifecycle.Stopped, lifecycle.Initializing)
+	e.clk.Add(time.Minute)
+	if err := s.Heartbeat(e.ctx, []string{"backend", "lead"}); err != nil {
+		t.Fatal(err)
+	}
+	be, _ := s.Agent(e.ctx, "backend")
+	fe, _ := s.Agent(e.ctx, "frontend")
+	ld, _ := s.Agent(e.ctx, "lead")
+	if be.HeartbeatAt == nil || !be.HeartbeatAt.Equal(e.clk.Now()) {
+		t.Errorf("backend heartbeat = %v, want now", be.HeartbeatAt)
+	}
+	if fe.HeartbeatAt != nil && fe.HeartbeatAt.Equal(e.clk.Now()) {
+		t.Error("frontend, not run by this supervisor, was stamped")
+	}
+	if ld.HeartbeatAt != nil {
+		t.Error("a Stopped agent was stamped")
+	}
+	all, err := s.Agents(e.ctx)
+	if err != nil || len(all) != 3 || all[0].Name != "backend" {
+		t.Fatalf("Agents = %+v, %v", all, err)
+	}
+}
+
+func testActivityAndNudges(e *env) {
+	t, s := e.t, e.s
+	s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend"})
+	if err := s.SetActivity(e.ctx, "backend", "bash: go test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetNudges(e.ctx, "backend", 2); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Agent(e.ctx, "backend")
+	if a.Activity != "bash: go test" || a.Nudges != 2 {
+		t.Fatalf("agent = %+v", a)
+	}
+}
+
+func testMeta(e *env) {
+	t, s := e.t, e.s
+	if _, ok, err := s.Meta(e.ctx, "base_branch"); ok || err != nil {
+		t.Fatalf("unset meta: ok=%v err=%v", ok, err)
+	}
+	for _, v := range []string{"main", "trunk"} {
+		if err := s.SetMeta(e.ctx, "base_branch", v); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok, _ := s.Meta(e.ctx, "base_branch"); !ok || got != v {
+			t.Fatalf("meta = %q, %v; want %q", got, ok, v)
+		}
+	}
+}
+
+func testRollback(e *env) {
+	t, s := e.t, e.s
+	s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend"})
+	m := e.post(message.Draft{From: "operator", To: "backend", Body: "x"})
+	boom := errors.New("boom")
+	err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		if _, err := tx.Deliver("backend", 1, nil); err != nil {
+			return err
+		}
+		if err := tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: 1}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("InTx = %v", err)
+	}
+	got, _ := s.Message(e.ctx, m.ID)
+	if got.State != message.Queued {
+		t.Fatalf("rolled-back delivery left %s", got.State)
+	}
+	if _, err := s.Session(e.ctx, "backend", 1); !errors.Is(err, mailbox.ErrNoSuchSession) {
+		t.Fatalf("rolled-back session exists: %v", err)
+	}
+}
+
+func testFeed(e *env) {
+	t := e.t
+	if e.other == nil {
+		t.Skip("this backend has no second connection to test the feed with")
+	}
+	f, err := e.s.Feed(e.ctx, 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	other := e.other()
+	defer other.Close()
+	done := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	go func() { done <- f.Wait(ctx) }()
+	p := mailbox.NewPoster(other, Agents, nil)
+	if _, err := p.Post(e.ctx, message.Draft{From: "operator", To: "backend", Body: "poke"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the feed missed another connection's write: %v", err)
+	}
+	// A cancelled wait returns its cause.
+	cctx, ccancel := context.WithCancelCause(e.ctx)
+	ccancel(errors.New("stop"))
+	if err := f.Wait(cctx); err == nil || err.Error() != "stop" {
+		t.Fatalf("cancelled Wait = %v", err)
+	}
+}
+
+func testCheck(e *env) {
+	if v, err := e.s.Check(e.ctx); err != nil || v != "ok" {
+		e.t.Fatalf("Check = %q, %v", v, err)
+	}
+	if e.s.Location() == "" {
+		e.t.Fatal("Location is empty")
+	}
+}

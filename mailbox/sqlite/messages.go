@@ -1,0 +1,276 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+)
+
+const messageCols = `id, coalesce(thread_id, id), reply_to, sender, recipient, kind, urgency, body, payload, created_at, state, session_seq, shown`
+
+func scanMessage(sc interface{ Scan(...any) error }) (message.Message, error) {
+	var (
+		m       message.Message
+		replyTo sql.NullInt64
+		payload sql.NullString
+		created int64
+		seq     sql.NullInt64
+	)
+	err := sc.Scan(&m.ID, &m.ThreadID, &replyTo, &m.From, &m.To, &m.Kind, &m.Urgency, &m.Body, &payload, &created, &m.State, &seq, &m.Shown)
+	if err != nil {
+		return m, err
+	}
+	if replyTo.Valid {
+		m.ReplyTo = &replyTo.Int64
+	}
+	if payload.Valid {
+		m.Payload = []byte(payload.String)
+	}
+	if seq.Valid {
+		m.SessionSeq = &seq.Int64
+	}
+	m.CreatedAt = fromNanos(created)
+	return m, nil
+}
+
+func collect(rows *sql.Rows, err error) ([]message.Message, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []message.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// InsertMessages stores validated drafts: one prepared INSERT … RETURNING
+// alone, or all of them in one transaction.
+func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
+	now := s.now()
+	if len(drafts) == 1 {
+		m, err := insert(ctx, s.insert, drafts[0].Normalize(), now)
+		if err != nil {
+			return nil, err
+		}
+		return []message.Message{m}, nil
+	}
+	var out []message.Message
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		stmt := tx.StmtContext(ctx, s.insert)
+		for _, d := range drafts {
+			m, err := insert(ctx, stmt, d.Normalize(), now)
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// insert stores one draft with a single statement. A reply takes its
+// parent's thread; the reply_to foreign key rejects a missing parent.
+func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (message.Message, error) {
+	var replyTo any
+	if d.ReplyTo != 0 {
+		replyTo = d.ReplyTo
+	}
+	var payload any
+	if len(d.Payload) > 0 {
+		payload = string(d.Payload)
+	}
+	row := q.QueryRowContext(ctx, replyTo, d.From, d.To, d.Kind, d.Urgency, d.Body, payload, nanos(now))
+	m, err := scanMessage(row)
+	if err != nil && d.ReplyTo != 0 && isForeignKey(err) {
+		return m, fmt.Errorf("reply to #%d: %w", d.ReplyTo, mailbox.ErrNoSuchMessage)
+	}
+	return m, err
+}
+
+const insertSQL = `INSERT INTO messages
+	(thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at)
+	VALUES ((SELECT coalesce(thread_id, id) FROM messages WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+	RETURNING ` + messageCols
+
+// querier is the prepared insert, alone or bound to a transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, args ...any) *sql.Row
+}
+
+// Message returns one message.
+func (s *Store) Message(ctx context.Context, id int64) (message.Message, error) {
+	m, err := scanMessage(s.db.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("message #%d: %w", id, mailbox.ErrNoSuchMessage)
+	}
+	return m, err
+}
+
+// Queued returns the agent's queued mail in prompt order.
+func (s *Store) Queued(ctx context.Context, agent string) ([]message.Message, error) {
+	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE recipient = ? AND state = 'queued' ORDER BY id`, agent))
+	if err != nil {
+		return nil, fmt.Errorf("read queued mail of %s: %w", agent, err)
+	}
+	message.SortForPrompt(ms)
+	return ms, nil
+}
+
+// deliver moves queued mail into a session: all of it, or only ids.
+func deliver(ctx context.Context, q execer, now int64, agent string, seq int64, ids []int64) ([]message.Message, error) {
+	if ids != nil && len(ids) == 0 {
+		return nil, nil
+	}
+	query := `UPDATE messages SET state = 'delivered', session_seq = ?, delivered_at = ?
+		WHERE recipient = ? AND state = 'queued'`
+	args := []any{seq, now, agent}
+	if ids != nil {
+		query += ` AND id IN (` + placeholders(len(ids)) + `)`
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	}
+	ms, err := collect(q.QueryContext(ctx, query+` RETURNING `+messageCols, args...))
+	if err != nil {
+		return nil, fmt.Errorf("deliver mail to %s session %d: %w", agent, seq, err)
+	}
+	message.SortForPrompt(ms)
+	return ms, nil
+}
+
+// Deliver moves queued mail into session seq inside the transaction.
+func (t *txn) Deliver(agent string, seq int64, ids []int64) ([]message.Message, error) {
+	return deliver(t.ctx, t.tx, t.now(), agent, seq, ids)
+}
+
+// settle ends the delivery of a session's mail: done when the session
+// completed, queued again (shown once more) otherwise. seq 0 settles every
+// delivered message of the agent, which recovery uses: no session of it
+// runs any more.
+func settle(ctx context.Context, q execer, now int64, agent string, seq int64, completed bool) (int64, error) {
+	var res sql.Result
+	var err error
+	which := `recipient = ? AND state = 'delivered'`
+	args := []any{agent}
+	if seq != 0 {
+		which += ` AND session_seq = ?`
+		args = append(args, seq)
+	}
+	if completed {
+		res, err = q.ExecContext(ctx, `UPDATE messages SET state = 'done', done_at = ? WHERE `+which, append([]any{now}, args...)...)
+	} else {
+		res, err = q.ExecContext(ctx, `UPDATE messages SET state = 'queued', session_seq = NULL, delivered_at = NULL, shown = shown + 1 WHERE `+which, args...)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("settle mail of %s session %d: %w", agent, seq, err)
+	}
+	return res.RowsAffected()
+}
+
+// Inbox lists the mail of name, oldest first. With a limit, it keeps the
+// newest messages.
+func (s *Store) Inbox(ctx context.Context, name string, f mailbox.Filter) ([]message.Message, error) {
+	col := "recipient"
+	if f.Sent {
+		col = "sender"
+	}
+	q := `SELECT ` + messageCols + ` FROM messages WHERE ` + col + ` = ?`
+	args := []any{name}
+	if f.State != "" {
+		if !slices.Contains(message.States, f.State) {
+			return nil, fmt.Errorf("bad state %q: use queued, delivered or done", f.State)
+		}
+		q += ` AND state = ?`
+		args = append(args, f.State)
+	}
+	q += ` ORDER BY id DESC`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+	}
+	ms, err := collect(s.db.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, fmt.Errorf("read inbox of %s: %w", name, err)
+	}
+	slices.Reverse(ms)
+	return ms, nil
+}
+
+// Pending counts the agent's undone mail by group; mailbox.Counts applies
+// the rule of which kinds wake.
+func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, error) {
+	var c mailbox.Counts
+	rows, err := s.db.QueryContext(ctx, `SELECT state, kind, urgency, count(*) FROM messages
+		WHERE recipient = ? AND state <> 'done' GROUP BY state, kind, urgency`, agent)
+	if err != nil {
+		return c, fmt.Errorf("count mail of %s: %w", agent, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			st message.State
+			k  message.Kind
+			u  message.Urgency
+			n  int
+		)
+		if err := rows.Scan(&st, &k, &u, &n); err != nil {
+			return c, err
+		}
+		c.Add(st, k, u, n)
+	}
+	return c, rows.Err()
+}
+
+// MessagesSince returns up to limit messages with id > after, oldest first.
+func (s *Store) MessagesSince(ctx context.Context, after int64, limit int) ([]message.Message, error) {
+	if limit <= 0 {
+		limit = 200
+	}
+	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id > ? ORDER BY id LIMIT ?`, after, limit))
+	if err != nil {
+		return nil, fmt.Errorf("read new mail: %w", err)
+	}
+	return ms, nil
+}
+
+// NewestMessageID is the highest message id.
+func (s *Store) NewestMessageID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("read the newest message id: %w", err)
+	}
+	return id, nil
+}
+
+// Prune deletes done mail older than cutoff and checkpoints the WAL.
+func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM messages WHERE state = 'done' AND done_at < ?
+		AND id < (SELECT max(id) FROM messages)`, nanos(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("prune mail: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune mail: %w", err)
+	}
+	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return n, fmt.Errorf("checkpoint: %w", err)
+	}
+	return n, nil
+}

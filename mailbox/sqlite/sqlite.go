@@ -1,0 +1,343 @@
+// Package sqlite is the embedded Store: one SQLite database file per swarm
+// (.swarm/swarm.db), through the pure-Go modernc.org/sqlite driver.
+//
+// Every process opens the database with the same DSN: WAL, busy_timeout
+// 5000, synchronous NORMAL, foreign keys on and _txlock=immediate. Without
+// immediate transactions, writers in different processes hit SQLITE_BUSY
+// despite the busy timeout, because a deferred transaction that upgrades to
+// a write lock cannot wait. One connection per process keeps writes serial
+// inside the process and lets PRAGMA data_version see other processes'
+// writes, which is what the change feed polls.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/migrations"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// OpenTimeout bounds the retries of SQLITE_BUSY while the database is
+	// switched to WAL by several processes at once. Zero means 5 s.
+	OpenTimeout time.Duration
+}
+
+// Store is an open SQLite swarm database.
+type Store struct {
+	db     *sql.DB
+	insert *sql.Stmt // prepared once: parsing the insert costs as much as running it
+	path   string
+	now    func() time.Time
+}
+
+var _ mailbox.Store = (*Store)(nil)
+
+// dsn returns the connection string for path with swarm's pragmas.
+func dsn(path string) string {
+	u := url.URL{Scheme: "file", Path: path}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Open opens (creating if needed) and migrates the database at path.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	db, err := openDB(path)
+	if err != nil {
+		return nil, err
+	}
+	timeout := opts.OpenTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	if err := retryBusy(ctx, timeout, func() error { return migrate(ctx, db) }); err != nil {
+		db.Close()
+		return nil, explain(path, err)
+	}
+	insert, err := db.PrepareContext(ctx, insertSQL)
+	if err != nil {
+		db.Close()
+		return nil, explain(path, err)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, insert: insert, path: path, now: now}, nil
+}
+
+func openDB(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
+}
+
+// explain turns an open failure into advice: a corrupt file names itself
+// and the way out.
+func explain(path string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB) {
+		return fmt.Errorf("open database %s: %w; the file is damaged: run 'swarm doctor', and recover what it holds with 'sqlite3 %s .recover | sqlite3 recovered.db'", path, err, path)
+	}
+	return fmt.Errorf("open database %s: %w", path, err)
+}
+
+// retryBusy runs fn until it succeeds, fails with something other than
+// SQLITE_BUSY, or timeout passes. The WAL switch on a fresh database takes
+// an exclusive lock that busy_timeout does not cover, so a few of many
+// simultaneous opens fail without this.
+func retryBusy(ctx context.Context, timeout time.Duration, fn func() error) error {
+	deadline := time.Now().Add(timeout)
+	wait := 5 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+}
+
+func isForeignKey(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+// migrate brings the database up to the newest migration. Each runs in its
+// own immediate transaction that also records its number, so when several
+// processes open a fresh database at once, exactly one applies it.
+func migrate(ctx context.Context, db *sql.DB) error {
+	all, err := migrations.For("sqlite")
+	if err != nil {
+		return err
+	}
+	for _, m := range all {
+		if err := applyMigration(ctx, db, m); err != nil {
+			return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, m migrations.Migration) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return tx.Commit()
+	}
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.Version, m.Name, time.Now().UnixNano()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// SchemaVersion returns the newest applied migration, 0 for an empty
+// database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v)
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return 0, nil
+	}
+	return int(v.Int64), err
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	s.insert.Close()
+	return s.db.Close()
+}
+
+// Location is the database file.
+func (s *Store) Location() string { return s.path }
+
+// Check runs PRAGMA integrity_check and returns its first line.
+func (s *Store) Check(ctx context.Context) (string, error) {
+	var res string
+	err := s.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res)
+	return res, err
+}
+
+// Feed polls PRAGMA data_version every interval: it changes when another
+// process commits. Each poll is a single statement, so no read transaction
+// stays open (an open one would let the WAL grow without bound).
+func (s *Store) Feed(ctx context.Context, every time.Duration) (mailbox.Feed, error) {
+	if every <= 0 {
+		every = 250 * time.Millisecond
+	}
+	f := &feed{s: s, every: every}
+	v, err := s.dataVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read data_version: %w", err)
+	}
+	f.last = v
+	return f, nil
+}
+
+type feed struct {
+	s     *Store
+	every time.Duration
+	last  int64
+}
+
+func (f *feed) Wait(ctx context.Context) error {
+	t := time.NewTicker(f.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+			v, err := f.s.dataVersion(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
+				}
+				return fmt.Errorf("read data_version: %w", err)
+			}
+			if v != f.last {
+				f.last = v
+				return nil
+			}
+		}
+	}
+}
+
+func (f *feed) Close() error { return nil }
+
+func (s *Store) dataVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
+	return v, err
+}
+
+// InTx runs fn in one immediate transaction. fn must only use tx: the
+// store has a single connection, so calling Store methods inside fn would
+// wait on itself.
+func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
+	return s.tx(ctx, func(t *sql.Tx) error {
+		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }})
+	})
+}
+
+// tx runs fn in one immediate transaction.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback() //nolint:errcheck // the fn error matters more
+		return err
+	}
+	return tx.Commit()
+}
+
+// Meta reads a swarm-wide setting.
+func (s *Store) Meta(ctx context.Context, key string) (string, bool, error) {
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read meta %s: %w", key, err)
+	}
+	return v, true, nil
+}
+
+// SetMeta writes a swarm-wide setting.
+func (s *Store) SetMeta(ctx context.Context, key, value string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("write meta %s: %w", key, err)
+	}
+	return nil
+}
+
+// execer is what *sql.DB and *sql.Tx have in common, so each operation is
+// written once and used alone or inside InTx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// txn is a transaction over the store's lifecycle operations.
+type txn struct {
+	tx  *sql.Tx
+	ctx context.Context // the InTx context: operations inside use it
+	now func() int64
+}
+
+var _ mailbox.Tx = (*txn)(nil)
+
+func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}

@@ -1,0 +1,330 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/mailboxtest"
+	"github.com/swarmhq/swarm/message"
+)
+
+func open(t testing.TB, path string, now func() time.Time) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path, Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	mailboxtest.Run(t, func(t testing.TB, now func() time.Time) (mailbox.Store, func() mailbox.Store) {
+		path := filepath.Join(t.TempDir(), "swarm.db")
+		s := open(t, path, now)
+		return s, func() mailbox.Store {
+			o, err := Open(context.Background(), path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o
+		}
+	})
+}
+
+func TestSchemaRejectsBadStates(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "swarm.db"), nil)
+	ctx := context.Background()
+	p := mailbox.NewPoster(s, []string{"backend"}, nil)
+	m, err := p.Post(ctx, message.Draft{From: "operator", To: "backend", Body: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE messages SET state = 'lost' WHERE id = ?`,
+		`UPDATE messages SET kind = 'memo' WHERE id = ?`,
+		`UPDATE messages SET state = 'delivered' WHERE id = ?`, // delivered needs a session
+	} {
+		if _, err := s.db.ExecContext(ctx, q, m.ID); err == nil {
+			t.Errorf("%s: accepted", q)
+		}
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO agents (name, state) VALUES ('x', 'Dancing')`); err == nil {
+		t.Error("agent state Dancing accepted")
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO events (at, subject_kind, subject, to_state) VALUES (1, 'planet', 'x', 'y')`); err == nil {
+		t.Error("subject kind planet accepted")
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO events (at, subject_kind, subject, agent, to_state) VALUES (1, 'agent', 'x', 'y', 'Idle')`); err == nil {
+		t.Error("an agent event about another agent accepted")
+	}
+}
+
+func TestPragmas(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "swarm.db"), nil)
+	ctx := context.Background()
+	var mode string
+	var fk, busy int
+	s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode)
+	s.db.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk)
+	s.db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy)
+	if mode != "wal" || fk != 1 || busy != 5000 {
+		t.Fatalf("journal_mode=%s foreign_keys=%d busy_timeout=%d", mode, fk, busy)
+	}
+}
+
+func TestPathWithSpaces(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "my repo", ".swarm", "swarm.db"), nil)
+	p := mailbox.NewPoster(s, []string{"a"}, nil)
+	if _, err := p.Post(context.Background(), message.Draft{From: "operator", To: "a", Body: "x"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCorruptFileSaysWhatToDo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "swarm.db")
+	if err := os.WriteFile(path, []byte("this is not a database, it is a text file long enough to have a header page"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), path, Options{})
+	if err == nil {
+		t.Fatal("opened a text file as a database")
+	}
+	for _, want := range []string{path, "swarm doctor", ".recover"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+// TestMigratesTheFirstRelease opens a swarm.db written by the first
+// release (schema 1: 3 messages, 2 sessions, 14 events) and checks that it
+// migrates in place with everything intact, and that the widened state
+// CHECK takes the new states.
+func TestMigratesTheFirstRelease(t *testing.T) {
+	src, err := os.ReadFile("testdata/v1-release.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "swarm.db")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, path, nil)
+	ctx := context.Background()
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 2 {
+		t.Fatalf("schema version = %d, %v", v, err)
+	}
+	inbox, err := s.Inbox(ctx, "backend", mailbox.Filter{})
+	if err != nil || len(inbox) != 2 || inbox[0].Body != "first message" || inbox[0].State != message.Done || !inbox[1].IsUrgent() {
+		t.Fatalf("backend's mail = %+v, %v", inbox, err)
+	}
+	sess, err := s.Session(ctx, "frontend", 1)
+	if err != nil || sess.State != mailbox.SessionCompleted || sess.Prompt == "" {
+		t.Fatalf("frontend session 1 = %+v, %v", sess, err)
+	}
+	evs, err := s.Events(ctx, mailbox.EventFilter{})
+	if err != nil || len(evs) != 14 {
+		t.Fatalf("%d events, %v; want 14", len(evs), err)
+	}
+	for _, e := range evs {
+		if e.SubjectKind != fsm.SubjectAgent || e.AgentName() != e.Subject || e.Subject == "" {
+			t.Fatalf("migrated event = %+v", e)
+		}
+	}
+	if evs[0].From != nil {
+		t.Fatalf("first event's from = %v, want null", *evs[0].From)
+	}
+	a, err := s.Agent(ctx, "backend")
+	if err != nil || a.State != lifecycle.Stopped || a.SessionSeq != 1 || a.Tokens == 0 {
+		t.Fatalf("backend = %+v, %v", a, err)
+	}
+	// The rebuilt table takes the states the coordination layer adds, and
+	// events keep numbering after the copied ones.
+	err = s.InTx(ctx, func(tx mailbox.Tx) error {
+		ev, err := tx.Transition(fsm.Change{Kind: fsm.SubjectAgent, Subject: "backend", From: "Stopped", To: string(lifecycle.Held), Cause: "test"})
+		if err == nil && ev.ID != 15 {
+			return fmt.Errorf("new event id %d, want 15", ev.ID)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Check(ctx); err != nil || v != "ok" {
+		t.Fatalf("integrity = %q, %v", v, err)
+	}
+}
+
+// The multi-process tests re-execute the test binary as children; the
+// child role is chosen by an environment variable.
+const childEnv = "SWARM_MAILBOX_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(childEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "send":
+		os.Exit(childSend())
+	case "open":
+		os.Exit(childOpen())
+	default:
+		fmt.Fprintln(os.Stderr, "unknown child role")
+		os.Exit(3)
+	}
+}
+
+func childSend() int {
+	n, _ := strconv.Atoi(os.Getenv("SWARM_TEST_N"))
+	s, err := Open(context.Background(), os.Getenv("SWARM_TEST_DB"), Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer s.Close()
+	p := mailbox.NewPoster(s, []string{"backend"}, nil)
+	for i := range n {
+		if _, err := p.Post(context.Background(), message.Draft{From: "operator", To: "backend", Body: fmt.Sprintf("msg %d", i)}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func childOpen() int {
+	s, err := Open(context.Background(), os.Getenv("SWARM_TEST_DB"), Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// runChildren starts n copies of the test binary in role and waits for all.
+func runChildren(t *testing.T, n int, role string, env ...string) []error {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), append(env, childEnv+"="+role, "GORACE=atexit_sleep_ms=0")...)
+		wg.Go(func() {
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("%v: %s", err, out)
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestConcurrentSendersAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 4 processes")
+	}
+	db := filepath.Join(t.TempDir(), "swarm.db")
+	// swarm init creates the database before anyone sends.
+	s := open(t, db, nil)
+	for i, err := range runChildren(t, 4, "send", "SWARM_TEST_DB="+db, "SWARM_TEST_N=250") {
+		if err != nil {
+			t.Errorf("sender %d: %v", i, err)
+		}
+	}
+	ms, err := s.Inbox(context.Background(), "backend", mailbox.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for _, m := range ms {
+		if seen[m.ID] {
+			t.Fatalf("duplicate id %d", m.ID)
+		}
+		seen[m.ID] = true
+	}
+	if len(ms) != 1000 {
+		t.Fatalf("%d messages stored, want 1000", len(ms))
+	}
+}
+
+func TestMigrationRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 120 processes")
+	}
+	dir := t.TempDir()
+	for round := range 20 {
+		db := filepath.Join(dir, fmt.Sprintf("round%d.db", round))
+		for i, err := range runChildren(t, 6, "open", "SWARM_TEST_DB="+db) {
+			if err != nil {
+				t.Errorf("round %d opener %d: %v", round, i, err)
+			}
+		}
+		s, err := Open(context.Background(), db, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		s.db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+		s.Close()
+		if want := 2; n != want {
+			t.Fatalf("round %d: %d migration rows, want %d", round, n, want)
+		}
+	}
+}
+
+// BenchmarkSend measures one validated, posted message.
+func BenchmarkSend(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "swarm.db"), nil)
+	p := mailbox.NewPoster(s, []string{"backend"}, nil)
+	ctx := context.Background()
+	d := message.Draft{From: "operator", To: "backend", Body: "the /users endpoint returns 500"}
+	for b.Loop() {
+		if _, err := p.Post(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBroadcast10 sends one message to 10 agents in one transaction.
+func BenchmarkBroadcast10(b *testing.B) {
+	agents := []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"}
+	s := open(b, filepath.Join(b.TempDir(), "swarm.db"), nil)
+	p := mailbox.NewPoster(s, agents, nil)
+	ctx := context.Background()
+	d := message.Draft{From: "operator", Body: "standup in 5"}
+	for b.Loop() {
+		if _, err := p.Broadcast(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRawInsert is the floor Send is compared with.
+func BenchmarkRawInsert(b *testing.B) {
+	ctx := context.Background()
+	raw, err := OpenRaw(ctx, filepath.Join(b.TempDir(), "raw.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	for b.Loop() {
+		if err := raw.Insert(ctx, "operator", "backend", "the /users endpoint returns 500"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

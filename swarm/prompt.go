@@ -1,0 +1,176 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/promptpipe"
+	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/worktree"
+)
+
+// This file is the one prompt wiring: the supervisor's runners and `swarm
+// prompt` build a session's prompt through the same request and the same
+// builder, so the preview is byte for byte what the agent gets.
+
+// promptRequest is what session seq of agent a is built from.
+func (s *Supervisor) promptRequest(a config.Agent, seq int64, dir string, mail []message.Message, in *Interrupt) PromptRequest {
+	return newPromptRequest(s.cfg, a, seq, dir, mail, in, s.opts.Tasks != nil)
+}
+
+func newPromptRequest(cfg *config.Config, a config.Agent, seq int64, dir string, mail []message.Message, in *Interrupt, beadsOK bool) PromptRequest {
+	return PromptRequest{
+		Agent:     a,
+		SessionID: SessionID(a.Name, seq),
+		Seq:       seq,
+		Worktree:  dir,
+		Teammates: slices.DeleteFunc(cfg.AgentNames(), func(n string) bool { return n == a.Name }),
+		Mail:      mail,
+		Interrupt: in,
+		BeadsOK:   beadsOK,
+	}
+}
+
+// InterruptFor is the Interrupt Context of the session after seq, which
+// urgent mail m cut short.
+func InterruptFor(m message.Message, seq int64) *Interrupt {
+	return &Interrupt{Seq: seq, Message: m, Reason: (&UrgentError{Message: m}).Error()}
+}
+
+// PipePrompts builds prompts with promptpipe.
+type PipePrompts struct {
+	Builder *promptpipe.Builder
+	Config  *config.Config
+	Layout  repo.Layout
+	Store   mailbox.Store // the recorded base branch
+}
+
+// NewPipePrompts is the prompt builder of a swarm: tasks is the shared bd
+// adapter, nil without bd.
+func NewPipePrompts(cfg *config.Config, l repo.Layout, st mailbox.Store, tasks *BeadsTasks, now func() time.Time, logger *slog.Logger) PipePrompts {
+	b := &promptpipe.Builder{Config: cfg.Prompt, Logger: logger, Now: now}
+	if tasks != nil {
+		b.Tasks = tasks
+	}
+	return PipePrompts{Builder: b, Config: cfg, Layout: l, Store: st}
+}
+
+// Build builds one session's prompt.
+func (p PipePrompts) Build(ctx context.Context, req PromptRequest) (Prompt, error) {
+	out, err := p.render(ctx, req)
+	if err != nil {
+		return Prompt{}, err
+	}
+	return Prompt{Text: out.Text, TaskIDs: out.TaskIDs}, nil
+}
+
+func (p PipePrompts) render(ctx context.Context, req PromptRequest) (promptpipe.Prompt, error) {
+	base, _, err := p.Store.Meta(ctx, worktree.MetaBaseBranch)
+	if err != nil {
+		return promptpipe.Prompt{}, err
+	}
+	pc := promptpipe.PromptContext{
+		Branch:     worktree.Branch(req.Agent.Name),
+		BaseBranch: base,
+		Agent:      req.Agent.Name,
+		Role:       req.Agent.Role,
+		Mode:       req.Agent.Mode,
+		SessionID:  req.SessionID,
+		SessionSeq: req.Seq,
+		DBPath:     absPath(p.Layout.DB),
+		Worktree:   req.Worktree,
+		Root:       p.Layout.Root,
+		Teammates:  req.Teammates,
+		Messages:   req.Mail,
+		Beads:      req.BeadsOK,
+	}
+	if in := req.Interrupt; in != nil {
+		m := in.Message
+		pc.Interrupt = &promptpipe.InterruptContext{MessageID: m.ID, From: m.From, Body: m.Body, When: m.CreatedAt, Reason: in.Reason}
+	}
+	return p.Builder.Build(ctx, pc)
+}
+
+// PreviewRequest asks for the prompt an agent's session would get now.
+type PreviewRequest struct {
+	Config *config.Config
+	Layout repo.Layout
+	Store  mailbox.Store
+	Agent  config.Agent
+	// Seq is the session to render; 0 means the agent's next one.
+	Seq int64
+	// InterruptedBy renders the Interrupt Context as if this message had
+	// cut the previous session short; 0 means none.
+	InterruptedBy int64
+	Now           func() time.Time
+	Logger        *slog.Logger
+}
+
+// Preview renders the prompt the agent's session would get if it started
+// now, built exactly as the supervisor builds it. Nothing is consumed: the
+// mail stays queued.
+func Preview(ctx context.Context, req PreviewRequest) (promptpipe.Prompt, error) {
+	st, a := req.Store, req.Agent
+	mail, err := st.Queued(ctx, a.Name)
+	if err != nil {
+		return promptpipe.Prompt{}, err
+	}
+	seq := req.Seq
+	if seq == 0 {
+		if seq, err = NextSession(ctx, st, a.Name); err != nil {
+			return promptpipe.Prompt{}, err
+		}
+	}
+	var in *Interrupt
+	if req.InterruptedBy != 0 {
+		m, err := st.Message(ctx, req.InterruptedBy)
+		if errors.Is(err, mailbox.ErrNoSuchMessage) {
+			return promptpipe.Prompt{}, fmt.Errorf("no message #%d: 'swarm inbox %s' lists %s's messages with their ids", req.InterruptedBy, a.Name, a.Name)
+		}
+		if err != nil {
+			return promptpipe.Prompt{}, err
+		}
+		if m.To != a.Name {
+			return promptpipe.Prompt{}, fmt.Errorf("message #%d was sent to %s, not to %s: pick one from 'swarm inbox %s'", m.ID, m.To, a.Name, a.Name)
+		}
+		in = InterruptFor(m, seq-1)
+	}
+	// The agent's worktree once it has one; the repo root before.
+	dir := req.Layout.Root
+	if wt := filepath.Join(req.Config.Worktree.Dir, a.Name); isDir(wt) {
+		dir = wt
+	}
+	tasks := NewBeadsTasks(req.Layout.Root, req.Config.Prompt.BDTimeout)
+	if tasks != nil {
+		defer tasks.Close()
+	}
+	p := NewPipePrompts(req.Config, req.Layout, st, tasks, req.Now, req.Logger)
+	return p.render(ctx, newPromptRequest(req.Config, a, seq, dir, mail, in, tasks != nil))
+}
+
+// NextSession is the number the agent's next session gets: one more than
+// its last, across restarts (sessions only grow).
+func NextSession(ctx context.Context, st mailbox.Store, agent string) (int64, error) {
+	last, err := st.LastSession(ctx, agent, "")
+	if errors.Is(err, mailbox.ErrNoSuchSession) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s's last session: %w", agent, err)
+	}
+	return last.Seq + 1, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}

@@ -1,0 +1,120 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Service is a named background job that Run starts once recovery is
+// done, cancels when the swarm stops, and waits for. A service that
+// returns an error while the swarm runs stops the swarm with that error as
+// the cause; one that returns nil simply ends. Deadline sweepers and
+// budget watchers plug in here without touching Run.
+type Service struct {
+	Name string
+	Run  func(ctx context.Context) error
+}
+
+// services are the built-in services plus the configured ones.
+func (s *Supervisor) services() []Service {
+	return append([]Service{
+		{Name: "stop-request", Run: s.awaitStopRequest},
+		{Name: "change-feed", Run: s.followFeed},
+		{Name: "heartbeat", Run: func(ctx context.Context) error { return every(ctx, s.cfg.Liveness.Heartbeat, s.heartbeat) }},
+		{Name: "prune", Run: func(ctx context.Context) error { return every(ctx, time.Hour, s.prune) }},
+	}, s.opts.Services...)
+}
+
+// startServices runs every service until ctx ends. A failing service
+// cancels ctx through stop. The returned channel yields the joined
+// failures once every service has returned.
+func (s *Supervisor) startServices(ctx context.Context, stop context.CancelCauseFunc) <-chan error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, svc := range s.services() {
+		wg.Go(func() {
+			err := runService(ctx, svc)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, ErrShutdown) { // a graceful stop, not a failure
+				stop(err)
+				return
+			}
+			err = fmt.Errorf("service %s: %w", svc.Name, err)
+			s.log.Error("service failed; stopping the swarm", "service", svc.Name, "err", err)
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+			stop(err)
+		})
+	}
+	done := make(chan error, 1)
+	go func() {
+		wg.Wait()
+		done <- errors.Join(errs...)
+	}()
+	return done
+}
+
+// runService runs one service, turning a panic into its error.
+func runService(ctx context.Context, svc Service) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError("service "+svc.Name, p)
+		}
+	}()
+	return svc.Run(ctx)
+}
+
+func (s *Supervisor) awaitStopRequest(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	case <-s.requested:
+		return errStopRequested
+	}
+	return nil
+}
+
+// errStopRequested ends the awaitStopRequest service; Run treats it as a
+// graceful stop.
+var errStopRequested = fmt.Errorf("%w: 'swarm down' asked to stop", ErrShutdown)
+
+// every calls fn at once and then every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func(context.Context)) error {
+	fn(ctx)
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			fn(ctx)
+		}
+	}
+}
+
+func (s *Supervisor) heartbeat(ctx context.Context) {
+	if err := s.store.Heartbeat(ctx, s.order); err != nil && ctx.Err() == nil {
+		s.log.Warn("heartbeat", "err", err)
+	}
+}
+
+// prune deletes done mail past the retention window, so a long-running
+// swarm's database does not grow without bound.
+func (s *Supervisor) prune(ctx context.Context) {
+	if n, err := s.store.Prune(ctx, s.clock.Now().Add(-s.cfg.Mailbox.Retention)); err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("prune mail", "err", err)
+		}
+	} else if n > 0 {
+		s.log.Info("pruned done mail", "messages", n)
+	}
+}

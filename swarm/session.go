@@ -1,0 +1,489 @@
+package swarm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/proc"
+)
+
+// killWait bounds the wait for an engine after its process groups were
+// killed: an engine that ignores cancellation must not hang its runner.
+const killWait = 5 * time.Second
+
+// buildPrompt delivers the queued mail into the next session and builds
+// its prompt from nothing.
+func (r *runner) buildPrompt(ctx context.Context) error {
+	// A pause asked for during an interrupted or failed session takes
+	// effect before the next session starts.
+	r.applyControl()
+	if r.pausePending {
+		r.pausePending = false
+		return r.move(ctx, lifecycle.Pause, lifecycle.Paused, "paused by operator")
+	}
+	// The prompt is built from the queued mail without consuming it; then
+	// one transaction delivers exactly that mail into the session, stores
+	// the session and moves on. A crash can never leave mail delivered to
+	// a session that does not exist, and mail arriving meanwhile waits for
+	// the next prompt.
+	seq := r.seq + 1
+	queued, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
+	if err != nil {
+		return err
+	}
+	p, err := r.sup.opts.Prompts.Build(ctx, r.sup.promptRequest(r.agent, seq, r.worktree, queued, r.interrupt))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("build prompt: %w", err)
+	}
+	ids := make([]int64, len(queued))
+	for i, m := range queued {
+		ids[i] = m.ID
+	}
+	var mail []message.Message
+	if err := r.inTx(ctx, func(tx mailbox.Tx) error {
+		var err error
+		if mail, err = tx.Deliver(r.agent.Name, seq, ids); err != nil {
+			return err
+		}
+		if err := tx.StartSession(mailbox.SessionStart{Agent: r.agent.Name, Seq: seq, Engine: r.eng.Name(), Prompt: p.Text, Tasks: p.TaskIDs}); err != nil {
+			return err
+		}
+		r.seq = seq
+		return r.moveTx(tx, lifecycle.PromptReady, lifecycle.Spawning, fmt.Sprintf("session %d: %d message(s)", seq, len(mail)))
+	}); err != nil {
+		return err
+	}
+	r.interrupt = nil
+	r.sessionTasks = p.TaskIDs
+	r.sessionMail = mail
+	r.sessionPrompt = p.Text
+	if r.realWork(mail, p.TaskIDs) {
+		if err := r.sup.store.SetNudges(bg(ctx), r.agent.Name, 0); err != nil {
+			r.sup.log.Warn("reset nudges", "agent", r.agent.Name, "err", err)
+		}
+	}
+	return nil
+}
+
+// session is one running engine session.
+type session struct {
+	seq    int64
+	cancel context.CancelCauseFunc
+	done   chan engine.Result
+	guard  Guard
+	log    *os.File
+	pgids  chan int
+	groups []int
+}
+
+// spawn starts the session and follows it to its end.
+func (r *runner) spawn(ctx context.Context) error {
+	sess, err := r.startSession(ctx)
+	if err != nil {
+		r.sup.log.Warn("session did not start", "agent", r.agent.Name, "session_seq", r.seq, "err", err)
+		return r.endFailed(ctx, lifecycle.StartFailed, mailbox.SessionFailed, err, engine.Usage{})
+	}
+	if err := r.move(ctx, lifecycle.SessionStarted, lifecycle.Running, ""); err != nil {
+		sess.cancel(err)
+		<-sess.done
+		sess.log.Close()
+		return err
+	}
+	return r.follow(ctx, sess)
+}
+
+func (r *runner) startSession(ctx context.Context) (*session, error) {
+	guard, err := r.sup.opts.Worktrees.Guard(ctx, r.agent.Name)
+	if err != nil {
+		return nil, fmt.Errorf("guard the base branch: %w", err)
+	}
+	path := r.sup.opts.Layout.SessionLog(r.agent.Name, r.seq)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	var mail []engine.Mail
+	for _, m := range r.sessionMail {
+		mail = append(mail, engine.Mail{ID: m.ID, From: m.From, Body: m.Body, Urgent: m.IsUrgent()})
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	s := &session{seq: r.seq, cancel: cancel, done: make(chan engine.Result, 1), guard: guard, log: logf, pgids: make(chan int, 64)}
+	es := &engine.Session{
+		Agent:     r.agent.Name,
+		ID:        SessionID(r.agent.Name, r.seq),
+		Seq:       r.seq,
+		Root:      r.sup.opts.Layout.Root,
+		DB:        absPath(r.sup.opts.Layout.DB),
+		Agents:    r.sup.cfg.AgentNames(),
+		Worktree:  r.worktree,
+		Branch:    r.branch,
+		Prompt:    r.sessionPrompt,
+		Mode:      r.agent.Mode,
+		Model:     r.agent.Model,
+		MaxTurns:  r.agent.MaxTurns,
+		Timeout:   r.agent.SessionTimeout,
+		Grace:     r.agent.InterruptGrace,
+		Mail:      mail,
+		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name},
+		Log:       logf,
+		OnProcess: func(pgid int) {
+			if err := r.sup.store.AddSessionPgid(context.Background(), r.agent.Name, s.seq, pgid); err != nil {
+				r.sup.log.Warn("record process group", "agent", r.agent.Name, "err", err)
+			}
+			select {
+			case s.pgids <- pgid:
+			default:
+			}
+		},
+		OnActivity: func(summary string) {
+			if err := r.sup.store.SetActivity(context.Background(), r.agent.Name, summary); err != nil {
+				r.sup.log.Warn("record activity", "agent", r.agent.Name, "err", err)
+			}
+			r.sup.bus.emit(lifecycle.Notice{Agent: r.agent.Name, Kind: lifecycle.NoticeActivity, Text: summary, Seq: s.seq})
+		},
+	}
+	if r.sup.opts.Tasks != nil {
+		es.Tasks = r.sup.opts.Tasks.Board(r.agent.Name, r.worktree)
+	}
+	if r.agent.Interrupt == config.InterruptBoundary && r.kind != config.EngineExec {
+		es.Interject = func(ictx context.Context) []string { return r.interject(ictx, s.seq) }
+	}
+	es.Env = engine.SessionEnv(os.Environ(), es)
+	fmt.Fprintf(logf, "# session %d of %s on %s, started %s\n", r.seq, r.agent.Name, r.eng.Name(), r.sup.clock.Now().Format(time.RFC3339))
+	go func() { s.done <- runEngine(sctx, r.eng, es) }()
+	return s, nil
+}
+
+// runEngine runs one session. A panic in the engine fails this session,
+// with the panic and its stack in the session's log, and leaves the
+// supervisor and every other agent running.
+func runEngine(ctx context.Context, eng engine.Engine, es *engine.Session) (res engine.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := panicError("engine "+eng.Name(), p)
+			if es.Log != nil {
+				fmt.Fprintf(es.Log, "# %v\n", err)
+			}
+			res = engine.Result{Outcome: engine.Failed, Err: err}
+		}
+	}()
+	return eng.Run(ctx, es)
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// follow waits for the running session to end, interrupting it for urgent
+// mail, and settles it.
+func (r *runner) follow(ctx context.Context, s *session) error {
+	defer func() {
+		s.log.Close()
+		// The last tool call belongs to the session that ended.
+		if err := r.sup.store.SetActivity(bg(ctx), r.agent.Name, ""); err != nil {
+			r.sup.log.Warn("clear activity", "agent", r.agent.Name, "err", err)
+		}
+	}()
+	boundary := r.agent.Interrupt == config.InterruptBoundary && r.kind != config.EngineExec
+	// Urgent mail that came in while spawning interrupts at once.
+	if !boundary {
+		r.urgentHint.Store(false)
+		if m, ok := r.urgentMail(ctx); ok {
+			return r.interruptSession(ctx, s, m)
+		}
+	}
+	for {
+		select {
+		case res := <-s.done:
+			return r.sessionEnded(ctx, s, res)
+		case pg := <-s.pgids:
+			s.groups = append(s.groups, pg)
+		case <-r.wake:
+			// The engine takes urgent mail at its next tool boundary; and
+			// only urgent mail interrupts, so other wakes need no query.
+			if boundary || !r.urgentHint.Swap(false) {
+				continue
+			}
+			if m, ok := r.urgentMail(ctx); ok {
+				return r.interruptSession(ctx, s, m)
+			}
+		case c := <-r.ctl:
+			r.pausePending = c == cmdPause
+		case <-ctx.Done():
+			return r.shutdownSession(ctx, s)
+		}
+	}
+}
+
+// urgentMail returns the oldest queued urgent mail for the agent.
+func (r *runner) urgentMail(ctx context.Context) (message.Message, bool) {
+	q, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
+	if err != nil {
+		r.sup.log.Warn("read queued mail", "agent", r.agent.Name, "err", err)
+		return message.Message{}, false
+	}
+	if len(q) > 0 && q[0].IsUrgent() {
+		return q[0], true
+	}
+	return message.Message{}, false
+}
+
+func (r *runner) interruptSession(ctx context.Context, s *session, m message.Message) error {
+	r.interrupt = InterruptFor(m, s.seq)
+	cause := &UrgentError{Message: m}
+	s.cancel(cause)
+	if err := r.move(ctx, lifecycle.UrgentMail, lifecycle.Interrupting, cause.Error()); err != nil {
+		r.waitEngine(s)
+		return err
+	}
+	grace := r.sup.clock.NewTimer(r.agent.InterruptGrace)
+	defer grace.Stop()
+	for {
+		select {
+		case res := <-s.done:
+			return r.settleInterrupted(ctx, s, res, lifecycle.SessionExited, "session ended after interrupt")
+		case pg := <-s.pgids:
+			s.groups = append(s.groups, pg)
+		case <-grace.C:
+			r.killGroups(s)
+			res := r.waitEngine(s)
+			return r.settleInterrupted(ctx, s, res, lifecycle.GraceExceeded, fmt.Sprintf("still running after %s: process groups killed", r.agent.InterruptGrace))
+		case <-ctx.Done():
+			return r.shutdownSession(ctx, s)
+		}
+	}
+}
+
+// waitEngine waits for a cancelled session's engine, at most killWait:
+// an engine that ignores cancellation is logged and left behind rather
+// than hanging the agent.
+func (r *runner) waitEngine(s *session) engine.Result {
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case res := <-s.done:
+		return res
+	case <-t.C:
+		r.sup.log.Error("engine did not return after its session was cancelled and its processes killed", "agent", r.agent.Name, "session_seq", s.seq, "waited", killWait)
+		return engine.Result{Outcome: engine.Cancelled, Err: fmt.Errorf("the engine did not return within %s of being cancelled", killWait)}
+	}
+}
+
+func (r *runner) killGroups(s *session) {
+	for drained := false; !drained; {
+		select {
+		case pg := <-s.pgids:
+			s.groups = append(s.groups, pg)
+		default:
+			drained = true
+		}
+	}
+	for _, pg := range s.groups {
+		if _, err := proc.KillSessionGroup(pg, sessionMarker(r.agent.Name, s.seq)); err != nil {
+			r.sup.log.Warn("kill process group", "agent", r.agent.Name, "pgid", pg, "err", err)
+		}
+	}
+}
+
+func (r *runner) settleInterrupted(ctx context.Context, s *session, res engine.Result, ev lifecycle.Event, cause string) error {
+	r.logResult(s, res)
+	return r.inTx(ctx, func(tx mailbox.Tx) error {
+		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
+			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, Error: r.interrupt.Reason}); err != nil {
+			return err
+		}
+		return r.moveTx(tx, ev, lifecycle.BuildingPrompt, cause)
+	})
+}
+
+// shutdownSession stops a session because the supervisor is stopping: the
+// session's context is already cancelled with the shutdown cause.
+func (r *runner) shutdownSession(ctx context.Context, s *session) error {
+	grace := r.sup.clock.NewTimer(r.agent.InterruptGrace)
+	defer grace.Stop()
+	var res engine.Result
+	select {
+	case res = <-s.done:
+	case <-grace.C:
+		r.killGroups(s)
+		res = r.waitEngine(s)
+	}
+	r.logResult(s, res)
+	return r.inTx(ctx, func(tx mailbox.Tx) error {
+		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
+			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, Error: "stopped: " + causeText(ctx)}); err != nil {
+			return err
+		}
+		return r.moveTx(tx, lifecycle.OperatorStop, lifecycle.Stopped, "shutdown")
+	})
+}
+
+func causeText(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil {
+		return c.Error()
+	}
+	return "stopped"
+}
+
+func (r *runner) logResult(s *session, res engine.Result) {
+	msg := string(res.Outcome)
+	switch {
+	case res.Err != nil:
+		msg += ": " + res.Err.Error()
+	case res.Cause != nil:
+		msg += ": " + res.Cause.Error()
+	}
+	fmt.Fprintf(s.log, "# session %d ended: %s (turns %d, tokens %d)\n", s.seq, msg, res.Turns, res.Usage.Total())
+}
+
+// sessionEnded settles a session that ended on its own.
+func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result) error {
+	r.logResult(s, res)
+	if ferr := s.guard.Check(bg(ctx)); ferr != nil {
+		r.reportGuard(ctx, s.seq, ferr)
+		res = engine.Result{Outcome: engine.Failed, Err: fmt.Errorf("base-branch guard: %w", ferr), Usage: res.Usage, Turns: res.Turns}
+	}
+	if res.Outcome == engine.Success {
+		if r.sup.opts.Tasks != nil {
+			r.lastTasks = r.sessionTasks
+		}
+		return r.inTx(ctx, func(tx mailbox.Tx) error {
+			if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionCompleted,
+				TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens}); err != nil {
+				return err
+			}
+			return r.moveTx(tx, lifecycle.SessionExitedOK, lifecycle.SessionComplete, fmt.Sprintf("session %d completed", s.seq))
+		})
+	}
+	state := mailbox.SessionFailed
+	if res.Outcome == engine.Timeout {
+		state = mailbox.SessionTimeout
+	}
+	err := res.Err
+	if err == nil {
+		err = res.Cause
+	}
+	if err == nil {
+		err = fmt.Errorf("session ended: %s", res.Outcome)
+	}
+	return r.endFailed(ctx, lifecycle.SessionExitedError, state, err, res.Usage)
+}
+
+// endFailed records a failed session and moves to CoolingDown, or to
+// Stopped once the error thresholds are reached.
+func (r *runner) endFailed(ctx context.Context, ev lifecycle.Event, state mailbox.SessionState, cause error, u engine.Usage) error {
+	return r.inTx(ctx, func(tx mailbox.Tx) error {
+		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: r.seq, State: state,
+			TokensIn: u.InputTokens, TokensOut: u.OutputTokens, Error: cause.Error()}); err != nil {
+			return err
+		}
+		a, err := tx.Agent(r.agent.Name)
+		if err != nil {
+			return err
+		}
+		lim := r.sup.cfg.Errors
+		to := lifecycle.CoolingDown
+		text := fmt.Sprintf("session %d %s: %v", r.seq, state, cause)
+		if a.ConsecutiveErrors >= lim.MaxConsecutive || a.TotalErrors >= lim.MaxTotal {
+			to = lifecycle.Stopped
+			text = fmt.Sprintf("%s; stopping after %d consecutive / %d total errors", text, a.ConsecutiveErrors, a.TotalErrors)
+			r.stopReason = text
+		}
+		return r.moveTx(tx, ev, to, truncate(text, 500))
+	})
+}
+
+// reportGuard tells the operator what the base-branch guard found.
+func (r *runner) reportGuard(ctx context.Context, seq int64, finding error) {
+	body := fmt.Sprintf("Session %d of %s was failed by the base-branch guard: %v. The agent retries after a back-off and stops after repeated failures; put its worktree back on %s (git -C %q switch %s), undo any commit it made on the base branch, and restart swarm up if it stopped.",
+		seq, r.agent.Name, finding, r.branch, r.worktree, r.branch)
+	if _, err := r.sup.poster.Post(bg(ctx), message.Draft{From: r.agent.Name, To: message.Operator, Kind: message.KindStatus, Body: body}); err != nil {
+		r.sup.log.Error("report guard finding", "agent", r.agent.Name, "err", err)
+	}
+}
+
+// interject hands queued urgent mail to an in-process session at a tool
+// boundary (interrupt = "boundary"): the mail is delivered into the running
+// session and recorded as an UrgentInjected self-transition.
+func (r *runner) interject(ctx context.Context, seq int64) []string {
+	q, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
+	if err != nil {
+		r.sup.log.Warn("read queued mail", "agent", r.agent.Name, "err", err)
+		return nil
+	}
+	var ids []int64
+	for _, m := range q {
+		if m.IsUrgent() {
+			ids = append(ids, m.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	// This runs on the engine's goroutine: it must not touch the runner's
+	// fields, so it uses the store directly and announces after commit.
+	var texts []string
+	var notices []lifecycle.Notice
+	err = r.sup.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+		ms, err := tx.Deliver(r.agent.Name, seq, ids)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			texts = append(texts, fmt.Sprintf("[URGENT] From %s: %s", m.From, m.Body))
+			cause := fmt.Sprintf("urgent mail #%d from %s injected", m.ID, m.From)
+			// A self-transition: recorded, but the runner's state is unchanged.
+			e, err := fsm.Apply(tx, lifecycle.Table, fsm.SubjectAgent, r.agent.Name, lifecycle.Running, lifecycle.UrgentInjected, lifecycle.Running, cause, seq)
+			if err != nil {
+				return err
+			}
+			notices = append(notices, lifecycle.Notice{At: e.At, Agent: r.agent.Name, Kind: lifecycle.NoticeTransition, From: lifecycle.Running, To: lifecycle.Running, Cause: cause, Seq: seq})
+		}
+		return nil
+	})
+	if err != nil {
+		r.sup.log.Warn("inject urgent mail", "agent", r.agent.Name, "err", err)
+		return nil
+	}
+	for _, n := range notices {
+		r.sup.bus.emit(n)
+	}
+	return texts
+}
+
+// messenger is the engine's way to send mail as the agent, through the
+// supervisor's poster: validated, stored, and the recipient woken.
+type messenger struct {
+	poster *mailbox.Poster
+	agent  string
+}
+
+func (m messenger) Send(ctx context.Context, to, body string, urgent bool, replyTo int64) (int64, error) {
+	d := message.Draft{From: m.agent, To: to, Body: body, ReplyTo: replyTo}
+	if urgent {
+		d.Urgency = message.Urgent
+	}
+	msg, err := m.poster.Post(ctx, d)
+	if err != nil {
+		return 0, err
+	}
+	return msg.ID, nil
+}

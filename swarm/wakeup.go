@@ -1,0 +1,150 @@
+package swarm
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+)
+
+// Wake is the supervisor's mailbox.Waker: mail posted in this process, or
+// announced by another process's poke, wakes exactly its recipients'
+// runners (urgent mail first, so an interrupt never waits for the
+// notices), then is announced once.
+func (s *Supervisor) Wake(ctx context.Context, posted []message.Message) {
+	for _, m := range posted {
+		if r, ok := s.runners[m.To]; ok {
+			r.poke(m.IsUrgent())
+		}
+	}
+	s.announce(posted)
+}
+
+// wakeAll wakes every runner as if urgent mail had come: a poke that does
+// not say what arrived, or a change the feed saw. Each runner checks the
+// store for itself.
+func (s *Supervisor) wakeAll() {
+	for _, r := range s.runners {
+		r.poke(true)
+	}
+}
+
+// announce emits one notice per message not announced before.
+func (s *Supervisor) announce(ms []message.Message) {
+	for _, m := range s.mail.fresh(ms) {
+		s.bus.emit(lifecycle.Notice{At: m.CreatedAt, Agent: m.To, Kind: lifecycle.NoticeMessage, Message: &m})
+	}
+}
+
+// followFeed is the fallback wake-up: the store's change feed reports
+// writes by other processes whose poke was missed; the mail stored since
+// the last look wakes its recipients.
+func (s *Supervisor) followFeed(ctx context.Context) error {
+	f, err := s.store.Feed(ctx, s.opts.PollInterval)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		if err := f.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch the database for changes: %w", err)
+		}
+		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("read new mail", "err", err)
+		}
+	}
+}
+
+// catchUp wakes the recipients of every message stored since the last one
+// seen, and announces it.
+func (s *Supervisor) catchUp(ctx context.Context) error {
+	const page = 200
+	for {
+		ms, err := s.store.MessagesSince(ctx, s.mail.low(), page)
+		if err != nil {
+			return err
+		}
+		if len(ms) == 0 {
+			return nil
+		}
+		fresh := s.mail.fresh(ms)
+		for _, m := range fresh {
+			if r, ok := s.runners[m.To]; ok {
+				r.poke(m.IsUrgent())
+			}
+			s.bus.emit(lifecycle.Notice{At: m.CreatedAt, Agent: m.To, Kind: lifecycle.NoticeMessage, Message: &m})
+		}
+		s.mail.advance(ms[len(ms)-1].ID)
+		if len(ms) < page {
+			return nil
+		}
+	}
+}
+
+// mailTracker remembers which messages were announced: every id up to a
+// low-water mark, plus the ones above it that a wake already announced. A
+// message is announced once whether a poke, the feed, or both report it.
+type mailTracker struct {
+	mu   sync.Mutex
+	mark int64
+	seen map[int64]bool
+}
+
+// start sets the low-water mark to the newest stored message: what was
+// there before this run is not news.
+func (t *mailTracker) start(ctx context.Context, st mailbox.Store) error {
+	id, err := st.NewestMessageID(ctx)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.mark, t.seen = id, map[int64]bool{}
+	t.mu.Unlock()
+	return nil
+}
+
+func (t *mailTracker) low() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mark
+}
+
+// fresh returns the messages of ms not announced yet, and marks them.
+func (t *mailTracker) fresh(ms []message.Message) []message.Message {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen == nil {
+		t.seen = map[int64]bool{}
+	}
+	var out []message.Message
+	for _, m := range ms {
+		if m.ID <= t.mark || t.seen[m.ID] {
+			continue
+		}
+		t.seen[m.ID] = true
+		out = append(out, m)
+	}
+	return out
+}
+
+// advance moves the low-water mark to id: every message up to it has been
+// read in order, so the seen set below it can go.
+func (t *mailTracker) advance(id int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id <= t.mark {
+		return
+	}
+	t.mark = id
+	for k := range t.seen {
+		if k <= id {
+			delete(t.seen, k)
+		}
+	}
+}
