@@ -16,7 +16,10 @@
 // and refuses a call to any other. Tool failures go back to the model as
 // the tool's error text; they never end the session. The file tools
 // (read_file, write_file, edit_file, list_files, grep) resolve every path,
-// symlinks included, and refuse anything outside the worktree. bash is not
+// symlinks included, refuse anything outside the worktree, and then open
+// it through an os.Root on the worktree, so a symlink swapped in meanwhile
+// cannot lead them out. Writes replace files by rename and refuse files
+// with more than one hard link. bash is not
 // confined: it runs with the user's rights, in the worktree, in its own
 // process group (killed on cancel, on its timeout and when it returns),
 // with the session environment minus credentials (Scrub).

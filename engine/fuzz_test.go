@@ -84,6 +84,7 @@ func FuzzSandboxPath(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	f.Cleanup(func() { sb.close() })
 	f.Fuzz(func(t *testing.T, p string) {
 		got, err := sb.resolve(p)
 		if err != nil {
@@ -94,6 +95,15 @@ func FuzzSandboxPath(f *testing.F) {
 		}
 		if _, ok := within(sb.root, got); !ok {
 			t.Fatalf("resolve(%q) = %s, outside %s", p, got, sb.root)
+		}
+		// The tools open the name through the worktree's os.Root; in a
+		// tree nobody is changing, it must agree with resolve.
+		name, err := sb.name(p)
+		if err != nil || filepath.Join(sb.root, name) != got {
+			t.Fatalf("name(%q) = %q, %v; resolve gave %s", p, name, err, got)
+		}
+		if _, err := sb.dir.Lstat(name); isEscape(err) {
+			t.Fatalf("resolve(%q) passed %s, which os.Root calls an escape: %v", p, name, err)
 		}
 		// Whatever exists of the result must really be inside.
 		for cur := got; ; cur = filepath.Dir(cur) {

@@ -119,6 +119,7 @@ func runTool(t *testing.T, s *Session, name string, args map[string]any) ToolRes
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tb.close()
 	return tb.run(context.Background(), ToolCall{ID: "x", Name: name, Args: args})
 }
 

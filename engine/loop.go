@@ -82,6 +82,7 @@ func (l *Loop) run(ctx context.Context, s *Session, clog *convLog, log *slog.Log
 	if err != nil {
 		return fail(fmt.Errorf("start session: %w", err))
 	}
+	defer tb.close()
 	maxTurns := s.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = DefaultMaxTurns

@@ -171,6 +171,9 @@ func withoutKey(env []string, key string) []string {
 	return out
 }
 
+// close releases what the toolbox holds open (the worktree's descriptor).
+func (tb *toolbox) close() error { return tb.sb.close() }
+
 func (tb *toolbox) specs() []ToolSpec { return ToolSpecs(tb.offered) }
 
 // errCancelled marks a tool that stopped because the session ended.

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -37,31 +39,65 @@ func isBinary(b []byte) bool {
 // maxFileSize bounds what read_file and edit_file load into memory.
 const maxFileSize = 32 << 20
 
-// loadText reads a text file for read_file and edit_file.
-func loadText(op, path, p string) ([]byte, error) {
-	fi, err := os.Stat(p)
+// loadText reads the text file name under r for read_file and edit_file,
+// path being how the model wrote it. It returns the file's FileInfo from
+// the open descriptor, so what is checked is what was read.
+func (sb *sandbox) loadText(op, path string, r *os.Root, name string) ([]byte, fs.FileInfo, error) {
+	// Stat first so a directory or a FIFO is refused, not opened (opening
+	// a FIFO blocks until someone writes to it).
+	fi, err := r.Stat(name)
 	if err != nil {
-		return nil, pathError(op, path, err)
+		return nil, nil, sb.useError(op, path, err)
 	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s %s: it is a directory; use list_files for directories", op, path)
+	if err := checkText(op, path, fi); err != nil {
+		return nil, nil, err
 	}
-	if fi.Size() > maxFileSize {
-		return nil, fmt.Errorf("%s %s: the file is %d bytes, too large for %s_file; use grep, or bash with head, tail or sed", op, path, fi.Size(), op)
-	}
-	data, err := os.ReadFile(p)
+	f, err := r.Open(name)
 	if err != nil {
-		return nil, pathError(op, path, err)
+		return nil, nil, sb.useError(op, path, err)
 	}
-	return data, nil
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, nil, pathError(op, path, err)
+	}
+	if err := checkText(op, path, fi); err != nil {
+		return nil, nil, err
+	}
+	// Read at most one byte past the limit: the file may have grown
+	// since the Stat.
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, nil, pathError(op, path, err)
+	}
+	if len(data) > maxFileSize {
+		return nil, nil, tooLarge(op, path, int64(len(data)))
+	}
+	return data, fi, nil
+}
+
+// checkText refuses what read_file and edit_file cannot load.
+func checkText(op, path string, fi fs.FileInfo) error {
+	switch {
+	case fi.IsDir():
+		return fmt.Errorf("%s %s: it is a directory; use list_files for directories", op, path)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %s: not a regular file (%s); %s_file works on regular files only", op, path, fi.Mode().Type(), op)
+	case fi.Size() > maxFileSize:
+		return tooLarge(op, path, fi.Size())
+	}
+	return nil
+}
+
+func tooLarge(op, path string, size int64) error {
+	return fmt.Errorf("%s %s: the file is %d bytes, too large for %s_file; use grep, or bash with head, tail or sed", op, path, size, op)
 }
 
 func (tb *toolbox) readFile(a readArgs) (string, error) {
-	p, err := tb.sb.resolve(a.Path)
+	name, err := tb.sb.name(a.Path)
 	if err != nil {
 		return "", err
 	}
-	data, err := loadText("read", a.Path, p)
+	data, _, err := tb.sb.loadText("read", a.Path, tb.sb.dir, name)
 	if err != nil {
 		return "", err
 	}
@@ -91,42 +127,165 @@ func (tb *toolbox) readFile(a readArgs) (string, error) {
 }
 
 func (tb *toolbox) writeFile(a writeArgs) (string, error) {
-	p, err := tb.sb.resolve(a.Path)
+	name, err := tb.sb.name(a.Path)
 	if err != nil {
 		return "", err
 	}
-	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+	if name == "." {
+		return "", fmt.Errorf("write %s: it is a directory", orDot(a.Path))
+	}
+	dir, base := filepath.Split(name)
+	dir = filepath.Clean(dir)
+	if dir != "." {
+		if err := tb.sb.dir.MkdirAll(dir, 0o755); err != nil {
+			return "", tb.sb.useError("create the directory for", a.Path, err)
+		}
+	}
+	// Every step below works in this one directory, by its descriptor:
+	// a parent swapped for a symlink afterwards cannot move the write.
+	parent, err := tb.sb.dir.OpenRoot(dir)
+	if err != nil {
+		return "", tb.sb.useError("write", a.Path, err)
+	}
+	defer parent.Close()
+	perm, keep := fs.FileMode(0o644), false
+	fi, err := parent.Lstat(base)
+	switch {
+	case err == nil && fi.IsDir():
 		return "", fmt.Errorf("write %s: it is a directory", a.Path)
+	case err == nil && !fi.Mode().IsRegular():
+		// resolve followed symlinks, so one here was swapped in since.
+		return "", fmt.Errorf("write %s: not a regular file (%s); write_file replaces regular files only", a.Path, fi.Mode().Type())
+	case err == nil:
+		if err := refuseLinked("write", a.Path, fi); err != nil {
+			return "", err
+		}
+		if err := refuseReadOnly("write", a.Path, fi); err != nil {
+			return "", err
+		}
+		perm, keep = fi.Mode().Perm(), true
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", tb.sb.useError("write", a.Path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return "", pathError("create the directory for", a.Path, err)
-	}
-	if err := writeKeepMode(p, []byte(a.Content)); err != nil {
-		return "", pathError("write", a.Path, err)
+	if err := replaceFile(parent, base, []byte(a.Content), perm, keep, nil); err != nil {
+		return "", tb.sb.useError("write", a.Path, err)
 	}
 	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.Path), nil
 }
 
-// writeKeepMode writes data to p, keeping an existing file's permissions.
-func writeKeepMode(p string, data []byte) error {
-	perm := fs.FileMode(0o644)
-	if fi, err := os.Stat(p); err == nil {
-		perm = fi.Mode().Perm()
+// refuseLinked refuses to change a file with more than one hard link.
+// Another name for it may be outside the worktree, and replacing this name
+// would silently split the two, which is never what editing one meant.
+func refuseLinked(op, path string, fi fs.FileInfo) error {
+	if n := linkCount(fi); n > 1 {
+		return fmt.Errorf("%s %s: the file has %d hard links, and another of its names may be outside the worktree, so %s_file will not change it; to replace only this name, remove it first (bash: rm %s) and write it again", op, path, n, op, path)
 	}
-	return os.WriteFile(p, data, perm)
+	return nil
+}
+
+// refuseReadOnly refuses to change a file nobody may write. Writing in
+// place used to fail on one; a rename needs only the directory writable
+// and would replace it without a word.
+func refuseReadOnly(op, path string, fi fs.FileInfo) error {
+	if fi.Mode().Perm()&0o222 == 0 {
+		return fmt.Errorf("%s %s: the file is read-only (mode %v); if it is meant to change, make it writable first (bash: chmod u+w %s)", op, path, fi.Mode().Perm(), path)
+	}
+	return nil
+}
+
+// tempMark is in the name of every temporary file replaceFile makes, so a
+// leftover from a killed process can be recognised.
+const tempMark = ".swarm-tmp-"
+
+// replaceFile writes data to a new file in parent and renames it over base,
+// so a reader sees the old content or the new, never a mix, and a crash
+// mid-write leaves the old file whole. The rename replaces the directory
+// entry rather than writing into the old file, so no other name of it (a
+// hard link) changes. With keep the new file gets exactly perm, the old
+// file's mode; otherwise perm is filtered by the umask as for any new file.
+// When was is set, base must still be that file, or the write is refused:
+// someone changed it since it was read.
+func replaceFile(parent *os.Root, base string, data []byte, perm fs.FileMode, keep bool, was fs.FileInfo) error {
+	tmp, f, err := createTemp(parent, base, perm)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			parent.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if keep {
+		if err := f.Chmod(perm); err != nil {
+			return err
+		}
+	}
+	// Sync before the rename: otherwise a crash can leave the new name
+	// in place with its data never written, and the old content gone.
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if was != nil {
+		if now, err := parent.Lstat(base); err != nil || !os.SameFile(now, was) {
+			return errChanged
+		}
+	}
+	if err := parent.Rename(tmp, base); err != nil {
+		return err
+	}
+	done = true
+	return f.Close()
+}
+
+// errChanged is replaceFile's refusal to overwrite a file that was
+// replaced or removed since it was read.
+var errChanged = errors.New("the file changed while it was being edited; read it again and redo the edit")
+
+// createTemp creates a new, empty file next to base in parent.
+func createTemp(parent *os.Root, base string, perm fs.FileMode) (string, *os.File, error) {
+	// Keep the name well under NAME_MAX however long base is.
+	prefix := "." + truncUTF8(base, 100) + tempMark
+	for range 10 {
+		tmp := prefix + strconv.FormatUint(rand.Uint64(), 36)
+		f, err := parent.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return tmp, f, err
+	}
+	return "", nil, fmt.Errorf("could not create a temporary file next to %s", base)
 }
 
 func (tb *toolbox) editFile(a editArgs) (string, error) {
-	p, err := tb.sb.resolve(a.Path)
+	name, err := tb.sb.name(a.Path)
 	if err != nil {
 		return "", err
 	}
-	data, err := loadText("edit", a.Path, p)
+	// Read and replace through the same directory descriptor, so the
+	// file replaced is in the directory the text was read from.
+	parent, err := tb.sb.dir.OpenRoot(filepath.Dir(name))
+	if err != nil {
+		return "", tb.sb.useError("edit", a.Path, err)
+	}
+	defer parent.Close()
+	base := filepath.Base(name)
+	data, fi, err := tb.sb.loadText("edit", a.Path, parent, base)
 	if err != nil {
 		return "", err
 	}
 	if isBinary(data) {
 		return "", fmt.Errorf("edit %s: binary file; edit_file changes text only", a.Path)
+	}
+	if err := refuseLinked("edit", a.Path, fi); err != nil {
+		return "", err
+	}
+	if err := refuseReadOnly("edit", a.Path, fi); err != nil {
+		return "", err
 	}
 	text := string(data)
 	switch n := strings.Count(text, a.Old); n {
@@ -141,71 +300,51 @@ func (tb *toolbox) editFile(a editArgs) (string, error) {
 		return "", fmt.Errorf("edit %s: old text matches %d places; include more surrounding lines in old so it matches exactly one", a.Path, n)
 	}
 	text = strings.Replace(text, a.Old, a.New, 1)
-	if err := writeKeepMode(p, []byte(text)); err != nil {
-		return "", pathError("write", a.Path, err)
+	if err := replaceFile(parent, base, []byte(text), fi.Mode().Perm(), true, fi); errors.Is(err, errChanged) {
+		return "", fmt.Errorf("edit %s: %w", a.Path, err)
+	} else if err != nil {
+		return "", tb.sb.useError("edit", a.Path, err)
 	}
 	return fmt.Sprintf("edited %s: replaced 1 occurrence (%d bytes with %d)", a.Path, len(a.Old), len(a.New)), nil
 }
 
 func (tb *toolbox) listFiles(a listArgs) (string, error) {
-	p, err := tb.sb.resolve(a.Path)
+	name, err := tb.sb.name(a.Path)
 	if err != nil {
 		return "", err
 	}
-	fi, err := os.Stat(p)
+	fi, err := tb.sb.dir.Stat(name)
 	if err != nil {
-		return "", pathError("list", orDot(a.Path), err)
+		return "", tb.sb.useError("list", orDot(a.Path), err)
 	}
 	if !fi.IsDir() {
 		return "", fmt.Errorf("list %s: not a directory; use read_file for files", a.Path)
 	}
 	var entries []string
 	truncated := false
-	add := func(path string, dir bool) bool {
+	err = tb.sb.walk(name, func(path string, d fs.DirEntry) error {
+		if d == nil {
+			return nil // the directory listed
+		}
+		if d.Name() == ".git" {
+			return fs.SkipDir
+		}
 		if len(entries) >= maxListed {
 			truncated = true
-			return false
+			return fs.SkipAll
 		}
-		rel := tb.sb.rel(path)
-		if dir {
+		rel := filepath.ToSlash(path)
+		if d.IsDir() {
 			rel += "/"
 		}
-		entries = append(entries, filepath.ToSlash(rel))
-		return true
-	}
-	if a.Recursive {
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil // unreadable entries are skipped, not fatal
-			}
-			if path == p {
-				return nil
-			}
-			if d.Name() == ".git" {
-				if d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if !add(path, d.IsDir()) {
-				return fs.SkipAll
-			}
-			return nil
-		})
-	} else {
-		var des []fs.DirEntry
-		des, err = os.ReadDir(p)
-		for _, d := range des {
-			if d.Name() == ".git" {
-				continue
-			}
-			if !add(filepath.Join(p, d.Name()), d.IsDir()) {
-				break
-			}
+		entries = append(entries, rel)
+		if !a.Recursive {
+			return fs.SkipDir
 		}
-	}
+		return nil
+	})
 	if err != nil {
-		return "", pathError("list", orDot(a.Path), err)
+		return "", tb.sb.useError("list", orDot(a.Path), err)
 	}
 	if len(entries) == 0 {
 		return "(empty directory)\n", nil
@@ -229,13 +368,13 @@ func (tb *toolbox) grep(ctx context.Context, a grepArgs) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("grep: bad pattern: %v (the pattern is a Go RE2 regular expression; escape metacharacters like \\( or use [.])", err)
 	}
-	p, err := tb.sb.resolve(a.Path)
+	name, err := tb.sb.name(a.Path)
 	if err != nil {
 		return "", err
 	}
-	fi, err := os.Stat(p)
+	fi, err := tb.sb.dir.Stat(name)
 	if err != nil {
-		return "", pathError("grep", orDot(a.Path), err)
+		return "", tb.sb.useError("grep", orDot(a.Path), err)
 	}
 	var hits []string
 	truncated := false
@@ -243,7 +382,7 @@ func (tb *toolbox) grep(ctx context.Context, a grepArgs) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		more, err := grepFile(path, tb.sb.rel(path), re, maxGrepHits-len(hits), &hits)
+		more, err := grepFile(tb.sb.dir, path, re, maxGrepHits-len(hits), &hits)
 		if err != nil {
 			return nil // unreadable files are skipped
 		}
@@ -254,20 +393,16 @@ func (tb *toolbox) grep(ctx context.Context, a grepArgs) (string, error) {
 		return nil
 	}
 	if !fi.IsDir() {
-		err = search(p)
+		err = search(name)
 	} else {
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if d.IsDir() {
-				if d.Name() == ".git" && path != p {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return nil // symlinks may lead out of the worktree
+		err = tb.sb.walk(name, func(path string, d fs.DirEntry) error {
+			switch {
+			case d == nil:
+				return nil // the directory searched
+			case d.IsDir() && d.Name() == ".git":
+				return fs.SkipDir
+			case !d.Type().IsRegular():
+				return nil // directories are walked; symlinks and devices are not searched
 			}
 			return search(path)
 		})
@@ -285,10 +420,16 @@ func (tb *toolbox) grep(ctx context.Context, a grepArgs) (string, error) {
 	return out, nil
 }
 
-// grepFile appends up to room matching lines of one file to hits. It
-// reports false when room ran out. Binary and very large files are skipped.
-func grepFile(path, rel string, re *regexp.Regexp, room int, hits *[]string) (bool, error) {
-	f, err := os.Open(path)
+// grepFile appends up to room matching lines of the file name under r to
+// hits. It reports false when room ran out. Binary, very large and
+// irregular files are skipped.
+func grepFile(r *os.Root, name string, re *regexp.Regexp, room int, hits *[]string) (bool, error) {
+	// Stat first: opening a FIFO would block. The walk saw a regular
+	// file, but a single path given to grep may be anything.
+	if fi, err := r.Stat(name); err != nil || !fi.Mode().IsRegular() {
+		return true, err
+	}
+	f, err := r.Open(name)
 	if err != nil {
 		return true, err
 	}
@@ -301,7 +442,7 @@ func grepFile(path, rel string, re *regexp.Regexp, room int, hits *[]string) (bo
 	if peek, _ := br.Peek(8000); isBinary(peek) {
 		return true, nil
 	}
-	rel = filepath.ToSlash(rel)
+	rel := filepath.ToSlash(name)
 	for n := 1; ; n++ {
 		line, err := br.ReadString('\n')
 		if len(line) > 0 {
