@@ -284,3 +284,43 @@ func TestValidateChecksComputedFields(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildConcurrently: one Builder serves every sender at once (the
+// schemas are compiled once and shared). Run with -race.
+func TestBuildConcurrently(t *testing.T) {
+	s, m := seeded(t)
+	b := newBuilder(s)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			d := Draft{Type: TypeTaskResult, From: "backend", To: "lead", TaskID: "T-42", ContextRef: []string{m["dispatch"].MsgID}, Payload: []byte(`{"status":"completed","summary":"s"}`)}
+			if i%2 == 1 {
+				d.Payload = []byte(`{"status":"done"}`)
+			}
+			_, _, err := b.Build(ctx, d)
+			switch {
+			case i%2 == 0 && err != nil:
+				errs <- err
+			case i%2 == 1 && err == nil:
+				errs <- errors.New("accepted status done")
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestBuilderNeedsAResolver(t *testing.T) {
+	var b Builder
+	if _, _, err := b.Build(ctx, dispatchDraft()); err == nil || !strings.Contains(err.Error(), "no Resolver") {
+		t.Errorf("Build: %v", err)
+	}
+	if _, err := b.Validate(ctx, []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "no Resolver") {
+		t.Errorf("Validate: %v", err)
+	}
+}
