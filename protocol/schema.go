@@ -126,37 +126,29 @@ func leaves(e *jsonschema.ValidationError, out []*jsonschema.ValidationError) []
 }
 
 // instancePath turns the library's instance location (JSON pointer tokens)
-// into a dotted path. It walks the document, because only the document says
-// whether "0" is an array index or an object key.
-func instancePath(doc any, loc []string) (string, []any) {
-	p := ""
-	values := []any{doc}
-	v := doc
+// into a dotted path, and returns the value there. It walks the document,
+// because only the document says whether "0" is an array index or a key.
+func instancePath(doc any, loc []string) (string, any) {
+	p, v := "", doc
 	for _, tok := range loc {
 		switch x := v.(type) {
 		case []any:
 			i, _ := strconv.Atoi(tok)
-			p = joinIndex(p, i)
+			p, v = joinIndex(p, i), nil
 			if i >= 0 && i < len(x) {
 				v = x[i]
-			} else {
-				v = nil
 			}
 		case map[string]any:
-			p = joinKey(p, tok)
-			v = x[tok]
+			p, v = joinKey(p, tok), x[tok]
 		default:
-			p = joinKey(p, tok)
-			v = nil
+			p, v = joinKey(p, tok), nil
 		}
-		values = append(values, v)
 	}
-	return p, values
+	return p, v
 }
 
 func addSchemaError(c *collector, t Type, doc any, e *jsonschema.ValidationError) {
-	p, values := instancePath(doc, e.InstanceLocation)
-	value := values[len(values)-1]
+	p, value := instancePath(doc, e.InstanceLocation)
 	if p == "" {
 		p = "envelope"
 	}
@@ -368,7 +360,7 @@ func article(jsonType string) string {
 		return "null"
 	case "integer":
 		return "a whole number"
-	case "array", "object", "integer-valued number":
+	case "array", "object":
 		return "an " + jsonType
 	case "boolean":
 		return "true or false"
