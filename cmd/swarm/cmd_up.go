@@ -152,22 +152,37 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		return err
 	}
 
-	// The first signal stops gracefully; a second one forces the stop.
+	// The first signal stops gracefully; a second one forces the stop. The
+	// watcher ends with runUp, which waits for it.
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	// A reader that goes away (swarm up | head) must not kill the
+	// supervisor mid-stop: writes to a closed pipe fail with EPIPE
+	// instead, and the line printer stops printing.
+	signal.Ignore(syscall.SIGPIPE)
+	watchDone := make(chan struct{})
+	endWatch := make(chan struct{})
+	defer func() {
+		signal.Stop(sigs)
+		close(endWatch)
+		<-watchDone
+	}()
 	go func() {
-		sig, ok := <-sigs
-		if !ok {
+		defer close(watchDone)
+		select {
+		case <-endWatch:
 			return
+		case sig := <-sigs:
+			if !useTUI { // the view shows the agents stopping; text would tear it
+				fmt.Fprintf(app.Stderr, "swarm: %s: stopping gracefully (again to force)\n", sig)
+			}
+			cancel(fmt.Errorf("%w: %s", swarm.ErrShutdown, sig))
 		}
-		if !useTUI { // the view shows the agents stopping; text would tear it
-			fmt.Fprintf(app.Stderr, "swarm: %s: stopping gracefully (again to force)\n", sig)
-		}
-		cancel(fmt.Errorf("%w: %s", swarm.ErrShutdown, sig))
-		if _, ok := <-sigs; ok {
+		select {
+		case <-endWatch:
+		case <-sigs:
 			fmt.Fprintln(app.Stderr, "swarm: forced stop; the next 'swarm up' recovers")
 			os.Exit(exitError)
 		}
@@ -219,24 +234,34 @@ const stoppedLine = "swarm stopped"
 // object) per transition and message, and logs the same to the supervisor
 // log.
 func newLinePrinter(w io.Writer, asJSON bool, logger *slog.Logger) func(lifecycle.Notice) {
-	var mu sync.Mutex
+	var (
+		mu     sync.Mutex
+		broken bool // the reader went away: stop printing, keep running
+	)
 	enc := json.NewEncoder(w)
 	return func(n lifecycle.Notice) {
 		mu.Lock()
-		if asJSON {
-			if n.Kind != "activity" {
-				_ = enc.Encode(n)
+		if !broken {
+			var err error
+			if asJSON {
+				if n.Kind != lifecycle.NoticeActivity {
+					err = enc.Encode(n)
+				}
+			} else if line := formatNotice(n); line != "" {
+				_, err = fmt.Fprintln(w, line)
 			}
-		} else if line := formatNotice(n); line != "" {
-			fmt.Fprintln(w, line)
+			if err != nil {
+				broken = true
+				logger.Warn("stopped printing notices: the output is gone", "err", err)
+			}
 		}
 		mu.Unlock()
 		switch n.Kind {
-		case "transition":
+		case lifecycle.NoticeTransition:
 			logger.Info("transition", "agent", n.Agent, "from", string(n.From), "to", string(n.To), "cause", n.Cause, "session_seq", n.Seq)
-		case "message":
+		case lifecycle.NoticeMessage:
 			logger.Info("message", "id", n.Message.ID, "from", n.Message.From, "to", n.Message.To, "urgency", string(n.Message.Urgency), "kind", string(n.Message.Kind))
-		case "info":
+		case lifecycle.NoticeInfo:
 			logger.Info(n.Text, "agent", n.Agent)
 		}
 	}
