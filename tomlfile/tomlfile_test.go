@@ -66,3 +66,39 @@ func TestDecodeErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestArrayElementLines(t *testing.T) {
+	doc := `[env]
+pass = [
+  "A",   # one a line
+
+  "B",
+]
+[[agent]]
+command = ["x", "y"]
+nested = [[1, 2], { a = 1 }]
+`
+	var v map[string]any
+	lines, err := Decode([]byte(doc), "f.toml", &v, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]int{
+		"env.pass": 2, "env.pass[0]": 3, "env.pass[1]": 5, "env.pass[2]": 2,
+		"agent[0].command[1]": 8, "agent[0].nested[0]": 9, "agent[0].nested[1]": 9,
+	} {
+		if got := lines.Line(key); got != want {
+			t.Errorf("Line(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+func TestLineAt(t *testing.T) {
+	data := []byte("a\n\nbc\nd")
+	nl := newLineAt(data)
+	for off, want := range []int{1, 1, 2, 3, 3, 3, 4} {
+		if got := nl.line(off); got != want {
+			t.Errorf("line(%d) = %d, want %d", off, got, want)
+		}
+	}
+}

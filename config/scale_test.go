@@ -1,0 +1,121 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmhq/swarm/mode"
+)
+
+// manyAgents returns a swarm.toml with n agents, each overriding a few
+// settings, as a large generated swarm would.
+func manyAgents(n int) []byte {
+	var sb strings.Builder
+	sb.WriteString("[defaults]\nengine = \"script\"\nsession_timeout = \"10m\"\n\n")
+	for i := range n {
+		fmt.Fprintf(&sb, "[[agent]]\nname = \"agent-%d\"\nrole = \"You are agent %d.\"\n", i, i)
+		if i%2 == 0 {
+			sb.WriteString("mode = \"review\"\nmax_turns = 7\n")
+		}
+		sb.WriteString("\n")
+	}
+	return []byte(sb.String())
+}
+
+func benchmarkParse(b *testing.B, n int) {
+	data := manyAgents(n)
+	root := b.TempDir()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Parse(data, "swarm.toml", root); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParse1k(b *testing.B)  { benchmarkParse(b, 1000) }
+func BenchmarkParse4k(b *testing.B)  { benchmarkParse(b, 4000) }
+func BenchmarkParse10k(b *testing.B) { benchmarkParse(b, 10000) }
+
+// TestParseManyAgents parses 10,000 agents and checks what came out,
+// including that an error at the last one names its line. How fast that is
+// is measured by BenchmarkParse10k, not asserted here.
+func TestParseManyAgents(t *testing.T) {
+	const n = 10000
+	data := manyAgents(n)
+	cfg, err := Parse(data, "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Agents) != n || len(cfg.AgentNames()) != n {
+		t.Fatalf("%d agents, want %d", len(cfg.Agents), n)
+	}
+	for _, i := range []int{0, 1, n / 2, n - 1} {
+		name := fmt.Sprintf("agent-%d", i)
+		a, ok := cfg.Agent(name)
+		if !ok || a.Name != name || a.Role != fmt.Sprintf("You are agent %d.", i) || a.Engine != EngineScript || a.SessionTimeout != 10*time.Minute {
+			t.Fatalf("Agent(%q) = %+v, %v", name, a, ok)
+		}
+		wantMode, wantTurns := mode.Code, 100
+		if i%2 == 0 {
+			wantMode, wantTurns = mode.Review, 7
+		}
+		if a.Mode != wantMode || a.MaxTurns != wantTurns {
+			t.Fatalf("agent %d: mode %s, max_turns %d", i, a.Mode, a.MaxTurns)
+		}
+		if cfg.Agents[i].Name != name {
+			t.Fatalf("agent %d is %q: config order lost", i, cfg.Agents[i].Name)
+		}
+	}
+	if _, ok := cfg.Agent(fmt.Sprintf("agent-%d", n)); ok {
+		t.Fatal("found an agent that is not there")
+	}
+
+	// A mistake in the last agent, and a repeat of the first, are reported
+	// at their own lines.
+	bad := append(slices.Clone(data), "[[agent]]\nname = \"agent-0\"\nmax_turns = 0\n"...)
+	last := bytes.Count(data, []byte("\n"))
+	_, err = Parse(bad, "swarm.toml", t.TempDir())
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		fmt.Sprintf("swarm.toml:%d: duplicate agent name \"agent-0\" (first defined on line 6)", last+2),
+		fmt.Sprintf("swarm.toml:%d: max_turns must be at least 1", last+3),
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+}
+
+// TestAgentLookupAfterChange checks that Agent stays right when a caller
+// edits Agents after parsing, which its index must not hide.
+func TestAgentLookupAfterChange(t *testing.T) {
+	cfg, err := Parse(manyAgents(3), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Agents = slices.Delete(cfg.Agents, 0, 1)
+	if _, ok := cfg.Agent("agent-0"); ok {
+		t.Error("found a removed agent")
+	}
+	for _, name := range []string{"agent-1", "agent-2"} {
+		if a, ok := cfg.Agent(name); !ok || a.Name != name {
+			t.Errorf("Agent(%q) = %+v, %v", name, a, ok)
+		}
+	}
+	cfg.Agents = append(cfg.Agents, Agent{Name: "late"})
+	if _, ok := cfg.Agent("late"); !ok {
+		t.Error("an appended agent is not found")
+	}
+	var zero Config
+	if _, ok := zero.Agent("x"); ok {
+		t.Error("found an agent in an empty config")
+	}
+}
