@@ -60,6 +60,8 @@ type Config struct {
 	Errors   Errors
 	Mailbox  Mailbox
 	Worktree Worktree
+
+	byName map[string]int // agent name -> index in Agents, for Agent
 }
 
 // Settings are the keys of [defaults] that every agent can override.
@@ -207,8 +209,13 @@ func (c *Config) AgentNames() []string {
 	return names
 }
 
-// Agent returns the named agent.
+// Agent returns the named agent. It takes constant time on a parsed
+// Config, so callers may look agents up in a loop over thousands of them.
 func (c *Config) Agent(name string) (Agent, bool) {
+	// The index is checked against Agents, which callers may have changed.
+	if i, ok := c.byName[name]; ok && i < len(c.Agents) && c.Agents[i].Name == name {
+		return c.Agents[i], true
+	}
 	for _, a := range c.Agents {
 		if a.Name == name {
 			return a, true

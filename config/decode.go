@@ -173,9 +173,10 @@ func (b *builder) settings(dst *Settings, src rawSettings, at string) {
 }
 
 func (b *builder) agents(raws []rawAgent) {
-	seen := map[string]int{}
+	seen := make(map[string]int, len(raws))
+	b.cfg.Agents = make([]Agent, 0, len(raws))
 	for i, ra := range raws {
-		at := fmt.Sprintf("agent[%d]", i)
+		at := "agent[" + strconv.Itoa(i) + "]"
 		a := Agent{Settings: b.cfg.Defaults, Name: ra.Name, Script: ra.Script}
 		switch {
 		case ra.Name == "":
@@ -186,9 +187,10 @@ func (b *builder) agents(raws []rawAgent) {
 			b.errorf(at+".name", "bad agent name %q: use lower-case letters, digits and '-', starting with a letter", ra.Name)
 		default:
 			if first, dup := seen[ra.Name]; dup {
-				b.errorf(at+".name", "duplicate agent name %q (first defined on line %d)", ra.Name, b.line(fmt.Sprintf("agent[%d].name", first)))
+				b.errorf(at+".name", "duplicate agent name %q (first defined on line %d); rename or remove one", ra.Name, b.line("agent["+strconv.Itoa(first)+"].name"))
+			} else {
+				seen[ra.Name] = i
 			}
-			seen[ra.Name] = i
 		}
 		b.settings(&a.Settings, ra.rawSettings, at)
 		if rest, ok := strings.CutPrefix(ra.Role, "@"); ok {
@@ -224,6 +226,9 @@ func (b *builder) agents(raws []rawAgent) {
 		}
 		b.cfg.Agents = append(b.cfg.Agents, a)
 	}
+	// Every agent has a good, unique name when the file parses, so seen
+	// indexes Agents.
+	b.cfg.byName = seen
 }
 
 func (b *builder) engines(raws map[string]rawEngine) {
