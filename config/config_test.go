@@ -106,8 +106,18 @@ func TestErrors(t *testing.T) {
 		src  string
 		want string // substring, including file:line
 	}{
-		{"unknown key on line 7", "[defaults]\nengine = \"script\"\n\n[[agent]]\nname = \"a\"\n\ncolour = \"red\"\n", `swarm.toml:7: unknown key "agent.colour"`},
-		{"unknown table", "[[agent]]\nname = \"a\"\n[bogus]\nx = 1\n", `swarm.toml:3: unknown key "bogus"`},
+		{"unknown key on line 7", "[defaults]\nengine = \"script\"\n\n[[agent]]\nname = \"a\"\n\ncolour = \"red\"\n", `swarm.toml:7: unknown key "colour" in [[agent]] (valid: name, role, script, engine, model, mode, session_timeout, max_turns, interrupt, interrupt_grace)`},
+		{"unknown table", "[[agent]]\nname = \"a\"\n[bogus]\nx = 1\n", `swarm.toml:3: unknown table [bogus] (valid: [defaults], [[agent]], [engine.NAME], [prompt]`},
+		{"misspelt agent key", "[[agent]]\nname = \"a\"\nengin = \"script\"\n", `swarm.toml:3: unknown key "engin" in [[agent]]; did you mean "engine"?`},
+		{"misspelt agent table", "[defaults]\nengine = \"script\"\n[[agents]]\nname = \"a\"\n", `swarm.toml:3: unknown table [[agents]]; did you mean [[agent]]?`},
+		{"agent written as a table", "[agents]\nname = \"a\"\n", `swarm.toml:1: unknown table [agents]; did you mean [[agent]]?`},
+		{"misspelt engine table", "[engines.x]\nkind = \"script\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:1: unknown table [engines.x]; did you mean [engine.x]?`},
+		{"misspelt engine key", "[engine.x]\nkind = \"exec\"\npreset = \"claude\"\npromt = \"arg\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:4: unknown key "promt" in [engine.x]; did you mean "prompt"?`},
+		{"misspelt default", "[defaults]\nsession-timeout = \"5m\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: unknown key "session-timeout" in [defaults]; did you mean "session_timeout"?`},
+		{"misspelt section", "[livenes]\nheartbeat = \"1s\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:1: unknown table [livenes]; did you mean [liveness]?`},
+		{"top-level key", "colour = \"red\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:1: unknown key "colour" at the top level (valid: [defaults], [[agent]]`},
+		{"top-level setting", "engine = \"script\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:1: engine: expected a table, got a string`},
+		{"sub-table of an agent", "[[agent]]\nname = \"a\"\n[agent.bogus]\nx = 1\n", `swarm.toml:3: unknown table [agent.bogus] (valid: name, role, script, engine,`},
 		{"bad name", "[[agent]]\nname = \"Backend\"\n", `swarm.toml:2: bad agent name "Backend"`},
 		{"path name", "[[agent]]\nname = \"../x\"\n", `swarm.toml:2: bad agent name "../x"`},
 		{"operator reserved", "[[agent]]\nname = \"operator\"\n", `swarm.toml:2: "operator" is reserved`},

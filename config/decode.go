@@ -40,10 +40,10 @@ type rawSettings struct {
 }
 
 type rawAgent struct {
-	rawSettings
 	Name   string `toml:"name"`
 	Role   string `toml:"role"`
 	Script string `toml:"script"`
+	rawSettings
 }
 
 type rawEngine struct {

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -57,32 +58,31 @@ func (l Lines) Line(key string) int {
 }
 
 // Decode decodes data into v, rejecting unknown keys, and returns the line
-// index. file names the file in errors; hint, when set, is added to
-// unknown-key errors to say what is allowed.
+// index. file names the file in errors. An unknown key's error names the
+// table it is in and suggests the nearest key v has there ("unknown key
+// "engin" in [[agent]]; did you mean "engine"?"); when nothing is near it
+// lists the keys v allows there, or gives hint instead when hint is set.
 func Decode(data []byte, file string, v any, hint string) (Lines, error) {
 	// The decoder first: its syntax errors carry positions.
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return nil, decodeError(file, err, hint)
+		return nil, decodeError(file, data, v, err, hint)
 	}
 	lines, err := index(data)
 	if err != nil {
-		return nil, decodeError(file, err, hint)
+		return nil, decodeError(file, data, v, err, hint)
 	}
 	return lines, nil
 }
 
-func decodeError(file string, err error, hint string) error {
+func decodeError(file string, data []byte, v any, err error, hint string) error {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
 		var errs []error
 		for _, e := range strict.Errors {
 			line, _ := e.Position()
-			msg := fmt.Sprintf("unknown key %q", strings.Join(e.Key(), "."))
-			if hint != "" {
-				msg += " (" + hint + ")"
-			}
+			msg := unknownKeyMessage(v, e.Key(), lineText(data, line), hint)
 			errs = append(errs, &Error{File: file, Line: line, Msg: msg})
 		}
 		return errors.Join(errs...)
@@ -90,7 +90,7 @@ func decodeError(file string, err error, hint string) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		line, _ := de.Position()
-		msg := plainTypeError(strings.TrimPrefix(de.Error(), "toml: "))
+		msg := plainTypeError(strings.TrimPrefix(de.Error(), "toml: "), typeAt(v, de.Key()))
 		if k := de.Key(); len(k) > 0 {
 			msg = fmt.Sprintf("%s: %s", strings.Join(k, "."), msg)
 		}
@@ -103,23 +103,53 @@ func decodeError(file string, err error, hint string) error {
 	return &Error{File: file, Msg: err.Error()}
 }
 
+// lineText returns the text of the 1-based line n of data, or nil.
+func lineText(data []byte, n int) []byte {
+	for i := 1; i < n; i++ {
+		j := bytes.IndexByte(data, '\n')
+		if j < 0 {
+			return nil
+		}
+		data = data[j+1:]
+	}
+	if n < 1 {
+		return nil
+	}
+	if j := bytes.IndexByte(data, '\n'); j >= 0 {
+		data = data[:j]
+	}
+	return data
+}
+
 var typeError = regexp.MustCompile(`^cannot decode TOML (\w+) into struct field \S+ of type (\S+)$`)
 
 // plainTypeError turns the decoder's wording, which names Go types and
-// fields, into what a user wrote and what was wanted.
-func plainTypeError(msg string) string {
+// fields, into what a user wrote and what was wanted. t is the type the
+// value was to be stored in, when known.
+func plainTypeError(msg string, t reflect.Type) string {
 	m := typeError.FindStringSubmatch(msg)
 	if m == nil {
 		return msg
 	}
+	typ := strings.TrimPrefix(m[2], "*")
 	want := map[string]string{
 		"int": "a whole number", "int64": "a whole number", "bool": "true or false",
 		"string": "a quoted string", "[]string": "a list of strings",
-	}[strings.TrimPrefix(m[2], "*")]
+	}[typ]
+	switch tableKind(t) {
+	case plainTable, namedTable:
+		want = "a table"
+	case arrayTable:
+		want = "[[array table]] entries"
+	}
 	if want == "" {
 		return msg
 	}
-	return fmt.Sprintf("expected %s, got a %s", want, m[1])
+	article := "a"
+	if strings.ContainsRune("aeiou", rune(m[1][0])) {
+		article = "an"
+	}
+	return fmt.Sprintf("expected %s, got %s %s", want, article, m[1])
 }
 
 // lineAt maps byte offsets to 1-based line numbers. The parser's own

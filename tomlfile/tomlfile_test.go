@@ -54,7 +54,7 @@ func TestDecodeErrors(t *testing.T) {
 		N    int    `toml:"n"`
 	}
 	for _, tt := range []struct{ doc, want string }{
-		{"name = \"a\"\ncolour = 1\n", `f.toml:2: unknown key "colour" (keys: name, n)`},
+		{"name = \"a\"\ncolour = 1\n", `f.toml:2: unknown key "colour" at the top level (keys: name, n)`},
 		{"name = \"a\"\nn = \"x\"\n", "f.toml:2: n: expected a whole number, got a string"},
 		{"name = \n", "f.toml:"},
 	} {
