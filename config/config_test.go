@@ -207,3 +207,38 @@ func TestErrorsComeInFileOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultsErrorsReportedOnce checks that a mistake in [defaults] is
+// reported once, at its own line, not again for every agent inheriting it.
+func TestDefaultsErrorsReportedOnce(t *testing.T) {
+	agents := "[[agent]]\nname = \"a\"\n[[agent]]\nname = \"b\"\n[[agent]]\nname = \"c\"\n"
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown engine", "[defaults]\nengine = \"gemni\"\n" + agents,
+			[]string{`swarm.toml:2: unknown engine "gemni" (valid: gemini, script); did you mean "gemini"?`}},
+		{"boundary on exec", "[defaults]\nengine = \"x\"\ninterrupt = \"boundary\"\n[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\n" + agents,
+			[]string{`swarm.toml:3: interrupt = "boundary" needs an in-process engine, but engine "x" runs an external command; use interrupt = "cancel"`}},
+		{"one agent's own engine", "[defaults]\ninterrupt = \"boundary\"\n[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\n" + agents + "engine = \"x\"\n",
+			[]string{`swarm.toml:12: agent c: interrupt = "boundary" needs an in-process engine`}},
+		{"bad default mode", "[defaults]\nmode = \"boss\"\n" + agents,
+			[]string{`swarm.toml:2: unknown mode "boss"`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src), "swarm.toml", t.TempDir())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			got := strings.Split(err.Error(), "\n")
+			if len(got) != len(tt.want) {
+				t.Fatalf("errors:\n%s\nwant %d", err, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("error %d = %q, want %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}

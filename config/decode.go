@@ -102,10 +102,38 @@ type builder struct {
 	file  string
 	root  string
 	errs  []error
+
+	reported map[errKey]struct{} // the errors in errs, to drop repeats
 }
 
+// errorf records a problem at key's line. The same problem at the same
+// line is recorded once, however many agents run into it.
 func (b *builder) errorf(key, format string, args ...any) {
-	b.errs = append(b.errs, &Error{File: b.file, Line: b.line(key), Msg: fmt.Sprintf(format, args...)})
+	e := &Error{File: b.file, Line: b.line(key), Msg: fmt.Sprintf(format, args...)}
+	k := errKey{e.Line, e.Msg}
+	if _, dup := b.reported[k]; dup {
+		return
+	}
+	if b.reported == nil {
+		b.reported = map[errKey]struct{}{}
+	}
+	b.reported[k] = struct{}{}
+	b.errs = append(b.errs, e)
+}
+
+type errKey struct {
+	line int
+	msg  string
+}
+
+// unknownEngine says that name is no engine, and what it might have been.
+func (b *builder) unknownEngine(name string) string {
+	names := b.cfg.EngineNames()
+	msg := fmt.Sprintf("unknown engine %q (valid: %s)", name, strings.Join(names, ", "))
+	if s := Suggest(name, names); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return msg
 }
 
 func (b *builder) line(key string) int { return b.lines.Line(key) }
@@ -215,14 +243,23 @@ func (b *builder) agents(raws []rawAgent) {
 				b.errorf(at+".script", "script file %s does not exist (or is not a file); write it, or remove script to use .swarm/scripts/%s.toml", ra.Script, ra.Name)
 			}
 		}
+		// A mistake inherited from [defaults] is reported once, there; the
+		// agents that inherit it do not repeat it.
 		if _, ok := b.cfg.engine(a.Engine); !ok {
 			key := at + ".engine"
 			if ra.Engine == nil {
 				key = "defaults.engine"
 			}
-			b.errorf(key, "unknown engine %q (valid: %s)", a.Engine, strings.Join(b.cfg.EngineNames(), ", "))
+			b.errorf(key, "%s", b.unknownEngine(a.Engine))
 		} else if _, err := b.cfg.EngineFor(a, ""); err != nil {
-			b.errorf(at+".interrupt", "%v", err)
+			switch {
+			case ra.Engine == nil && ra.Interrupt == nil:
+				b.errorf("defaults.interrupt", "interrupt = %q needs an in-process engine, but engine %q runs an external command; use interrupt = %q", a.Interrupt, a.Engine, InterruptCancel)
+			case ra.Interrupt != nil:
+				b.errorf(at+".interrupt", "%v", err)
+			default:
+				b.errorf(at+".engine", "%v", err)
+			}
 		}
 		b.cfg.Agents = append(b.cfg.Agents, a)
 	}
