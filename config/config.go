@@ -60,6 +60,7 @@ type Config struct {
 	Errors   Errors
 	Mailbox  Mailbox
 	Worktree Worktree
+	Env      Env
 
 	byName map[string]int // agent name -> index in Agents, for Agent
 }
@@ -130,6 +131,15 @@ type Mailbox struct {
 // Worktree places agent worktrees.
 type Worktree struct {
 	Dir string // absolute
+}
+
+// Env controls the environment of agent sessions.
+type Env struct {
+	// Pass names variables that reach agent sessions although their names
+	// look like credentials (GH_TOKEN, NPM_AUTH_TOKEN), which are otherwise
+	// removed. From [env] pass = ["NAME", ...]; each a valid variable name,
+	// listed once.
+	Pass []string
 }
 
 // Default values, documented in the starter file and the README.

@@ -242,3 +242,58 @@ func TestDefaultsErrorsReportedOnce(t *testing.T) {
 		})
 	}
 }
+
+func TestEnvPass(t *testing.T) {
+	src := "[env]\npass = [\n  \"GH_TOKEN\",\n  \"NPM_AUTH_TOKEN\", \"_X1\",\n]\n[[agent]]\nname = \"a\"\n"
+	cfg, err := Parse([]byte(src), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Env.Pass, ","); got != "GH_TOKEN,NPM_AUTH_TOKEN,_X1" {
+		t.Errorf("Env.Pass = %q", cfg.Env.Pass)
+	}
+	cfg, err = Parse([]byte("[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+	if err != nil || cfg.Env.Pass != nil {
+		t.Errorf("no [env]: Env.Pass = %q, %v", cfg.Env.Pass, err)
+	}
+
+	for _, tt := range []struct{ pass, want string }{
+		{`["GH_TOKEN", "1X"]`, `swarm.toml:2: [env] pass lists "1X", which is not a variable name`},
+		{"[\n\"GH_TOKEN\",\n\"GH TOKEN\"]", `swarm.toml:4: [env] pass lists "GH TOKEN", which is not a variable name`},
+		{"[\n\"A\",\n\"\"]", `swarm.toml:4: [env] pass lists an empty name`},
+		{`["AWS_*"]`, `swarm.toml:2: [env] pass lists the pattern "AWS_*"; list each variable by its full name`},
+		{"[\n\"GH_TOKEN\",\n\"B\",\n\"GH_TOKEN\"]", `swarm.toml:5: [env] pass lists "GH_TOKEN" twice (first on line 3); remove one`},
+		{`["GH_TOKEN=ghp_secret"]`, `swarm.toml:2: [env] pass lists "GH_TOKEN=..." with a value; list the name only`},
+		{`"GH_TOKEN"`, `swarm.toml:2: env.pass: expected a list of strings, got a string`},
+		{`[1]`, `swarm.toml:2: env.pass`},
+	} {
+		_, err := Parse([]byte("[env]\npass = "+tt.pass+"\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("pass = %s: %v, want %q", tt.pass, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "ghp_secret") {
+			t.Errorf("the error shows the value: %v", err)
+		}
+	}
+	_, err = Parse([]byte("[env]\npas = []\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), `swarm.toml:2: unknown key "pas" in [env]; did you mean "pass"?`) {
+		t.Errorf("misspelt pass: %v", err)
+	}
+}
+
+// TestStarterMentionsEnvPass keeps [env] pass in the starter, commented
+// out, and checks it parses when uncommented.
+func TestStarterMentionsEnvPass(t *testing.T) {
+	s := string(Starter())
+	if !strings.Contains(s, "\n# [env]\n# pass = [") {
+		t.Fatal("the starter does not mention [env] pass")
+	}
+	s = strings.Replace(s, "\n# [env]\n# pass = [", "\n[env]\npass = [", 1)
+	cfg, err := Parse([]byte(s), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Env.Pass) == 0 {
+		t.Error("uncommented [env] pass passes nothing")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ type rawFile struct {
 	Errors   rawErrors            `toml:"errors"`
 	Mailbox  rawMailbox           `toml:"mailbox"`
 	Worktree rawWorktree          `toml:"worktree"`
+	Env      rawEnv               `toml:"env"`
 }
 
 type rawSettings struct {
@@ -85,6 +87,10 @@ type rawMailbox struct {
 
 type rawWorktree struct {
 	Dir *string `toml:"dir"`
+}
+
+type rawEnv struct {
+	Pass []string `toml:"pass"`
 }
 
 func decode(data []byte, file string) (*rawFile, tomlfile.Lines, error) {
@@ -156,6 +162,7 @@ func (b *builder) build(raw *rawFile) {
 		}
 		b.cfg.Worktree.Dir = filepath.Clean(dir)
 	}
+	b.env(raw.Env)
 	b.agents(raw.Agent)
 	if len(raw.Agent) == 0 {
 		b.errs = append(b.errs, &Error{File: b.file, Msg: "no agents: add at least one [[agent]] with a name"})
@@ -317,6 +324,38 @@ func (b *builder) execEngine(e *Engine, at string) {
 		case e.Prompt == PromptFile && !strings.Contains(all, "{prompt_file}"):
 			b.errorf(at+".command", "prompt = \"file\" needs a \"{prompt_file}\" argument in command")
 		}
+	}
+}
+
+// envName is what [env] pass accepts: a portable environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (b *builder) env(r rawEnv) {
+	seen := make(map[string]int, len(r.Pass))
+	for i, name := range r.Pass {
+		key := "env.pass[" + strconv.Itoa(i) + "]"
+		if before, _, hasValue := strings.Cut(name, "="); hasValue {
+			// Never echo what follows "=": it is likely the secret itself.
+			b.errorf(key, "[env] pass lists %q with a value; list the name only (the value comes from your environment)", before+"=...")
+			continue
+		}
+		switch {
+		case name == "":
+			b.errorf(key, "[env] pass lists an empty name; remove it")
+			continue
+		case strings.ContainsAny(name, "*?["):
+			b.errorf(key, "[env] pass lists the pattern %q; list each variable by its full name", name)
+			continue
+		case !envName.MatchString(name):
+			b.errorf(key, "[env] pass lists %q, which is not a variable name: use letters, digits and '_', not starting with a digit", name)
+			continue
+		}
+		if first, dup := seen[name]; dup {
+			b.errorf(key, "[env] pass lists %q twice (first on line %d); remove one", name, b.line("env.pass["+strconv.Itoa(first)+"]"))
+			continue
+		}
+		seen[name] = i
+		b.cfg.Env.Pass = append(b.cfg.Env.Pass, name)
 	}
 }
 
