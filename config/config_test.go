@@ -171,7 +171,7 @@ func TestRoleFileMustBeRegular(t *testing.T) {
 	}
 	for _, tt := range []struct{ role, want string }{
 		{"@fifo", "role file fifo: not a regular file"},
-		{"@/dev/zero", "role file /dev/zero: not a regular file"},
+		{"@/dev/zero", "role file /dev/zero: under /dev, where the files are the system's"},
 		{"@big.md", "role file big.md: 262145 bytes"},
 	} {
 		_, err := Parse([]byte("[[agent]]\nname = \"a\"\nrole = \""+tt.role+"\"\n"), "swarm.toml", root)
@@ -295,5 +295,51 @@ func TestStarterMentionsEnvPass(t *testing.T) {
 	}
 	if len(cfg.Env.Pass) == 0 {
 		t.Error("uncommented [env] pass passes nothing")
+	}
+}
+
+// TestRoleFileNotFromTheSystem checks that a role cannot read /proc, /sys
+// or /dev, directly, by a relative path or through a symlink in the repo:
+// role = "@/proc/self/environ" put the environment in every prompt.
+func TestRoleFileNotFromTheSystem(t *testing.T) {
+	root := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "prompts"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "prompts", "real.md"), []byte("Be good.\n"), 0o644))
+	must(os.Symlink("/proc/self/environ", filepath.Join(root, "prompts", "env.md")))
+	must(os.Symlink("/proc", filepath.Join(root, "prompts", "p")))
+	must(os.Symlink("/dev/null", filepath.Join(root, "prompts", "null.md")))
+	must(os.Symlink("real.md", filepath.Join(root, "prompts", "alias.md")))
+	must(os.Symlink("env.md", filepath.Join(root, "prompts", "chain.md")))
+	up := strings.Repeat("../", strings.Count(root, "/"))
+
+	for _, tt := range []struct{ role, want string }{
+		{"@/proc/self/environ", "role file /proc/self/environ: under /proc, where the files are the system's, not text you wrote; write the role in a regular file in the repository"},
+		{"@/proc/self/../self/environ", "role file /proc/self/../self/environ: under /proc"},
+		{"@" + up + "proc/self/environ", "under /proc"},
+		{"@/sys/kernel/hostname", "under /sys"},
+		{"@/dev/null", "under /dev"},
+		{"@prompts/env.md", "role file prompts/env.md: links to /proc/"},
+		{"@prompts/chain.md", "role file prompts/chain.md: links to /proc/"},
+		{"@prompts/p/self/environ", "role file prompts/p/self/environ: links to /proc/"},
+		{"@prompts/null.md", "role file prompts/null.md: links to /dev/null, under /dev"},
+		{"@prompts", "role file prompts: not a regular file"},
+	} {
+		_, err := Parse([]byte("[[agent]]\nname = \"a\"\nrole = \""+tt.role+"\"\n"), "swarm.toml", root)
+		if err == nil || !strings.Contains(err.Error(), "swarm.toml:3: ") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("role %s: %v, want %q", tt.role, err, tt.want)
+		}
+	}
+	cfg, err := Parse([]byte("[[agent]]\nname = \"a\"\nrole = \"@prompts/alias.md\"\n"), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := cfg.Agent("a"); a.Role != "Be good." || a.RoleFile != "prompts/alias.md" {
+		t.Errorf("a symlink to a file in the repo: %+v", a)
 	}
 }

@@ -1,9 +1,7 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -482,43 +480,4 @@ func parseSize(v any) (int, error) {
 	default:
 		return 0, fmt.Errorf("bad size %v: write it like \"4KiB\" or 4096", v)
 	}
-}
-
-// maxRoleFile bounds a role file: it goes into every prompt.
-const maxRoleFile = 256 << 10
-
-// readRoleFile reads a role file, refusing what is not a regular file (a
-// FIFO would block, /dev/zero would never end) and what is too large.
-func readRoleFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	if fi.Size() > maxRoleFile {
-		return nil, fmt.Errorf("%d bytes, more than the %d KiB a role may have", fi.Size(), maxRoleFile>>10)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	defer f.Close()
-	text, err := io.ReadAll(io.LimitReader(f, maxRoleFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(text) > maxRoleFile {
-		return nil, fmt.Errorf("more than the %d KiB a role may have", maxRoleFile>>10)
-	}
-	return text, nil
-}
-
-func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
