@@ -91,10 +91,19 @@ type Engine struct {
 	Kind    string // gemini | script | exec
 	Model   string // overrides the agent's model when set
 	BaseURL string // gemini: an API gateway or test server
-	Command []string
-	Preset  string
-	Args    []string
-	Prompt  string // stdin | arg | file
+	// APIKeyFile (gemini, api_key_file) is the absolute path of a file
+	// holding the API key, to be read with ReadKeyFile when the engine
+	// starts; the key itself is never kept in a Config. Empty means the
+	// key comes from the environment.
+	APIKeyFile string
+	Command    []string
+	Preset     string
+	Args       []string
+	Prompt     string // stdin | arg | file
+	// EnvFile (exec, env_file) is the absolute path of a dotenv-style file
+	// whose variables are added to the external command's environment, to
+	// be read with ReadEnvFile when the engine starts.
+	EnvFile string
 }
 
 // Prompt tunes the prompt pipeline.

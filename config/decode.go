@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,13 +48,15 @@ type rawAgent struct {
 }
 
 type rawEngine struct {
-	Kind    string   `toml:"kind"`
-	Model   string   `toml:"model"`
-	BaseURL string   `toml:"base_url"`
-	Command []string `toml:"command"`
-	Preset  string   `toml:"preset"`
-	Args    []string `toml:"args"`
-	Prompt  string   `toml:"prompt"`
+	Kind       string   `toml:"kind"`
+	Model      string   `toml:"model"`
+	BaseURL    string   `toml:"base_url"`
+	APIKeyFile *string  `toml:"api_key_file"`
+	Command    []string `toml:"command"`
+	Preset     string   `toml:"preset"`
+	Args       []string `toml:"args"`
+	Prompt     string   `toml:"prompt"`
+	EnvFile    *string  `toml:"env_file"`
 }
 
 type rawPrompt struct {
@@ -285,15 +288,84 @@ func (b *builder) engines(raws map[string]rawEngine) {
 			if len(e.Command) > 0 || e.Preset != "" || e.Prompt != "" || len(e.Args) > 0 {
 				b.errorf(at, "command, preset, args and prompt only apply to kind = \"exec\"")
 			}
+			if re.EnvFile != nil {
+				b.errorf(at+".env_file", "env_file only applies to kind = \"exec\"; a %s engine runs in swarm's own process", e.Kind)
+			}
 		case EngineExec:
 			b.execEngine(&e, at)
+			if re.EnvFile != nil {
+				e.EnvFile = b.envFile(at+".env_file", *re.EnvFile)
+			}
 		case "":
 			b.errorf(at, "engine %s has no kind: set kind = \"gemini\", \"script\" or \"exec\"", name)
 		default:
 			b.errorf(at+".kind", "unknown engine kind %q (valid: gemini, script, exec)", e.Kind)
 		}
+		if re.APIKeyFile != nil {
+			if e.Kind == EngineGemini {
+				e.APIKeyFile = b.secretFile(at+".api_key_file", "api_key_file", *re.APIKeyFile)
+			} else if e.Kind == EngineScript || e.Kind == EngineExec {
+				b.errorf(at+".api_key_file", "api_key_file only applies to kind = \"gemini\"; for an exec engine, put the key in an env_file")
+			}
+		}
 		b.cfg.Engines[name] = e
 	}
+}
+
+// secretFile checks a file holding credentials, named by key in the file:
+// it must be a regular file that only its owner may read. It returns the
+// path made absolute; the file is read when the engine starts.
+func (b *builder) secretFile(key, what, path string) string {
+	abs, err := b.path(path)
+	if err != nil {
+		b.errorf(key, "%s %s: %v", what, path, err)
+		return ""
+	}
+	if err := checkSecretFile(abs); err != nil {
+		b.errorf(key, "%s %s: %v", what, path, err)
+		return ""
+	}
+	return abs
+}
+
+// envFile checks an exec engine's env_file: a secret file in the format
+// ReadEnvFile reads.
+func (b *builder) envFile(key, path string) string {
+	abs := b.secretFile(key, "env_file", path)
+	if abs == "" {
+		return ""
+	}
+	if _, err := ReadEnvFile(abs); err != nil {
+		msg := err.Error()
+		var fe *Error
+		if errors.As(err, &fe) {
+			msg = fe.Msg
+			if fe.Line > 0 {
+				msg = fmt.Sprintf("line %d: %s", fe.Line, fe.Msg)
+			}
+		}
+		b.errorf(key, "env_file %s: %s", path, msg)
+		return ""
+	}
+	return abs
+}
+
+// path resolves a path written in swarm.toml: "~/" is the home directory,
+// and a relative path is relative to the repository root.
+func (b *builder) path(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("empty path; name a file")
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot expand ~: %v; write the full path", err)
+		}
+		return filepath.Join(home, p[1:]), nil
+	case filepath.IsAbs(p):
+		return filepath.Clean(p), nil
+	}
+	return filepath.Join(b.root, p), nil
 }
 
 func (b *builder) execEngine(e *Engine, at string) {

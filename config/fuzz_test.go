@@ -132,6 +132,10 @@ func checkConfig(t *testing.T, c *Config) {
 		}
 	}
 	for name, e := range c.Engines {
+		if (e.APIKeyFile != "" && (e.Kind != EngineGemini || !filepath.IsAbs(e.APIKeyFile))) ||
+			(e.EnvFile != "" && (e.Kind != EngineExec || !filepath.IsAbs(e.EnvFile))) {
+			t.Fatalf("engine %s: kind %q, api_key_file %q, env_file %q", name, e.Kind, e.APIKeyFile, e.EnvFile)
+		}
 		switch e.Kind {
 		case EngineGemini, EngineScript:
 		case EngineExec:
