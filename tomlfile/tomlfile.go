@@ -63,26 +63,35 @@ func (l Lines) Line(key string) int {
 // "engin" in [[agent]]; did you mean "engine"?"); when nothing is near it
 // lists the keys v allows there, or gives hint instead when hint is set.
 func Decode(data []byte, file string, v any, hint string) (Lines, error) {
-	// The decoder first: its syntax errors carry positions.
+	lineOf := newLineAt(data)
+	lines, unknown, perr := index(data, lineOf, reflect.TypeOf(v))
+	if perr == nil && len(unknown) > 0 {
+		errs := make([]error, len(unknown))
+		for i, u := range unknown {
+			errs[i] = &Error{File: file, Line: u.line, Msg: unknownKeyMessage(v, u.key, lineOf.text(data, u.line), hint)}
+		}
+		return nil, errors.Join(errs...)
+	}
+	// The decoder's syntax errors carry positions, so it goes first when
+	// the document does not parse.
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return nil, decodeError(file, data, v, err, hint)
+		return nil, decodeError(file, data, lineOf, v, err, hint)
 	}
-	lines, err := index(data)
-	if err != nil {
-		return nil, decodeError(file, data, v, err, hint)
+	if perr != nil {
+		return nil, decodeError(file, data, lineOf, v, perr, hint)
 	}
 	return lines, nil
 }
 
-func decodeError(file string, data []byte, v any, err error, hint string) error {
+func decodeError(file string, data []byte, lineOf lineAt, v any, err error, hint string) error {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
 		var errs []error
 		for _, e := range strict.Errors {
 			line, _ := e.Position()
-			msg := unknownKeyMessage(v, e.Key(), lineText(data, line), hint)
+			msg := unknownKeyMessage(v, e.Key(), lineOf.text(data, line), hint)
 			errs = append(errs, &Error{File: file, Line: line, Msg: msg})
 		}
 		return errors.Join(errs...)
@@ -101,24 +110,6 @@ func decodeError(file string, data []byte, v any, err error, hint string) error 
 		return &Error{File: file, Msg: pe.Error()}
 	}
 	return &Error{File: file, Msg: err.Error()}
-}
-
-// lineText returns the text of the 1-based line n of data, or nil.
-func lineText(data []byte, n int) []byte {
-	for i := 1; i < n; i++ {
-		j := bytes.IndexByte(data, '\n')
-		if j < 0 {
-			return nil
-		}
-		data = data[j+1:]
-	}
-	if n < 1 {
-		return nil
-	}
-	if j := bytes.IndexByte(data, '\n'); j >= 0 {
-		data = data[:j]
-	}
-	return data
 }
 
 var typeError = regexp.MustCompile(`^cannot decode TOML (\w+) into struct field \S+ of type (\S+)$`)
@@ -173,9 +164,31 @@ func (nl lineAt) line(offset int) int {
 	return n + 1
 }
 
-func index(data []byte) (Lines, error) {
+// text returns the text of the 1-based line n of data, or nil.
+func (nl lineAt) text(data []byte, n int) []byte {
+	if n < 1 || n > len(nl)+1 {
+		return nil
+	}
+	start, end := 0, len(data)
+	if n > 1 {
+		start = nl[n-2] + 1
+	}
+	if n <= len(nl) {
+		end = nl[n-1]
+	}
+	return data[start:end]
+}
+
+// index maps the keys of data to their lines and, when root is a type to
+// decode into, finds the keys it has no room for.
+func index(data []byte, lineOf lineAt, root reflect.Type) (Lines, []unknownKey, error) {
 	idx := Lines{}
-	lineOf := newLineAt(data)
+	c := checker{lineOf: lineOf}
+	if root != nil {
+		if r := deref(root); r.Kind() == reflect.Struct {
+			c.root, c.table = r, r
+		}
+	}
 	counts := map[string]int{}     // array-table path -> elements so far
 	current := map[string]string{} // dotted array-table key -> its newest element's path
 	prefix := ""
@@ -195,15 +208,18 @@ func index(data []byte) (Lines, error) {
 		}
 		switch e.Kind {
 		case unstable.Table:
+			c.header(parts, line)
 			prefix = resolvePath(current, parts)
 			idx[prefix] = line
 		case unstable.ArrayTable:
+			c.header(parts, line)
 			base := resolvePath(current, parts)
 			prefix = base + "[" + strconv.Itoa(counts[base]) + "]"
 			counts[base]++
 			current[strings.Join(parts, ".")] = prefix
 			idx[prefix] = line
 		case unstable.KeyValue:
+			c.keyValue(e, parts, line)
 			key := strings.Join(parts, ".")
 			if prefix != "" {
 				key = prefix + "." + key
@@ -224,7 +240,7 @@ func index(data []byte) (Lines, error) {
 			}
 		}
 	}
-	return idx, p.Error()
+	return idx, c.unknown, p.Error()
 }
 
 // resolvePath turns a table header's parts into its index path: a prefix

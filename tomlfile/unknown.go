@@ -149,9 +149,17 @@ func child(t reflect.Type, part string) reflect.Type {
 	return nil
 }
 
+// lookup finds the field for key name as the decoder does: by exact name,
+// else ignoring case.
 func lookup(fields []field, name string) reflect.Type {
 	for _, f := range fields {
 		if f.name == name {
+			return f.t
+		}
+	}
+	lower := strings.ToLower(name)
+	for _, f := range fields {
+		if strings.ToLower(f.name) == lower {
 			return f.t
 		}
 	}
