@@ -111,6 +111,7 @@ type builder struct {
 	errs  []error
 
 	reported map[errKey]struct{} // the errors in errs, to drop repeats
+	roles    map[string]roleText // role files read, by path
 }
 
 // errorf records a problem at key's line. The same problem at the same
@@ -235,11 +236,11 @@ func (b *builder) agents(raws []rawAgent) {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(b.root, p)
 			}
-			text, err := readRoleFile(p)
+			role, err := b.roleFile(p)
 			if err != nil {
 				b.errorf(at+".role", "role file %s: %v", rest, err)
 			}
-			a.Role = strings.TrimSpace(string(text))
+			a.Role = role
 		} else {
 			a.Role = strings.TrimSpace(ra.Role)
 		}
@@ -274,6 +275,25 @@ func (b *builder) agents(raws []rawAgent) {
 	// Every agent has a good, unique name when the file parses, so seen
 	// indexes Agents.
 	b.cfg.byName = seen
+}
+
+// roleFile reads a role file once however many agents share it.
+func (b *builder) roleFile(path string) (string, error) {
+	if r, ok := b.roles[path]; ok {
+		return r.text, r.err
+	}
+	text, err := readRoleFile(path)
+	r := roleText{strings.TrimSpace(string(text)), err}
+	if b.roles == nil {
+		b.roles = map[string]roleText{}
+	}
+	b.roles[path] = r
+	return r.text, r.err
+}
+
+type roleText struct {
+	text string
+	err  error
 }
 
 func (b *builder) engines(raws map[string]rawEngine) {

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -157,5 +158,28 @@ func BenchmarkParse10kUnknownKeys(b *testing.B) {
 		if _, err := Parse(data, "swarm.toml", root); err == nil {
 			b.Fatal("no error")
 		}
+	}
+}
+
+// TestSharedRoleFile checks that agents sharing a role file all get it.
+func TestSharedRoleFile(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "prompts", "worker.md"), "  Work.\n", 0o644)
+	var sb strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&sb, "[[agent]]\nname = \"w%d\"\nrole = \"@prompts/worker.md\"\n", i)
+	}
+	cfg, err := Parse([]byte(sb.String()), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.Agents {
+		if a.Role != "Work." || a.RoleFile != "prompts/worker.md" {
+			t.Fatalf("agent %s: role %q from %q", a.Name, a.Role, a.RoleFile)
+		}
+	}
+	_, err = Parse([]byte(sb.String()), "swarm.toml", t.TempDir())
+	if err == nil || strings.Count(err.Error(), "role file prompts/worker.md: no such file") != 1000 {
+		t.Errorf("a missing shared role file is not reported at each agent: %.300v", err)
 	}
 }
