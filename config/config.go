@@ -60,6 +60,9 @@ type Config struct {
 	Errors   Errors
 	Mailbox  Mailbox
 	Worktree Worktree
+	Env      Env
+
+	byName map[string]int // agent name -> index in Agents, for Agent
 }
 
 // Settings are the keys of [defaults] that every agent can override.
@@ -88,10 +91,19 @@ type Engine struct {
 	Kind    string // gemini | script | exec
 	Model   string // overrides the agent's model when set
 	BaseURL string // gemini: an API gateway or test server
-	Command []string
-	Preset  string
-	Args    []string
-	Prompt  string // stdin | arg | file
+	// APIKeyFile (gemini, api_key_file) is the absolute path of a file
+	// holding the API key, to be read with ReadKeyFile when the engine
+	// starts; the key itself is never kept in a Config. Empty means the
+	// key comes from the environment.
+	APIKeyFile string
+	Command    []string
+	Preset     string
+	Args       []string
+	Prompt     string // stdin | arg | file
+	// EnvFile (exec, env_file) is the absolute path of a dotenv-style file
+	// whose variables are added to the external command's environment, to
+	// be read with ReadEnvFile when the engine starts.
+	EnvFile string
 }
 
 // Prompt tunes the prompt pipeline.
@@ -128,6 +140,15 @@ type Mailbox struct {
 // Worktree places agent worktrees.
 type Worktree struct {
 	Dir string // absolute
+}
+
+// Env controls the environment of agent sessions.
+type Env struct {
+	// Pass names variables that reach agent sessions although their names
+	// look like credentials (GH_TOKEN, NPM_AUTH_TOKEN), which are otherwise
+	// removed. From [env] pass = ["NAME", ...]; each a valid variable name,
+	// listed once.
+	Pass []string
 }
 
 // Default values, documented in the starter file and the README.
@@ -207,8 +228,13 @@ func (c *Config) AgentNames() []string {
 	return names
 }
 
-// Agent returns the named agent.
+// Agent returns the named agent. It takes constant time on a parsed
+// Config, so callers may look agents up in a loop over thousands of them.
 func (c *Config) Agent(name string) (Agent, bool) {
+	// The index is checked against Agents, which callers may have changed.
+	if i, ok := c.byName[name]; ok && i < len(c.Agents) && c.Agents[i].Name == name {
+		return c.Agents[i], true
+	}
 	for _, a := range c.Agents {
 		if a.Name == name {
 			return a, true

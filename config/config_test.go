@@ -106,8 +106,18 @@ func TestErrors(t *testing.T) {
 		src  string
 		want string // substring, including file:line
 	}{
-		{"unknown key on line 7", "[defaults]\nengine = \"script\"\n\n[[agent]]\nname = \"a\"\n\ncolour = \"red\"\n", `swarm.toml:7: unknown key "agent.colour"`},
-		{"unknown table", "[[agent]]\nname = \"a\"\n[bogus]\nx = 1\n", `swarm.toml:3: unknown key "bogus"`},
+		{"unknown key on line 7", "[defaults]\nengine = \"script\"\n\n[[agent]]\nname = \"a\"\n\ncolour = \"red\"\n", `swarm.toml:7: unknown key "colour" in [[agent]] (valid: name, role, script, engine, model, mode, session_timeout, max_turns, interrupt, interrupt_grace)`},
+		{"unknown table", "[[agent]]\nname = \"a\"\n[bogus]\nx = 1\n", `swarm.toml:3: unknown table [bogus] (valid: [defaults], [[agent]], [engine.NAME], [prompt]`},
+		{"misspelt agent key", "[[agent]]\nname = \"a\"\nengin = \"script\"\n", `swarm.toml:3: unknown key "engin" in [[agent]]; did you mean "engine"?`},
+		{"misspelt agent table", "[defaults]\nengine = \"script\"\n[[agents]]\nname = \"a\"\n", `swarm.toml:3: unknown table [[agents]]; did you mean [[agent]]?`},
+		{"agent written as a table", "[agents]\nname = \"a\"\n", `swarm.toml:1: unknown table [agents]; did you mean [[agent]]?`},
+		{"misspelt engine table", "[engines.x]\nkind = \"script\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:1: unknown table [engines.x]; did you mean [engine.x]?`},
+		{"misspelt engine key", "[engine.x]\nkind = \"exec\"\npreset = \"claude\"\npromt = \"arg\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:4: unknown key "promt" in [engine.x]; did you mean "prompt"?`},
+		{"misspelt default", "[defaults]\nsession-timeout = \"5m\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: unknown key "session-timeout" in [defaults]; did you mean "session_timeout"?`},
+		{"misspelt section", "[livenes]\nheartbeat = \"1s\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:1: unknown table [livenes]; did you mean [liveness]?`},
+		{"top-level key", "colour = \"red\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:1: unknown key "colour" at the top level (valid: [defaults], [[agent]]`},
+		{"top-level setting", "engine = \"script\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:1: engine: expected a table, got a string`},
+		{"sub-table of an agent", "[[agent]]\nname = \"a\"\n[agent.bogus]\nx = 1\n", `swarm.toml:3: unknown table [agent.bogus] (valid: name, role, script, engine,`},
 		{"bad name", "[[agent]]\nname = \"Backend\"\n", `swarm.toml:2: bad agent name "Backend"`},
 		{"path name", "[[agent]]\nname = \"../x\"\n", `swarm.toml:2: bad agent name "../x"`},
 		{"operator reserved", "[[agent]]\nname = \"operator\"\n", `swarm.toml:2: "operator" is reserved`},
@@ -161,7 +171,7 @@ func TestRoleFileMustBeRegular(t *testing.T) {
 	}
 	for _, tt := range []struct{ role, want string }{
 		{"@fifo", "role file fifo: not a regular file"},
-		{"@/dev/zero", "role file /dev/zero: not a regular file"},
+		{"@/dev/zero", "role file /dev/zero: under /dev, where the files are the system's"},
 		{"@big.md", "role file big.md: 262145 bytes"},
 	} {
 		_, err := Parse([]byte("[[agent]]\nname = \"a\"\nrole = \""+tt.role+"\"\n"), "swarm.toml", root)
@@ -195,5 +205,141 @@ func TestErrorsComeInFileOrder(t *testing.T) {
 		if !strings.HasPrefix(lines[i], w) {
 			t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
 		}
+	}
+}
+
+// TestDefaultsErrorsReportedOnce checks that a mistake in [defaults] is
+// reported once, at its own line, not again for every agent inheriting it.
+func TestDefaultsErrorsReportedOnce(t *testing.T) {
+	agents := "[[agent]]\nname = \"a\"\n[[agent]]\nname = \"b\"\n[[agent]]\nname = \"c\"\n"
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown engine", "[defaults]\nengine = \"gemni\"\n" + agents,
+			[]string{`swarm.toml:2: unknown engine "gemni" (valid: gemini, script); did you mean "gemini"?`}},
+		{"boundary on exec", "[defaults]\nengine = \"x\"\ninterrupt = \"boundary\"\n[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\n" + agents,
+			[]string{`swarm.toml:3: interrupt = "boundary" needs an in-process engine, but engine "x" runs an external command; use interrupt = "cancel"`}},
+		{"one agent's own engine", "[defaults]\ninterrupt = \"boundary\"\n[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\n" + agents + "engine = \"x\"\n",
+			[]string{`swarm.toml:12: agent c: interrupt = "boundary" needs an in-process engine`}},
+		{"bad default mode", "[defaults]\nmode = \"boss\"\n" + agents,
+			[]string{`swarm.toml:2: unknown mode "boss"`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src), "swarm.toml", t.TempDir())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			got := strings.Split(err.Error(), "\n")
+			if len(got) != len(tt.want) {
+				t.Fatalf("errors:\n%s\nwant %d", err, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("error %d = %q, want %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestEnvPass(t *testing.T) {
+	src := "[env]\npass = [\n  \"GH_TOKEN\",\n  \"NPM_AUTH_TOKEN\", \"_X1\",\n]\n[[agent]]\nname = \"a\"\n"
+	cfg, err := Parse([]byte(src), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Env.Pass, ","); got != "GH_TOKEN,NPM_AUTH_TOKEN,_X1" {
+		t.Errorf("Env.Pass = %q", cfg.Env.Pass)
+	}
+	cfg, err = Parse([]byte("[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+	if err != nil || cfg.Env.Pass != nil {
+		t.Errorf("no [env]: Env.Pass = %q, %v", cfg.Env.Pass, err)
+	}
+
+	for _, tt := range []struct{ pass, want string }{
+		{`["GH_TOKEN", "1X"]`, `swarm.toml:2: [env] pass lists "1X", which is not a variable name`},
+		{"[\n\"GH_TOKEN\",\n\"GH TOKEN\"]", `swarm.toml:4: [env] pass lists "GH TOKEN", which is not a variable name`},
+		{"[\n\"A\",\n\"\"]", `swarm.toml:4: [env] pass lists an empty name`},
+		{`["AWS_*"]`, `swarm.toml:2: [env] pass lists the pattern "AWS_*"; list each variable by its full name`},
+		{"[\n\"GH_TOKEN\",\n\"B\",\n\"GH_TOKEN\"]", `swarm.toml:5: [env] pass lists "GH_TOKEN" twice (first on line 3); remove one`},
+		{`["GH_TOKEN=ghp_secret"]`, `swarm.toml:2: [env] pass lists "GH_TOKEN=..." with a value; list the name only`},
+		{`"GH_TOKEN"`, `swarm.toml:2: env.pass: expected a list of strings, got a string`},
+		{`[1]`, `swarm.toml:2: env.pass`},
+	} {
+		_, err := Parse([]byte("[env]\npass = "+tt.pass+"\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("pass = %s: %v, want %q", tt.pass, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "ghp_secret") {
+			t.Errorf("the error shows the value: %v", err)
+		}
+	}
+	_, err = Parse([]byte("[env]\npas = []\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), `swarm.toml:2: unknown key "pas" in [env]; did you mean "pass"?`) {
+		t.Errorf("misspelt pass: %v", err)
+	}
+}
+
+// TestStarterMentionsEnvPass keeps [env] pass in the starter, commented
+// out, and checks it parses when uncommented.
+func TestStarterMentionsEnvPass(t *testing.T) {
+	s := string(Starter())
+	if !strings.Contains(s, "\n# [env]\n# pass = [") {
+		t.Fatal("the starter does not mention [env] pass")
+	}
+	s = strings.Replace(s, "\n# [env]\n# pass = [", "\n[env]\npass = [", 1)
+	cfg, err := Parse([]byte(s), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Env.Pass) == 0 {
+		t.Error("uncommented [env] pass passes nothing")
+	}
+}
+
+// TestRoleFileNotFromTheSystem checks that a role cannot read /proc, /sys
+// or /dev, directly, by a relative path or through a symlink in the repo:
+// role = "@/proc/self/environ" put the environment in every prompt.
+func TestRoleFileNotFromTheSystem(t *testing.T) {
+	root := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "prompts"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "prompts", "real.md"), []byte("Be good.\n"), 0o644))
+	must(os.Symlink("/proc/self/environ", filepath.Join(root, "prompts", "env.md")))
+	must(os.Symlink("/proc", filepath.Join(root, "prompts", "p")))
+	must(os.Symlink("/dev/null", filepath.Join(root, "prompts", "null.md")))
+	must(os.Symlink("real.md", filepath.Join(root, "prompts", "alias.md")))
+	must(os.Symlink("env.md", filepath.Join(root, "prompts", "chain.md")))
+	up := strings.Repeat("../", strings.Count(root, "/"))
+
+	for _, tt := range []struct{ role, want string }{
+		{"@/proc/self/environ", "role file /proc/self/environ: under /proc, where the files are the system's, not text you wrote; write the role in a regular file in the repository"},
+		{"@/proc/self/../self/environ", "role file /proc/self/../self/environ: under /proc"},
+		{"@" + up + "proc/self/environ", "under /proc"},
+		{"@/sys/kernel/hostname", "under /sys"},
+		{"@/dev/null", "under /dev"},
+		{"@prompts/env.md", "role file prompts/env.md: links to /proc/"},
+		{"@prompts/chain.md", "role file prompts/chain.md: links to /proc/"},
+		{"@prompts/p/self/environ", "role file prompts/p/self/environ: links to /proc/"},
+		{"@prompts/null.md", "role file prompts/null.md: links to /dev/null, under /dev"},
+		{"@prompts", "role file prompts: not a regular file"},
+	} {
+		_, err := Parse([]byte("[[agent]]\nname = \"a\"\nrole = \""+tt.role+"\"\n"), "swarm.toml", root)
+		if err == nil || !strings.Contains(err.Error(), "swarm.toml:3: ") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("role %s: %v, want %q", tt.role, err, tt.want)
+		}
+	}
+	cfg, err := Parse([]byte("[[agent]]\nname = \"a\"\nrole = \"@prompts/alias.md\"\n"), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := cfg.Agent("a"); a.Role != "Be good." || a.RoleFile != "prompts/alias.md" {
+		t.Errorf("a symlink to a file in the repo: %+v", a)
 	}
 }

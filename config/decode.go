@@ -3,9 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +27,7 @@ type rawFile struct {
 	Errors   rawErrors            `toml:"errors"`
 	Mailbox  rawMailbox           `toml:"mailbox"`
 	Worktree rawWorktree          `toml:"worktree"`
+	Env      rawEnv               `toml:"env"`
 }
 
 type rawSettings struct {
@@ -40,20 +41,22 @@ type rawSettings struct {
 }
 
 type rawAgent struct {
-	rawSettings
 	Name   string `toml:"name"`
 	Role   string `toml:"role"`
 	Script string `toml:"script"`
+	rawSettings
 }
 
 type rawEngine struct {
-	Kind    string   `toml:"kind"`
-	Model   string   `toml:"model"`
-	BaseURL string   `toml:"base_url"`
-	Command []string `toml:"command"`
-	Preset  string   `toml:"preset"`
-	Args    []string `toml:"args"`
-	Prompt  string   `toml:"prompt"`
+	Kind       string   `toml:"kind"`
+	Model      string   `toml:"model"`
+	BaseURL    string   `toml:"base_url"`
+	APIKeyFile *string  `toml:"api_key_file"`
+	Command    []string `toml:"command"`
+	Preset     string   `toml:"preset"`
+	Args       []string `toml:"args"`
+	Prompt     string   `toml:"prompt"`
+	EnvFile    *string  `toml:"env_file"`
 }
 
 type rawPrompt struct {
@@ -87,6 +90,10 @@ type rawWorktree struct {
 	Dir *string `toml:"dir"`
 }
 
+type rawEnv struct {
+	Pass []string `toml:"pass"`
+}
+
 func decode(data []byte, file string) (*rawFile, tomlfile.Lines, error) {
 	var raw rawFile
 	lines, err := tomlfile.Decode(data, file, &raw, "")
@@ -102,10 +109,39 @@ type builder struct {
 	file  string
 	root  string
 	errs  []error
+
+	reported map[errKey]struct{} // the errors in errs, to drop repeats
+	roles    map[string]roleText // role files read, by path
 }
 
+// errorf records a problem at key's line. The same problem at the same
+// line is recorded once, however many agents run into it.
 func (b *builder) errorf(key, format string, args ...any) {
-	b.errs = append(b.errs, &Error{File: b.file, Line: b.line(key), Msg: fmt.Sprintf(format, args...)})
+	e := &Error{File: b.file, Line: b.line(key), Msg: fmt.Sprintf(format, args...)}
+	k := errKey{e.Line, e.Msg}
+	if _, dup := b.reported[k]; dup {
+		return
+	}
+	if b.reported == nil {
+		b.reported = map[errKey]struct{}{}
+	}
+	b.reported[k] = struct{}{}
+	b.errs = append(b.errs, e)
+}
+
+type errKey struct {
+	line int
+	msg  string
+}
+
+// unknownEngine says that name is no engine, and what it might have been.
+func (b *builder) unknownEngine(name string) string {
+	names := b.cfg.EngineNames()
+	msg := fmt.Sprintf("unknown engine %q (valid: %s)", name, strings.Join(names, ", "))
+	if s := Suggest(name, names); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return msg
 }
 
 func (b *builder) line(key string) int { return b.lines.Line(key) }
@@ -128,6 +164,7 @@ func (b *builder) build(raw *rawFile) {
 		}
 		b.cfg.Worktree.Dir = filepath.Clean(dir)
 	}
+	b.env(raw.Env)
 	b.agents(raw.Agent)
 	if len(raw.Agent) == 0 {
 		b.errs = append(b.errs, &Error{File: b.file, Msg: "no agents: add at least one [[agent]] with a name"})
@@ -173,9 +210,10 @@ func (b *builder) settings(dst *Settings, src rawSettings, at string) {
 }
 
 func (b *builder) agents(raws []rawAgent) {
-	seen := map[string]int{}
+	seen := make(map[string]int, len(raws))
+	b.cfg.Agents = make([]Agent, 0, len(raws))
 	for i, ra := range raws {
-		at := fmt.Sprintf("agent[%d]", i)
+		at := "agent[" + strconv.Itoa(i) + "]"
 		a := Agent{Settings: b.cfg.Defaults, Name: ra.Name, Script: ra.Script}
 		switch {
 		case ra.Name == "":
@@ -186,9 +224,10 @@ func (b *builder) agents(raws []rawAgent) {
 			b.errorf(at+".name", "bad agent name %q: use lower-case letters, digits and '-', starting with a letter", ra.Name)
 		default:
 			if first, dup := seen[ra.Name]; dup {
-				b.errorf(at+".name", "duplicate agent name %q (first defined on line %d)", ra.Name, b.line(fmt.Sprintf("agent[%d].name", first)))
+				b.errorf(at+".name", "duplicate agent name %q (first defined on line %d); rename or remove one", ra.Name, b.line("agent["+strconv.Itoa(first)+"].name"))
+			} else {
+				seen[ra.Name] = i
 			}
-			seen[ra.Name] = i
 		}
 		b.settings(&a.Settings, ra.rawSettings, at)
 		if rest, ok := strings.CutPrefix(ra.Role, "@"); ok {
@@ -197,11 +236,11 @@ func (b *builder) agents(raws []rawAgent) {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(b.root, p)
 			}
-			text, err := readRoleFile(p)
+			role, err := b.roleFile(p)
 			if err != nil {
 				b.errorf(at+".role", "role file %s: %v", rest, err)
 			}
-			a.Role = strings.TrimSpace(string(text))
+			a.Role = role
 		} else {
 			a.Role = strings.TrimSpace(ra.Role)
 		}
@@ -213,17 +252,48 @@ func (b *builder) agents(raws []rawAgent) {
 				b.errorf(at+".script", "script file %s does not exist (or is not a file); write it, or remove script to use .swarm/scripts/%s.toml", ra.Script, ra.Name)
 			}
 		}
+		// A mistake inherited from [defaults] is reported once, there; the
+		// agents that inherit it do not repeat it.
 		if _, ok := b.cfg.engine(a.Engine); !ok {
 			key := at + ".engine"
 			if ra.Engine == nil {
 				key = "defaults.engine"
 			}
-			b.errorf(key, "unknown engine %q (valid: %s)", a.Engine, strings.Join(b.cfg.EngineNames(), ", "))
+			b.errorf(key, "%s", b.unknownEngine(a.Engine))
 		} else if _, err := b.cfg.EngineFor(a, ""); err != nil {
-			b.errorf(at+".interrupt", "%v", err)
+			switch {
+			case ra.Engine == nil && ra.Interrupt == nil:
+				b.errorf("defaults.interrupt", "interrupt = %q needs an in-process engine, but engine %q runs an external command; use interrupt = %q", a.Interrupt, a.Engine, InterruptCancel)
+			case ra.Interrupt != nil:
+				b.errorf(at+".interrupt", "%v", err)
+			default:
+				b.errorf(at+".engine", "%v", err)
+			}
 		}
 		b.cfg.Agents = append(b.cfg.Agents, a)
 	}
+	// Every agent has a good, unique name when the file parses, so seen
+	// indexes Agents.
+	b.cfg.byName = seen
+}
+
+// roleFile reads a role file once however many agents share it.
+func (b *builder) roleFile(path string) (string, error) {
+	if r, ok := b.roles[path]; ok {
+		return r.text, r.err
+	}
+	text, err := readRoleFile(path)
+	r := roleText{strings.TrimSpace(string(text)), err}
+	if b.roles == nil {
+		b.roles = map[string]roleText{}
+	}
+	b.roles[path] = r
+	return r.text, r.err
+}
+
+type roleText struct {
+	text string
+	err  error
 }
 
 func (b *builder) engines(raws map[string]rawEngine) {
@@ -238,15 +308,84 @@ func (b *builder) engines(raws map[string]rawEngine) {
 			if len(e.Command) > 0 || e.Preset != "" || e.Prompt != "" || len(e.Args) > 0 {
 				b.errorf(at, "command, preset, args and prompt only apply to kind = \"exec\"")
 			}
+			if re.EnvFile != nil {
+				b.errorf(at+".env_file", "env_file only applies to kind = \"exec\"; a %s engine runs in swarm's own process", e.Kind)
+			}
 		case EngineExec:
 			b.execEngine(&e, at)
+			if re.EnvFile != nil {
+				e.EnvFile = b.envFile(at+".env_file", *re.EnvFile)
+			}
 		case "":
 			b.errorf(at, "engine %s has no kind: set kind = \"gemini\", \"script\" or \"exec\"", name)
 		default:
 			b.errorf(at+".kind", "unknown engine kind %q (valid: gemini, script, exec)", e.Kind)
 		}
+		if re.APIKeyFile != nil {
+			if e.Kind == EngineGemini {
+				e.APIKeyFile = b.secretFile(at+".api_key_file", "api_key_file", *re.APIKeyFile)
+			} else if e.Kind == EngineScript || e.Kind == EngineExec {
+				b.errorf(at+".api_key_file", "api_key_file only applies to kind = \"gemini\"; for an exec engine, put the key in an env_file")
+			}
+		}
 		b.cfg.Engines[name] = e
 	}
+}
+
+// secretFile checks a file holding credentials, named by key in the file:
+// it must be a regular file that only its owner may read. It returns the
+// path made absolute; the file is read when the engine starts.
+func (b *builder) secretFile(key, what, path string) string {
+	abs, err := b.path(path)
+	if err != nil {
+		b.errorf(key, "%s %s: %v", what, path, err)
+		return ""
+	}
+	if err := checkSecretFile(abs); err != nil {
+		b.errorf(key, "%s %s: %v", what, path, err)
+		return ""
+	}
+	return abs
+}
+
+// envFile checks an exec engine's env_file: a secret file in the format
+// ReadEnvFile reads.
+func (b *builder) envFile(key, path string) string {
+	abs := b.secretFile(key, "env_file", path)
+	if abs == "" {
+		return ""
+	}
+	if _, err := ReadEnvFile(abs); err != nil {
+		msg := err.Error()
+		var fe *Error
+		if errors.As(err, &fe) {
+			msg = fe.Msg
+			if fe.Line > 0 {
+				msg = fmt.Sprintf("line %d: %s", fe.Line, fe.Msg)
+			}
+		}
+		b.errorf(key, "env_file %s: %s", path, msg)
+		return ""
+	}
+	return abs
+}
+
+// path resolves a path written in swarm.toml: "~/" is the home directory,
+// and a relative path is relative to the repository root.
+func (b *builder) path(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("empty path; name a file")
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot expand ~: %v; write the full path", err)
+		}
+		return filepath.Join(home, p[1:]), nil
+	case filepath.IsAbs(p):
+		return filepath.Clean(p), nil
+	}
+	return filepath.Join(b.root, p), nil
 }
 
 func (b *builder) execEngine(e *Engine, at string) {
@@ -275,6 +414,38 @@ func (b *builder) execEngine(e *Engine, at string) {
 		case e.Prompt == PromptFile && !strings.Contains(all, "{prompt_file}"):
 			b.errorf(at+".command", "prompt = \"file\" needs a \"{prompt_file}\" argument in command")
 		}
+	}
+}
+
+// envName is what [env] pass accepts: a portable environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (b *builder) env(r rawEnv) {
+	seen := make(map[string]int, len(r.Pass))
+	for i, name := range r.Pass {
+		key := "env.pass[" + strconv.Itoa(i) + "]"
+		if before, _, hasValue := strings.Cut(name, "="); hasValue {
+			// Never echo what follows "=": it is likely the secret itself.
+			b.errorf(key, "[env] pass lists %q with a value; list the name only (the value comes from your environment)", before+"=...")
+			continue
+		}
+		switch {
+		case name == "":
+			b.errorf(key, "[env] pass lists an empty name; remove it")
+			continue
+		case strings.ContainsAny(name, "*?["):
+			b.errorf(key, "[env] pass lists the pattern %q; list each variable by its full name", name)
+			continue
+		case !envName.MatchString(name):
+			b.errorf(key, "[env] pass lists %q, which is not a variable name: use letters, digits and '_', not starting with a digit", name)
+			continue
+		}
+		if first, dup := seen[name]; dup {
+			b.errorf(key, "[env] pass lists %q twice (first on line %d); remove one", name, b.line("env.pass["+strconv.Itoa(first)+"]"))
+			continue
+		}
+		seen[name] = i
+		b.cfg.Env.Pass = append(b.cfg.Env.Pass, name)
 	}
 }
 
@@ -401,43 +572,4 @@ func parseSize(v any) (int, error) {
 	default:
 		return 0, fmt.Errorf("bad size %v: write it like \"4KiB\" or 4096", v)
 	}
-}
-
-// maxRoleFile bounds a role file: it goes into every prompt.
-const maxRoleFile = 256 << 10
-
-// readRoleFile reads a role file, refusing what is not a regular file (a
-// FIFO would block, /dev/zero would never end) and what is too large.
-func readRoleFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	if fi.Size() > maxRoleFile {
-		return nil, fmt.Errorf("%d bytes, more than the %d KiB a role may have", fi.Size(), maxRoleFile>>10)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	defer f.Close()
-	text, err := io.ReadAll(io.LimitReader(f, maxRoleFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(text) > maxRoleFile {
-		return nil, fmt.Errorf("more than the %d KiB a role may have", maxRoleFile>>10)
-	}
-	return text, nil
-}
-
-func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -28,6 +28,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[[agent]]\nname = \"a\"\n"))
 	f.Add([]byte("[defaults]\nengine = \"script\"\ninterrupt = \"boundary\"\n[[agent]]\nname = \"lead\"\nmode = \"delegate\"\nrole = \"" + fuzzRole + "\n"))
 	f.Add([]byte("[engine.claude]\nkind = \"exec\"\npreset = \"claude\"\nprompt = \"file\"\n[[agent]]\nname = \"r\"\nengine = \"claude\"\n"))
+	f.Add([]byte("[env]\npass = [\"GH_TOKEN\", \"NPM_TOKEN\"]\n[[agent]]\nname = \"a\"\n"))
 	f.Add([]byte("[prompt]\nmessage_cap = 4096\ntask_limit = 0\n[liveness]\nnudge_after = \"0s\"\n[errors]\nbackoff_min = \"2s\"\nbackoff_max = \"1s\"\n[[agent]]\nname = \"x\"\n"))
 	root := f.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "prompts"), 0o755); err != nil {
@@ -131,6 +132,10 @@ func checkConfig(t *testing.T, c *Config) {
 		}
 	}
 	for name, e := range c.Engines {
+		if (e.APIKeyFile != "" && (e.Kind != EngineGemini || !filepath.IsAbs(e.APIKeyFile))) ||
+			(e.EnvFile != "" && (e.Kind != EngineExec || !filepath.IsAbs(e.EnvFile))) {
+			t.Fatalf("engine %s: kind %q, api_key_file %q, env_file %q", name, e.Kind, e.APIKeyFile, e.EnvFile)
+		}
 		switch e.Kind {
 		case EngineGemini, EngineScript:
 		case EngineExec:
@@ -143,6 +148,13 @@ func checkConfig(t *testing.T, c *Config) {
 		default:
 			t.Fatalf("engine %s: kind %q", name, e.Kind)
 		}
+	}
+	passed := map[string]bool{}
+	for _, name := range c.Env.Pass {
+		if !envName.MatchString(name) || passed[name] {
+			t.Fatalf("[env] pass: accepted %q in %q", name, c.Env.Pass)
+		}
+		passed[name] = true
 	}
 	p, l, e := c.Prompt, c.Liveness, c.Errors
 	switch {

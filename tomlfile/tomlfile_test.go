@@ -54,7 +54,7 @@ func TestDecodeErrors(t *testing.T) {
 		N    int    `toml:"n"`
 	}
 	for _, tt := range []struct{ doc, want string }{
-		{"name = \"a\"\ncolour = 1\n", `f.toml:2: unknown key "colour" (keys: name, n)`},
+		{"name = \"a\"\ncolour = 1\n", `f.toml:2: unknown key "colour" at the top level (keys: name, n)`},
 		{"name = \"a\"\nn = \"x\"\n", "f.toml:2: n: expected a whole number, got a string"},
 		{"name = \n", "f.toml:"},
 	} {
@@ -63,6 +63,42 @@ func TestDecodeErrors(t *testing.T) {
 		var fe *Error
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Decode(%q) = %v, want %q", tt.doc, err, tt.want)
+		}
+	}
+}
+
+func TestArrayElementLines(t *testing.T) {
+	doc := `[env]
+pass = [
+  "A",   # one a line
+
+  "B",
+]
+[[agent]]
+command = ["x", "y"]
+nested = [[1, 2], { a = 1 }]
+`
+	var v map[string]any
+	lines, err := Decode([]byte(doc), "f.toml", &v, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]int{
+		"env.pass": 2, "env.pass[0]": 3, "env.pass[1]": 5, "env.pass[2]": 2,
+		"agent[0].command[1]": 8, "agent[0].nested[0]": 9, "agent[0].nested[1]": 9,
+	} {
+		if got := lines.Line(key); got != want {
+			t.Errorf("Line(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+func TestLineAt(t *testing.T) {
+	data := []byte("a\n\nbc\nd")
+	nl := newLineAt(data)
+	for off, want := range []int{1, 1, 2, 3, 3, 3, 4} {
+		if got := nl.line(off); got != want {
+			t.Errorf("line(%d) = %d, want %d", off, got, want)
 		}
 	}
 }

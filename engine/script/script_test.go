@@ -88,7 +88,7 @@ func TestParseExample(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, src, want string }{
 		{"unknown top key", "afer = \"end\"\n", `x.toml:1: unknown key "afer"`},
-		{"unknown turn key", "[[session]]\n[[session.turn]]\ntext = \"a\"\nwiat = \"1s\"\n", `x.toml:4: unknown key "session.turn.wiat"`},
+		{"unknown turn key", "[[session]]\n[[session.turn]]\ntext = \"a\"\nwiat = \"1s\"\n", `x.toml:4: unknown key "wiat" in [[session.turn]]; did you mean "wait"?`},
 		{"bad after", "\n\nafter = \"loop\"\n", `x.toml:3: after must be "end" or "repeat", got "loop"`},
 		{"bad wait", "[[session]]\n[[session.turn]]\nwait = \"2 secs\"\ntext = \"a\"\n", `x.toml:3: bad wait "2 secs"`},
 		{"negative wait", "[[session]]\n[[session.turn]]\nwait = \"-1s\"\ntext = \"a\"\n", `x.toml:3: wait "-1s" must not be negative`},
