@@ -13,7 +13,8 @@
 //     locked, after a crash) is unlocked, pruned and created again from its
 //     branch, so committed work is never lost;
 //   - a directory in the way that git does not know as a worktree is moved
-//     aside to <Orphans>/<agent>-<UTC time>, never deleted.
+//     aside to <Orphans>/<agent>-<UTC time>, never deleted; anything else in
+//     the way (a file, a symlink) is refused, never deleted.
 //
 // Every write, and `status`, runs the git CLI, through package proc (own
 // process group, WaitDelay). go-git v5 does the in-process reads only: HEAD
@@ -80,6 +81,8 @@ var (
 	ErrNoBranch     = errors.New("the agent has no branch")
 	ErrElsewhere    = errors.New("the agent branch is checked out elsewhere")
 	ErrBadAgent     = errors.New("bad agent name")
+	// ErrInTheWay: something that is not a directory is where a worktree goes.
+	ErrInTheWay = errors.New("something else is where the worktree goes")
 )
 
 // Options configure a Manager.
@@ -442,7 +445,8 @@ func canon(p string) string {
 // base branch's tip, or reusing it after checking it is on swarm/<agent>.
 // An existing branch is checked out as it is, never reset. It repairs a
 // registered worktree whose directory is gone (unlock, prune, recreate) and
-// moves aside a directory that is in the way but not a worktree.
+// moves aside a directory that is in the way but not a worktree, and
+// refuses anything else in the way.
 func (m *Manager) Ensure(ctx context.Context, agent string) (Worktree, error) {
 	if err := checkAgent(agent); err != nil {
 		return Worktree{}, err
@@ -518,7 +522,7 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	}
 	if _, err := os.Lstat(wt.Path); err == nil {
 		if wt.MovedAside, err = m.moveAside(ctx, agent, wt.Path); err != nil {
-			return wt, checkedOut, err
+			return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 		}
 	}
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
@@ -645,12 +649,26 @@ func (m *Manager) wrongBranch(agent, path, head string) error {
 	return fmt.Errorf("%w: %s's worktree %s is on %s, not %s; save what is there, then run 'git -C %q switch %s'", ErrWrongBranch, agent, path, where, Branch(agent), path, Branch(agent))
 }
 
-// moveAside moves path, which is in the way of agent's worktree, to the
-// orphans directory. An empty directory is simply removed: there is nothing
-// to keep.
+// moveAside moves the directory at path, which is in the way of agent's
+// worktree, to the orphans directory; an empty directory is simply
+// removed, as there is nothing to keep. Anything that is not a directory
+// (a file, a symlink) is refused and left where it is: it is not a
+// worktree's remains, so it is someone's, and moving a file the operator
+// put there would lose it as surely as deleting it.
 func (m *Manager) moveAside(ctx context.Context, agent, path string) (string, error) {
-	if err := os.Remove(path); err == nil {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("move %s aside: %w", path, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%w: %s is %s, not a directory, and it is where %s's worktree goes; swarm does not delete it. Move it away (mv %q %q) and run again",
+			ErrInTheWay, path, fileKind(fi), agent, path, path+".old")
+	}
+	if err := os.Remove(path); err == nil {
+		return "", nil // it was empty
 	}
 	if err := os.MkdirAll(m.orphans, 0o755); err != nil {
 		return "", fmt.Errorf("move %s aside: %w", path, err)
@@ -671,6 +689,18 @@ func (m *Manager) moveAside(ctx context.Context, agent, path string) (string, er
 	}
 	slog.Warn("moved a directory that git does not know as a worktree aside", "agent", agent, "from", path, "to", dst)
 	return dst, nil
+}
+
+// fileKind names what fi is, for messages.
+func fileKind(fi os.FileInfo) string {
+	switch t := fi.Mode().Type(); {
+	case t == 0:
+		return "a regular file"
+	case t&os.ModeSymlink != 0:
+		return "a symbolic link"
+	default:
+		return "a special file (" + t.String() + ")"
+	}
 }
 
 // exclude makes sure git ignores dir when it lies inside the main worktree:

@@ -443,3 +443,33 @@ func TestRemoveStaleLock(t *testing.T) {
 	}
 	f.git(wt.Path, "add", "new.txt")
 }
+
+// Something that is not a directory where a worktree goes is someone's:
+// Ensure refuses it, naming it, and leaves it alone.
+func TestEnsureRefusesAFileInTheWay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	path := f.m.Path("alpha")
+	writeFile(t, path, "precious\n")
+	_, err := f.m.Ensure(ctx, "alpha")
+	if !errors.Is(err, ErrInTheWay) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "regular file") {
+		t.Fatalf("Ensure = %v, want ErrInTheWay naming %s", err, path)
+	}
+	if readFile(t, path) != "precious\n" {
+		t.Fatal("the file was changed")
+	}
+
+	target := t.TempDir()
+	writeFile(t, filepath.Join(target, "keep.txt"), "keep\n")
+	path = f.m.Path("bravo")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Ensure(ctx, "bravo"); !errors.Is(err, ErrInTheWay) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("Ensure = %v, want ErrInTheWay for the symlink", err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 || readFile(t, filepath.Join(target, "keep.txt")) != "keep\n" {
+		t.Fatal("the symlink or its target was changed")
+	}
+}
