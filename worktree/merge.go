@@ -26,6 +26,14 @@ type Result struct {
 	Commit string
 	// Removed reports that the worktree was removed and the branch deleted.
 	Removed bool
+	// Uncommitted are the changes in the worktree that were not committed
+	// ("XY path" as in git status --short): Discard lists the ones it
+	// dropped, so a discard never drops work silently.
+	Uncommitted []string
+	// Ignored are the files and directories git ignores in the worktree
+	// ("node_modules/"), which removing it deletes: with
+	// Options.DeleteIgnored they were deleted, else the worktree was kept.
+	Ignored []string
 }
 
 // ConflictError is a merge or squash that conflicted. The merge was
@@ -143,11 +151,13 @@ func autoCommitMsg(agent string) string {
 	return fmt.Sprintf("swarm: save uncommitted work of %s", agent)
 }
 
-// Merge auto-commits agent's uncommitted work, merges swarm/<agent> into the
-// base branch with one merge commit naming the agent (--no-ff), then removes
-// the worktree and deletes the branch. The main worktree must pass
-// CheckBase. A conflict is aborted and returned as a *ConflictError, with
-// the branch and worktree kept.
+// Merge auto-commits agent's uncommitted work (checked, see AutoCommit),
+// merges swarm/<agent> into the base branch with one merge commit naming
+// the agent (--no-ff), then removes the worktree and deletes the branch.
+// The main worktree must pass CheckBase. A conflict is aborted and returned
+// as a *ConflictError, with the branch and worktree kept. A worktree
+// holding files git ignores is kept, before anything is merged, unless
+// Options.DeleteIgnored is set (Result.Ignored lists them).
 func (m *Manager) Merge(ctx context.Context, agent string) (Result, error) {
 	return m.integrate(ctx, agent, false)
 }
@@ -173,6 +183,11 @@ func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (Res
 		return res, fmt.Errorf("%w: %s does not exist", ErrNoBranch, info.Branch)
 	}
 	if err := m.checkBase(ctx, base); err != nil {
+		return res, err
+	}
+	// Refuse before merging: a merge whose worktree cannot be removed
+	// leaves the agent's branch merged and still checked out.
+	if res.Ignored, err = m.checkIgnored(ctx, info, "merged"); err != nil {
 		return res, err
 	}
 	if info.Valid() {
@@ -331,7 +346,9 @@ func (m *Manager) conflicted(ctx context.Context) ([]string, error) {
 
 // Discard removes agent's worktree, uncommitted changes included, and
 // deletes swarm/<agent> whatever it holds. Result.Commits lists the commits
-// that were dropped. Asking first is the caller's job.
+// that were dropped and Result.Uncommitted the uncommitted changes. Files
+// git ignores keep the worktree unless Options.DeleteIgnored is set
+// (Result.Ignored lists them). Asking first is the caller's job.
 func (m *Manager) Discard(ctx context.Context, agent string) (Result, error) {
 	base, err := m.BaseBranch(ctx)
 	if err != nil {
@@ -344,6 +361,14 @@ func (m *Manager) Discard(ctx context.Context, agent string) (Result, error) {
 		return res, err
 	}
 	if res.Commits, err = m.unmerged(ctx, base, agent); err != nil {
+		return res, err
+	}
+	if info.Valid() {
+		if res.Uncommitted, err = m.uncommitted(ctx, info.Path); err != nil {
+			return res, err
+		}
+	}
+	if res.Ignored, err = m.checkIgnored(ctx, info, "discarded"); err != nil {
 		return res, err
 	}
 	if err := m.removeWorktree(ctx, info, true); err != nil {

@@ -16,6 +16,10 @@
 //     aside to <Orphans>/<agent>-<UTC time>, never deleted; anything else in
 //     the way (a file, a symlink) is refused, never deleted.
 //
+// Auto-commit refuses what looks like damage rather than work, and
+// removing a worktree keeps the files git ignores unless told otherwise
+// (safety.go).
+//
 // Every write, and `status`, runs the git CLI, through package proc (own
 // process group, WaitDelay). go-git v5 does the in-process reads only: HEAD
 // and branch checks and recent commits. The split is measured (DESIGN §7):
@@ -81,6 +85,12 @@ var (
 	ErrNoBranch     = errors.New("the agent has no branch")
 	ErrElsewhere    = errors.New("the agent branch is checked out elsewhere")
 	ErrBadAgent     = errors.New("bad agent name")
+	// ErrUnsafeAutoCommit: the uncommitted "work" looks like damage (mass
+	// deletions, a never-finished checkout, a nested repository); it was
+	// left where it is and nothing was committed.
+	ErrUnsafeAutoCommit = errors.New("refused to auto-commit the worktree's changes")
+	// ErrIgnoredFiles: removing the worktree would delete files git ignores.
+	ErrIgnoredFiles = errors.New("the worktree holds ignored files")
 	// ErrInTheWay: something that is not a directory is where a worktree goes.
 	ErrInTheWay = errors.New("something else is where the worktree goes")
 )
@@ -104,6 +114,10 @@ type Options struct {
 	Now func() time.Time
 	// Env is the environment of the git children; nil means os.Environ().
 	Env []string
+	// DeleteIgnored lets Merge, Squash, Remove and Discard delete the files
+	// git ignores in a worktree (build output, node_modules, .env) along
+	// with it. Without it they list them and keep the worktree.
+	DeleteIgnored bool
 }
 
 // Manager creates and ends agents' worktrees in one repository. It is safe
@@ -115,6 +129,8 @@ type Manager struct {
 	meta    MetaStore
 	now     func() time.Time
 	baseEnv []string
+
+	deleteIgnored bool
 
 	mu       sync.Mutex      // held by every write to the repository
 	excluded map[string]bool // dirs known to be ignored by git (under mu)
@@ -160,6 +176,8 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		meta:    opts.Meta,
 		now:     opts.Now,
 		baseEnv: opts.Env,
+
+		deleteIgnored: opts.DeleteIgnored,
 	}
 	if m.now == nil {
 		m.now = time.Now
@@ -844,9 +862,12 @@ func (m *Manager) dirty(ctx context.Context, path string) (bool, error) {
 // AutoCommit commits everything in agent's worktree, untracked files
 // included (ignored files are not), on swarm/<agent>, authored and committed
 // as swarm/<agent> with the user's address or FallbackEmail. It reports
-// whether it made a commit: a clean worktree is left alone. It refuses a
-// worktree that is not on swarm/<agent>, so work never lands on another
-// branch.
+// whether it made a commit: a clean worktree is left alone. It refuses,
+// leaving the work where it is, a worktree that is not on swarm/<agent>
+// (so work never lands on another branch), and work that looks like damage
+// (ErrUnsafeAutoCommit): a nested repository, deletions of more than
+// MaxAutoDeletePercent of the branch's files, any deletion in a worktree
+// that was never completely checked out.
 func (m *Manager) AutoCommit(ctx context.Context, agent, msg string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -867,8 +888,11 @@ func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, er
 	if h.Ref != branchRef(agent) {
 		return "", m.wrongBranch(agent, path, strings.TrimPrefix(h.Ref, "refs/heads/"))
 	}
-	dirty, err := m.dirty(ctx, path)
-	if err != nil || !dirty {
+	chs, err := m.status(ctx, path, "all", false)
+	if err != nil || len(chs) == 0 {
+		return "", err
+	}
+	if err := m.checkSave(ctx, agent, path, chs, populated(path)); err != nil {
 		return "", err
 	}
 	if _, err := m.run(ctx, path, "add", "-A"); err != nil {
@@ -893,7 +917,8 @@ func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, er
 
 // Remove removes agent's worktree and keeps its branch, so nothing
 // committed is lost and a later Ensure checks the branch out again. It
-// refuses a worktree with uncommitted changes (AutoCommit first). A missing
+// refuses a worktree with uncommitted changes (AutoCommit first), and one
+// holding files git ignores unless Options.DeleteIgnored is set. A missing
 // worktree is not an error.
 func (m *Manager) Remove(ctx context.Context, agent string) error {
 	info, unlock, err := m.lockAgent(ctx, agent)
@@ -909,6 +934,9 @@ func (m *Manager) Remove(ctx context.Context, agent string) error {
 		if dirty {
 			return fmt.Errorf("%w: %s's worktree %s; commit them first (swarm down auto-commits them)", ErrDirty, agent, info.Path)
 		}
+	}
+	if _, err := m.checkIgnored(ctx, info, "removed"); err != nil {
+		return err
 	}
 	return m.removeWorktree(ctx, info, false)
 }
