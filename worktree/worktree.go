@@ -93,6 +93,8 @@ var (
 	ErrIgnoredFiles = errors.New("the worktree holds ignored files")
 	// ErrInTheWay: something that is not a directory is where a worktree goes.
 	ErrInTheWay = errors.New("something else is where the worktree goes")
+	// ErrLockHeld: a git lock file is in use, or cannot be shown unused.
+	ErrLockHeld = errors.New("a git lock is in use")
 )
 
 // Options configure a Manager.
@@ -620,26 +622,24 @@ func populated(path string) bool {
 }
 
 // RemoveStaleLock removes the index.lock that a git process killed in the
-// middle of a write (a crashed session's git commit) left in agent's
-// worktree; while it is there every later commit fails. Call it only when
-// nothing of the agent can be running: after recovery killed the crashed
-// sessions' process groups. It reports whether there was one.
+// middle of a write (a crashed session's git commit, an interrupted
+// checkout) left in agent's worktree, in .git/worktrees/<agent>; while it
+// is there every later commit fails. Where /proc can be read it removes the
+// lock only when no live process has it open and no git process runs in
+// the worktree (lockcheck.go), and otherwise returns an error wrapping
+// ErrLockHeld that names the process. Without /proc it cannot check, so
+// call it only when nothing of the agent can be running: after recovery
+// killed the crashed sessions' process groups. It reports whether there
+// was one and it is gone.
 func (m *Manager) RemoveStaleLock(agent string) (bool, error) {
 	if err := checkAgent(agent); err != nil {
 		return false, err
 	}
-	gitdir, ok := linkedGitDir(m.Path(agent))
-	if !ok {
-		return false, nil
-	}
-	err := os.Remove(filepath.Join(gitdir, "index.lock"))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
+	_, removed, err := removeAgentLock(m.Path(agent), true)
 	if err != nil {
 		return false, fmt.Errorf("remove the stale index.lock of %s: %w", agent, err)
 	}
-	return true, nil
+	return removed, nil
 }
 
 // linkedGitDir reads the git dir of the linked worktree at path from its
