@@ -16,9 +16,14 @@
 //     aside to <Orphans>/<agent>-<UTC time>, never deleted; anything else in
 //     the way (a file, a symlink) is refused, never deleted.
 //
-// Auto-commit refuses what looks like damage rather than work, and
-// removing a worktree keeps the files git ignores unless told otherwise
-// (safety.go).
+// Interruptions: every state change of a worktree (populating, populated,
+// merging, merged, removing, removed) is journaled before it starts
+// (journal.go), and a re-run finishes or rolls back what an interrupted
+// run (Ctrl-C, kill -9) left half done, reporting it as Recovery lines
+// (recover.go): a first checkout is redone completely, a half-applied
+// merge in the main checkout is rolled back, files a half-done removal
+// deleted are put back, stale index.lock files are removed. Auto-commit
+// refuses what looks like damage rather than work (safety.go).
 //
 // Every write, and `status`, runs the git CLI, through package proc (own
 // process group, WaitDelay). go-git v5 does the in-process reads only: HEAD
@@ -93,8 +98,13 @@ var (
 	ErrIgnoredFiles = errors.New("the worktree holds ignored files")
 	// ErrInTheWay: something that is not a directory is where a worktree goes.
 	ErrInTheWay = errors.New("something else is where the worktree goes")
+	// ErrInterrupted: an interrupted run left something half done that
+	// swarm cannot finish or undo safely by itself.
+	ErrInterrupted = errors.New("an interrupted run left an operation half done")
 	// ErrLockHeld: a git lock file is in use, or cannot be shown unused.
 	ErrLockHeld = errors.New("a git lock is in use")
+	// ErrBusy: another running process is changing the worktree.
+	ErrBusy = errors.New("another process is changing the worktree")
 )
 
 // Options configure a Manager.
@@ -116,6 +126,10 @@ type Options struct {
 	Now func() time.Time
 	// Env is the environment of the git children; nil means os.Environ().
 	Env []string
+	// Journal is the directory of the per-agent journal files that let a
+	// re-run finish or undo what an interrupted run left half done; relative
+	// paths are relative to Root. Default <Root>/.swarm/journal.
+	Journal string
 	// DeleteIgnored lets Merge, Squash, Remove and Discard delete the files
 	// git ignores in a worktree (build output, node_modules, .env) along
 	// with it. Without it they list them and keep the worktree.
@@ -128,6 +142,7 @@ type Manager struct {
 	root    string
 	dir     string
 	orphans string
+	journal string
 	meta    MetaStore
 	now     func() time.Time
 	baseEnv []string
@@ -149,6 +164,9 @@ type Worktree struct {
 	// MovedAside is set when Ensure moved a directory that was in the way;
 	// it is where that directory went.
 	MovedAside string
+	// Recovered is what Ensure finished or undid of an interrupted run
+	// first; print it.
+	Recovered []Recovery
 }
 
 // New returns a Manager for the repository at opts.Root. It runs no git:
@@ -175,6 +193,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		root:    root,
 		dir:     abs(opts.Dir, filepath.Join(root, ".swarm", "worktrees")),
 		orphans: abs(opts.Orphans, filepath.Join(root, ".swarm", "orphans")),
+		journal: abs(opts.Journal, filepath.Join(root, ".swarm", "journal")),
 		meta:    opts.Meta,
 		now:     opts.Now,
 		baseEnv: opts.Env,
@@ -464,9 +483,11 @@ func canon(p string) string {
 // Ensure returns agent's worktree, creating it on swarm/<agent> from the
 // base branch's tip, or reusing it after checking it is on swarm/<agent>.
 // An existing branch is checked out as it is, never reset. It repairs a
-// registered worktree whose directory is gone (unlock, prune, recreate) and
-// moves aside a directory that is in the way but not a worktree, and
-// refuses anything else in the way.
+// registered worktree whose directory is gone (unlock, prune, recreate),
+// moves aside a directory that is in the way but not a worktree (and
+// refuses anything else in the way), and finishes what an interrupted run
+// left half done (Worktree.Recovered says what): a first checkout cut short
+// is redone completely, so truncated files are mended.
 func (m *Manager) Ensure(ctx context.Context, agent string) (Worktree, error) {
 	if err := checkAgent(agent); err != nil {
 		return Worktree{}, err
@@ -481,10 +502,18 @@ func (m *Manager) Ensure(ctx context.Context, agent string) (Worktree, error) {
 	}
 	// The checkout runs outside the lock, so the agents' checkouts overlap:
 	// on a real repository they are most of the start-up time.
-	if err := m.populate(ctx, wt.Path, state == fresh); err != nil {
+	if err := m.populate(ctx, wt.Path, state); err != nil {
 		return wt, fmt.Errorf("check out worktree %s: %w", agent, err)
 	}
-	return wt, nil
+	if state == redo {
+		var rec recoveries
+		rec.add(agent, "%s: redid the checkout of its worktree %s, which an interrupted run had left incomplete", agent, wt.Path)
+		wt.Recovered = append(wt.Recovered, rec...)
+	}
+	m.mu.Lock()
+	err = m.writeJournal(ctx, journal{Agent: agent, State: statePopulated, Op: opEnsure})
+	m.mu.Unlock()
+	return wt, err
 }
 
 // checkout says what register left for Ensure to do.
@@ -493,7 +522,8 @@ type checkout int
 const (
 	checkedOut checkout = iota // nothing: the worktree is complete
 	fresh                      // just made: an empty directory to fill
-	partial                    // made, but its checkout never finished
+	partial                    // made before the journal, its checkout unfinished: fill in what is missing
+	redo                       // its first checkout was cut short: do it again completely
 )
 
 // register makes sure git knows agent's worktree, creating it without a
@@ -511,14 +541,25 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	if info.Elsewhere != "" {
 		return wt, checkedOut, fmt.Errorf("%w: %s is checked out in %s, not in %s; move that worktree (git worktree move %q %q) or remove it", ErrElsewhere, wt.Branch, info.Elsewhere, wt.Path, info.Elsewhere, wt.Path)
 	}
+	var rec recoveries
+	r, err := m.recoverAgent(ctx, &info, recoverForEnsure, &rec)
+	wt.Recovered = rec
+	if err != nil {
+		return wt, checkedOut, fmt.Errorf("ensure worktree %s: %w", agent, err)
+	}
 	if info.Valid() {
 		if info.Head != wt.Branch {
 			return wt, checkedOut, m.wrongBranch(agent, wt.Path, info.Head)
 		}
-		// A worktree registered but not completely checked out (a crash
-		// between the two steps, or during the checkout) is finished now.
-		if !populated(wt.Path) {
-			return wt, partial, nil
+		if r.checkout != checkedOut {
+			return wt, r.checkout, nil
+		}
+		// In use again: whatever an earlier `swarm down` recorded (merged,
+		// say) no longer describes it.
+		if r.have && (r.j.State != statePopulated || r.j.Merged) {
+			if err := m.writeJournal(ctx, journal{Agent: agent, State: statePopulated, Op: opEnsure}); err != nil {
+				return wt, checkedOut, err
+			}
 		}
 		return wt, checkedOut, nil
 	}
@@ -555,6 +596,11 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	if !info.HasBranch {
 		args = []string{"worktree", "add", "--no-checkout", "-b", wt.Branch, wt.Path, "refs/heads/" + base}
 	}
+	// Journaled first: a run interrupted from here on left a checkout that
+	// no agent has worked in, which the next run redoes completely.
+	if err := m.writeJournal(ctx, journal{Agent: agent, State: statePopulating, Op: opEnsure, Base: base}); err != nil {
+		return wt, checkedOut, err
+	}
 	if _, err := m.run(ctx, m.root, args...); err != nil {
 		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 	}
@@ -568,17 +614,33 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 const populatedMarker = "swarm-populated"
 
 // populate checks out a registered worktree's files, then writes the
-// marker. A fresh worktree's directory holds only its .git file, so one
-// reset fills it. After a crash it never overwrites a file that is already
-// there, so it cannot lose work: it fills the index from HEAD when there
-// is none and checks out only the tracked files that are missing.
-func (m *Manager) populate(ctx context.Context, path string, isFresh bool) error {
+// marker:
+//   - fresh: the directory holds only its .git file, so one reset fills it;
+//   - redo: the first checkout was cut short (journaled, or no index): no
+//     agent has worked there, so it is done again completely, without the
+//     old index, whose stat data could hide a file left truncated;
+//   - partial: a worktree made before the journal, with an index, whose
+//     marker is missing. An agent may have worked there, so it never
+//     overwrites a file: it checks out only the tracked files that are
+//     missing.
+func (m *Manager) populate(ctx context.Context, path string, state checkout) error {
 	gitdir, ok := linkedGitDir(path)
 	if !ok {
 		return fmt.Errorf("%s is not a linked worktree (no .git file)", path)
 	}
-	if isFresh {
-		if _, err := m.run(ctx, path, "reset", "-q", "--hard"); err != nil {
+	switch state {
+	case redo:
+		if _, _, err := removeAgentLock(path, false); err != nil {
+			return err
+		}
+		if err := os.Remove(filepath.Join(gitdir, "index")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		fallthrough
+	case fresh:
+		// Without an index, reset --hard writes every tracked file,
+		// overwriting what an interrupted checkout left.
+		if _, err := m.run(ctx, path, "reset", "-q", "--hard", "HEAD"); err != nil {
 			return err
 		}
 		return os.WriteFile(filepath.Join(gitdir, populatedMarker), nil, 0o644)
@@ -862,20 +924,30 @@ func (m *Manager) dirty(ctx context.Context, path string) (bool, error) {
 // AutoCommit commits everything in agent's worktree, untracked files
 // included (ignored files are not), on swarm/<agent>, authored and committed
 // as swarm/<agent> with the user's address or FallbackEmail. It reports
-// whether it made a commit: a clean worktree is left alone. It refuses,
-// leaving the work where it is, a worktree that is not on swarm/<agent>
-// (so work never lands on another branch), and work that looks like damage
-// (ErrUnsafeAutoCommit): a nested repository, deletions of more than
-// MaxAutoDeletePercent of the branch's files, any deletion in a worktree
-// that was never completely checked out.
+// whether it made a commit: a clean worktree is left alone. It first
+// finishes what an interrupted run left half done in the worktree. It
+// refuses, leaving the work where it is, a worktree that is not on
+// swarm/<agent> (so work never lands on another branch), and work that
+// looks like damage (ErrUnsafeAutoCommit): a nested repository, deletions
+// of more than MaxAutoDeletePercent of the branch's files, any deletion in
+// a worktree that was never completely checked out, any change in one
+// being removed or whose branch an interrupted run already merged.
 func (m *Manager) AutoCommit(ctx context.Context, agent, msg string) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	info, unlock, err := m.lockAgent(ctx, agent)
+	defer unlock()
+	if err != nil {
+		return false, fmt.Errorf("auto-commit %s: %w", agent, err)
+	}
+	var rec recoveries
+	if _, err := m.recoverAgent(ctx, &info, recoverAll, &rec); err != nil {
+		return false, fmt.Errorf("auto-commit %s: %w", agent, err)
+	}
 	hash, err := m.autoCommit(ctx, agent, msg)
 	return hash != "", err
 }
 
 // autoCommit returns the new commit, or "" when there was nothing to commit.
+// The caller holds m.mu and has run recoverAgent.
 func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, error) {
 	path, err := m.worktreeDir(agent)
 	if err != nil {
@@ -892,7 +964,22 @@ func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, er
 	if err != nil || len(chs) == 0 {
 		return "", err
 	}
-	if err := m.checkSave(ctx, agent, path, chs, populated(path)); err != nil {
+	j, have, err := m.readJournal(agent)
+	if err != nil {
+		return "", err
+	}
+	if have {
+		switch {
+		case j.Merged:
+			return "", fmt.Errorf("%w: an interrupted run already merged %s into %s, so the changes now in its worktree %s (%s) are not work to merge again; swarm committed nothing and left them there. Look with 'git -C %q status'; commit what you want to keep yourself, put the rest back (git -C %q restore .), then run again",
+				ErrUnsafeAutoCommit, Branch(agent), j.Base, path, listSome(changeList(chs), 10), path, path)
+		case j.State == stateRemoving:
+			return "", fmt.Errorf("%w: %s's worktree %s was being removed by an interrupted run, so its changes (%s) are not work; swarm committed nothing. Look with 'git -C %q status', then run again",
+				ErrUnsafeAutoCommit, agent, path, listSome(changeList(chs), 10), path)
+		}
+	}
+	complete := populated(path) && !(have && j.State == statePopulating)
+	if err := m.checkSave(ctx, agent, path, chs, complete); err != nil {
 		return "", err
 	}
 	if _, err := m.run(ctx, path, "add", "-A"); err != nil {
@@ -915,14 +1002,28 @@ func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, er
 	return hash, nil
 }
 
+func changeList(chs []change) []string {
+	out := make([]string, len(chs))
+	for i, c := range chs {
+		out[i] = c.String()
+	}
+	return out
+}
+
 // Remove removes agent's worktree and keeps its branch, so nothing
 // committed is lost and a later Ensure checks the branch out again. It
 // refuses a worktree with uncommitted changes (AutoCommit first), and one
 // holding files git ignores unless Options.DeleteIgnored is set. A missing
-// worktree is not an error.
+// worktree is not an error. It first finishes what an interrupted run left
+// half done (logged).
 func (m *Manager) Remove(ctx context.Context, agent string) error {
 	info, unlock, err := m.lockAgent(ctx, agent)
 	defer unlock()
+	if err != nil {
+		return fmt.Errorf("remove worktree %s: %w", agent, err)
+	}
+	var rec recoveries
+	r, err := m.recoverAgent(ctx, &info, recoverAll, &rec)
 	if err != nil {
 		return fmt.Errorf("remove worktree %s: %w", agent, err)
 	}
@@ -938,13 +1039,46 @@ func (m *Manager) Remove(ctx context.Context, agent string) error {
 	if _, err := m.checkIgnored(ctx, info, "removed"); err != nil {
 		return err
 	}
-	return m.removeWorktree(ctx, info, false)
+	j := journal{Agent: agent, Op: opRemove}
+	if r.have {
+		j = r.j
+	}
+	if err := m.removeJournaled(ctx, info, j, false); err != nil {
+		return err
+	}
+	if j.Merged {
+		// Keep the record that the branch is merged, for the swarm down
+		// that deletes it.
+		_, err = m.setState(ctx, j, stateRemoved)
+		return err
+	}
+	return m.clearJournal(agent)
+}
+
+// removeJournaled removes the worktree (removeWorktree) between the
+// journal states removing and removed.
+func (m *Manager) removeJournaled(ctx context.Context, info Info, j journal, force bool) error {
+	if !info.Registered {
+		return nil
+	}
+	j, err := m.setState(ctx, j, stateRemoving)
+	if err != nil {
+		return err
+	}
+	if err := m.removeWorktree(ctx, info, force); err != nil {
+		return err
+	}
+	_, err = m.setState(ctx, j, stateRemoved)
+	return err
 }
 
 // removeWorktree unregisters and deletes agent's worktree; force discards
-// uncommitted changes.
+// uncommitted changes. A worktree whose .git is gone is pruned, and what is
+// left of it moved aside to the orphans directory.
 func (m *Manager) removeWorktree(ctx context.Context, info Info, force bool) error {
 	if !info.Registered {
+		// Not a worktree: whatever is there is left to Ensure, which moves
+		// a directory aside and refuses anything else.
 		return nil
 	}
 	if err := m.unlock(ctx, info); err != nil {
@@ -953,6 +1087,11 @@ func (m *Manager) removeWorktree(ctx context.Context, info Info, force bool) err
 	if !info.Valid() {
 		if _, err := m.run(ctx, m.root, "worktree", "prune"); err != nil {
 			return fmt.Errorf("remove worktree %s: %w", info.Agent, err)
+		}
+		if info.Exists {
+			if _, err := m.moveAside(ctx, info.Agent, info.Path); err != nil {
+				return fmt.Errorf("remove worktree %s: %w", info.Agent, err)
+			}
 		}
 		return nil
 	}
