@@ -186,6 +186,19 @@ func (m *Manager) recoverAgent(ctx context.Context, info *Info, mode recoverMode
 				if r.j, err = m.setState(ctx, r.j, statePopulated); err != nil {
 					return r, err
 				}
+			case info.Head != info.Branch:
+				// `worktree add` itself was cut short: git left it locked
+				// ("initializing") with no HEAD. Nothing was checked out
+				// there, let alone worked on: remove it, and Ensure makes
+				// it again.
+				if _, err := m.run(ctx, m.root, "worktree", "remove", "--force", "--force", info.Path); err != nil {
+					return r, fmt.Errorf("remove the half-made worktree of %s: %w; run 'git worktree remove --force --force %q' yourself", agent, err, info.Path)
+				}
+				if err := m.clearJournal(agent); err != nil {
+					return r, err
+				}
+				r.have, changed = false, true
+				rec.add(agent, "%s: removed its worktree %s, whose creation an interrupted run had cut short (nothing had been checked out there)", agent, info.Path)
 			}
 		case stateRemoving:
 			if mode != recoverForDiscard {

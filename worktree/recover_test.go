@@ -476,3 +476,63 @@ func TestMergeKilledBeforeItStartedLeavesTheOperatorsEdits(t *testing.T) {
 		t.Fatal("the operator's edit or main was touched")
 	}
 }
+
+// The removal got as far as the worktree's .git file: git no longer knows
+// the directory as a worktree. The re-run forgets it, keeps its remains
+// aside, and finishes, merging nothing more.
+func TestMergeAfterRemoveKilledPastTheGitFile(t *testing.T) {
+	t.Parallel()
+	f, wt := filesFixture(t)
+	ctx := context.Background()
+	f.commitAs("swarm/alpha", wt.Path, "work.txt", "work\n", "alpha: work")
+	interrupt(t, f, "merge", `
+if [ "$sub $next" = "worktree remove" ]; then
+	rm -f "$last/.git" "$last/f1.txt"
+	die
+fi`)
+	merged := f.git(".", "rev-parse", "main")
+	res, err := f.manager(Options{}).Merge(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("re-run Merge: %v\n%s", err, recoveredText(res.Recovered))
+	}
+	orphan := filepath.Join(f.root, ".swarm", "orphans", "alpha-20250102-030405")
+	if !strings.Contains(recoveredText(res.Recovered), orphan) || readFile(t, filepath.Join(orphan, "work.txt")) != "work\n" {
+		t.Fatalf("remains not kept at %s:\n%s", orphan, recoveredText(res.Recovered))
+	}
+	if f.git(".", "rev-parse", "main") != merged || !exists(filepath.Join(f.root, "f1.txt")) || f.branchExists("swarm/alpha") || exists(wt.Path) {
+		t.Fatal("main changed, or the branch or worktree is left")
+	}
+	if list := f.git(".", "worktree", "list", "--porcelain"); strings.Contains(list, "alpha") {
+		t.Fatalf("git still lists the worktree:\n%s", list)
+	}
+}
+
+// `git worktree add` itself cut short leaves a worktree locked
+// "initializing" with no HEAD; Ensure removes it and makes it again.
+func TestEnsureAfterWorktreeAddKilled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.m.BaseBranch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	path := f.m.Path("alpha")
+	if err := f.m.writeJournal(ctx, journal{Agent: "alpha", State: statePopulating, Op: opEnsure}); err != nil {
+		t.Fatal(err)
+	}
+	f.git(".", "worktree", "add", "-q", "--no-checkout", "-b", "swarm/alpha", path, "main")
+	admin := filepath.Join(f.root, ".git", "worktrees", "alpha")
+	writeFile(t, filepath.Join(admin, "HEAD"), strings.Repeat("0", 40)+"\n")
+	writeFile(t, filepath.Join(admin, "locked"), "initializing")
+
+	wt, err := f.manager(Options{}).Ensure(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(recoveredText(wt.Recovered), "creation an interrupted run had cut short") {
+		t.Fatalf("Recovered:\n%s", recoveredText(wt.Recovered))
+	}
+	if f.git(path, "rev-parse", "--abbrev-ref", "HEAD") != "swarm/alpha" || f.git(path, "status", "--porcelain") != "" || !exists(filepath.Join(path, "README.md")) {
+		t.Fatal("the worktree was not made again")
+	}
+}
