@@ -25,6 +25,7 @@ type Recovery struct {
 	Text string
 }
 
+// String is the line to print.
 func (r Recovery) String() string { return r.Text }
 
 // recoveries collects what a recovery did; every line is logged too, for
