@@ -26,6 +26,17 @@ type Result struct {
 	Commit string
 	// Removed reports that the worktree was removed and the branch deleted.
 	Removed bool
+	// Uncommitted are the changes in the worktree that were not committed
+	// ("XY path" as in git status --short): Discard lists the ones it
+	// dropped, so a discard never drops work silently.
+	Uncommitted []string
+	// Ignored are the files and directories git ignores in the worktree
+	// ("node_modules/"), which removing it deletes: with
+	// Options.DeleteIgnored they were deleted, else the worktree was kept.
+	Ignored []string
+	// Recovered is what was finished or undone of an interrupted run
+	// first; print it.
+	Recovered []Recovery
 }
 
 // ConflictError is a merge or squash that conflicted. The merge was
@@ -72,14 +83,22 @@ func (m *Manager) unmerged(ctx context.Context, base, agent string) ([]string, e
 
 // CheckBase returns nil when the main worktree can take merges: it is on
 // the base branch, with no merge in progress and no uncommitted changes to
-// tracked files (untracked files are fine). The errors wrap ErrNotOnBase or
-// ErrBaseDirty and say what to do.
+// tracked files (untracked files are fine). A merge or squash that an
+// interrupted run left half applied there passes when all its changes are
+// the merge's: Merge and Squash roll it back before they start. The errors
+// wrap ErrNotOnBase or ErrBaseDirty and say what to do. It only reads.
 func (m *Manager) CheckBase(ctx context.Context) error {
 	base, err := m.BaseBranch(ctx)
 	if err != nil {
 		return err
 	}
-	return m.checkBase(ctx, base)
+	err = m.checkBase(ctx, base)
+	if errors.Is(err, ErrBaseDirty) {
+		if h, herr := readHead(m.root); herr == nil && m.interruptedMergeExplains(ctx, base, h.Hash) {
+			return nil
+		}
+	}
+	return err
 }
 
 func (m *Manager) checkBase(ctx context.Context, base string) error {
@@ -113,13 +132,19 @@ func (m *Manager) checkBase(ctx context.Context, base string) error {
 	return nil
 }
 
-// Keep saves agent's uncommitted work with an auto-commit and unlocks the
-// worktree; the worktree and branch stay for the next run.
-func (m *Manager) Keep(ctx context.Context, agent string) (Result, error) {
+// Keep saves agent's uncommitted work with an auto-commit (checked, see
+// AutoCommit) and unlocks the worktree; the worktree and branch stay for
+// the next run. It first finishes what an interrupted run left half done.
+func (m *Manager) Keep(ctx context.Context, agent string) (res Result, err error) {
 	info, unlock, err := m.lockAgent(ctx, agent)
 	defer unlock()
-	res := Result{Agent: agent, Branch: info.Branch, Path: info.Path}
+	res = Result{Agent: agent, Branch: info.Branch, Path: info.Path}
 	if err != nil {
+		return res, err
+	}
+	var rec recoveries
+	defer func() { res.Recovered = rec }()
+	if _, err := m.recoverAgent(ctx, &info, recoverAll, &rec); err != nil {
 		return res, err
 	}
 	if info.Valid() {
@@ -143,11 +168,29 @@ func autoCommitMsg(agent string) string {
 	return fmt.Sprintf("swarm: save uncommitted work of %s", agent)
 }
 
-// Merge auto-commits agent's uncommitted work, merges swarm/<agent> into the
-// base branch with one merge commit naming the agent (--no-ff), then removes
-// the worktree and deletes the branch. The main worktree must pass
-// CheckBase. A conflict is aborted and returned as a *ConflictError, with
-// the branch and worktree kept.
+// mergeSubject and squashSubject start the commits Merge and Squash make
+// on the base branch; recovery finds them by it.
+func mergeSubject(agent string) string {
+	return fmt.Sprintf("swarm: merge agent %s (branch %s)", agent, Branch(agent))
+}
+
+func squashSubject(agent string) string {
+	return fmt.Sprintf("swarm: squash agent %s (branch %s)", agent, Branch(agent))
+}
+
+// Merge auto-commits agent's uncommitted work (checked, see AutoCommit),
+// merges swarm/<agent> into the base branch with one merge commit naming
+// the agent (--no-ff), then removes the worktree and deletes the branch.
+// The main worktree must pass CheckBase. A conflict is aborted and returned
+// as a *ConflictError, with the branch and worktree kept. A worktree
+// holding files git ignores is kept, before anything is merged, unless
+// Options.DeleteIgnored is set (Result.Ignored lists them).
+//
+// Each step is journaled, so a re-run after an interruption finishes the
+// work: a merge left half applied in the main checkout is rolled back and
+// done again; one that was committed is not done again, and the worktree
+// is not auto-committed again (what an interrupted removal deleted there
+// is put back instead). Result.Recovered says what was found.
 func (m *Manager) Merge(ctx context.Context, agent string) (Result, error) {
 	return m.integrate(ctx, agent, false)
 }
@@ -158,42 +201,77 @@ func (m *Manager) Squash(ctx context.Context, agent string) (Result, error) {
 	return m.integrate(ctx, agent, true)
 }
 
-func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (Result, error) {
+func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (res Result, err error) {
 	base, err := m.BaseBranch(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	info, unlock, err := m.lockAgent(ctx, agent)
 	defer unlock()
-	res := Result{Agent: agent, Branch: info.Branch, Path: info.Path}
+	res = Result{Agent: agent, Branch: info.Branch, Path: info.Path}
 	if err != nil {
 		return res, err
 	}
+	var rec recoveries
+	defer func() { res.Recovered = rec }()
+	// Any agent's half-applied merge blocks this one: settle them first.
+	if err := m.recoverBase(ctx, &rec); err != nil {
+		return res, err
+	}
+	r, err := m.recoverAgent(ctx, &info, recoverAll, &rec)
+	if err != nil {
+		return res, err
+	}
+	op := opMerge
+	if squash {
+		op = opSquash
+	}
+	j := journal{Agent: agent, Op: op}
+	if r.have {
+		j = r.j
+	}
 	if !info.HasBranch {
+		if r.merged() && !info.Registered {
+			// The interrupted run had got as far as deleting the branch.
+			res.Commit, res.Commits, res.Removed = j.Commit, j.Commits, true
+			rec.add(agent, "%s: the interrupted run had finished with it: %s is on %s and its worktree and branch are gone", agent, j.Branch, j.Base)
+			return res, m.clearJournal(agent)
+		}
 		return res, fmt.Errorf("%w: %s does not exist", ErrNoBranch, info.Branch)
 	}
-	if err := m.checkBase(ctx, base); err != nil {
+	if !r.merged() {
+		if err := m.checkBase(ctx, base); err != nil {
+			return res, err
+		}
+	}
+	// Refuse before merging: a merge whose worktree cannot be removed
+	// leaves the agent's branch merged and still checked out.
+	if res.Ignored, err = m.checkIgnored(ctx, info, "merged"); err != nil {
 		return res, err
 	}
 	if info.Valid() {
+		// Refuses any change when the interrupted run had merged already.
 		if res.AutoCommit, err = m.autoCommit(ctx, agent, autoCommitMsg(agent)); err != nil {
 			return res, err
 		}
 	}
-	if res.Commits, err = m.unmerged(ctx, base, agent); err != nil {
-		return res, err
-	}
-	if len(res.Commits) > 0 {
-		if squash {
-			res.Commit, err = m.squashInto(ctx, base, agent, res.Commits)
-		} else {
-			res.Commit, err = m.mergeInto(ctx, base, agent)
-		}
-		if err != nil {
+	if r.merged() {
+		rec.alreadyMerged(j)
+		res.Commit, res.Commits = j.Commit, j.Commits
+		squash = j.Op == opSquash
+	} else {
+		j.Op = op
+		if res.Commits, err = m.unmerged(ctx, base, agent); err != nil {
 			return res, err
 		}
+		if len(res.Commits) > 0 {
+			if j, err = m.mergeJournaled(ctx, j, base, op, res.Commits); err != nil {
+				return res, err
+			}
+			res.Commit = j.Commit
+		}
 	}
-	if err := m.removeWorktree(ctx, info, false); err != nil {
+	if err := m.removeJournaled(ctx, info, j, false); err != nil {
 		return res, fmt.Errorf("%s is on %s, but: %w", info.Branch, base, err)
 	}
 	// After a real merge git can verify the branch is merged (-d); a squash
@@ -206,11 +284,52 @@ func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (Res
 		return res, fmt.Errorf("%s is on %s, but deleting the branch failed: %w", info.Branch, base, err)
 	}
 	res.Removed = true
-	return res, nil
+	return res, m.clearJournal(agent)
+}
+
+// mergeJournaled merges or squashes agent's branch into base between the
+// journal states merging (with both tips recorded, for the rollback) and
+// merged.
+func (m *Manager) mergeJournaled(ctx context.Context, j journal, base, op string, commits []string) (journal, error) {
+	agent := j.Agent
+	baseTip, err := m.revParse(ctx, "refs/heads/"+base)
+	if err != nil {
+		return j, err
+	}
+	tip, err := m.revParse(ctx, branchRef(agent))
+	if err != nil {
+		return j, err
+	}
+	j.Op, j.Base, j.BaseTip, j.Tip, j.Commits = op, base, baseTip, tip, commits
+	if j, err = m.setState(ctx, j, stateMerging); err != nil {
+		return j, err
+	}
+	var commit string
+	if op == opSquash {
+		commit, err = m.squashInto(ctx, base, agent, commits)
+	} else {
+		commit, err = m.mergeInto(ctx, base, agent)
+	}
+	if err != nil {
+		// A conflict or a refusal was undone, and the journal goes back to
+		// populated. After anything else (an interrupt: ctx cancelled and
+		// git killed) the merge may be half applied, or committed: the
+		// entry stays, and the next run sorts it out.
+		if ctx.Err() == nil {
+			if now, rerr := m.revParse(ctx, "refs/heads/"+base); rerr == nil && now == baseTip && m.checkBase(ctx, base) == nil {
+				if _, jerr := m.setState(ctx, j, statePopulated); jerr != nil {
+					return j, errors.Join(err, jerr)
+				}
+			}
+		}
+		return j, err
+	}
+	j.Merged, j.Commit = true, commit
+	return m.setState(ctx, j, stateMerged)
 }
 
 func (m *Manager) mergeInto(ctx context.Context, base, agent string) (string, error) {
-	msg := fmt.Sprintf("swarm: merge agent %s (branch %s)", agent, Branch(agent))
+	msg := mergeSubject(agent)
 	env := m.identity(ctx, m.root, "", "")
 	_, err := m.runEnv(ctx, m.root, env, "merge", "--no-ff", "--no-edit", "-m", msg, branchRef(agent))
 	if err == nil {
@@ -285,7 +404,7 @@ func (m *Manager) squashInto(ctx context.Context, base, agent string, commits []
 		return "", m.undoSquash(ctx)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "swarm: squash agent %s (branch %s)\n\n", agent, Branch(agent))
+	fmt.Fprintf(&b, "%s\n\n", squashSubject(agent))
 	for _, c := range commits {
 		fmt.Fprintf(&b, "* %s\n", c)
 	}
@@ -331,22 +450,46 @@ func (m *Manager) conflicted(ctx context.Context) ([]string, error) {
 
 // Discard removes agent's worktree, uncommitted changes included, and
 // deletes swarm/<agent> whatever it holds. Result.Commits lists the commits
-// that were dropped. Asking first is the caller's job.
-func (m *Manager) Discard(ctx context.Context, agent string) (Result, error) {
+// that were dropped and Result.Uncommitted the uncommitted changes. Files
+// git ignores keep the worktree unless Options.DeleteIgnored is set
+// (Result.Ignored lists them). Asking first is the caller's job.
+func (m *Manager) Discard(ctx context.Context, agent string) (res Result, err error) {
 	base, err := m.BaseBranch(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	info, unlock, err := m.lockAgent(ctx, agent)
 	defer unlock()
-	res := Result{Agent: agent, Branch: info.Branch, Path: info.Path}
+	res = Result{Agent: agent, Branch: info.Branch, Path: info.Path}
+	if err != nil {
+		return res, err
+	}
+	var rec recoveries
+	defer func() { res.Recovered = rec }()
+	r, err := m.recoverAgent(ctx, &info, recoverForDiscard, &rec)
 	if err != nil {
 		return res, err
 	}
 	if res.Commits, err = m.unmerged(ctx, base, agent); err != nil {
 		return res, err
 	}
-	if err := m.removeWorktree(ctx, info, true); err != nil {
+	if info.Valid() {
+		if r.checkout == redo {
+			// A checkout cut short: its "changes" are missing files, not work.
+			rec.add(agent, "%s: its worktree's first checkout had never finished, so it held no work", agent)
+		} else if res.Uncommitted, err = m.uncommitted(ctx, info.Path); err != nil {
+			return res, err
+		}
+	}
+	if res.Ignored, err = m.checkIgnored(ctx, info, "discarded"); err != nil {
+		return res, err
+	}
+	j := journal{Agent: agent}
+	if r.have {
+		j = r.j
+	}
+	j.Op = opDiscard
+	if err := m.removeJournaled(ctx, info, j, true); err != nil {
 		return res, err
 	}
 	if info.HasBranch {
@@ -355,5 +498,5 @@ func (m *Manager) Discard(ctx context.Context, agent string) (Result, error) {
 		}
 	}
 	res.Removed = true
-	return res, nil
+	return res, m.clearJournal(agent)
 }

@@ -13,7 +13,17 @@
 //     locked, after a crash) is unlocked, pruned and created again from its
 //     branch, so committed work is never lost;
 //   - a directory in the way that git does not know as a worktree is moved
-//     aside to <Orphans>/<agent>-<UTC time>, never deleted.
+//     aside to <Orphans>/<agent>-<UTC time>, never deleted; anything else in
+//     the way (a file, a symlink) is refused, never deleted.
+//
+// Interruptions: every state change of a worktree (populating, populated,
+// merging, merged, removing, removed) is journaled before it starts
+// (journal.go), and a re-run finishes or rolls back what an interrupted
+// run (Ctrl-C, kill -9) left half done, reporting it as Recovery lines
+// (recover.go): a first checkout is redone completely, a half-applied
+// merge in the main checkout is rolled back, files a half-done removal
+// deleted are put back, stale index.lock files are removed. Auto-commit
+// refuses what looks like damage rather than work (safety.go).
 //
 // Every write, and `status`, runs the git CLI, through package proc (own
 // process group, WaitDelay). go-git v5 does the in-process reads only: HEAD
@@ -80,6 +90,21 @@ var (
 	ErrNoBranch     = errors.New("the agent has no branch")
 	ErrElsewhere    = errors.New("the agent branch is checked out elsewhere")
 	ErrBadAgent     = errors.New("bad agent name")
+	// ErrUnsafeAutoCommit: the uncommitted "work" looks like damage (mass
+	// deletions, a never-finished checkout, a nested repository); it was
+	// left where it is and nothing was committed.
+	ErrUnsafeAutoCommit = errors.New("refused to auto-commit the worktree's changes")
+	// ErrIgnoredFiles: removing the worktree would delete files git ignores.
+	ErrIgnoredFiles = errors.New("the worktree holds ignored files")
+	// ErrInTheWay: something that is not a directory is where a worktree goes.
+	ErrInTheWay = errors.New("something else is where the worktree goes")
+	// ErrInterrupted: an interrupted run left something half done that
+	// swarm cannot finish or undo safely by itself.
+	ErrInterrupted = errors.New("an interrupted run left an operation half done")
+	// ErrLockHeld: a git lock file is in use, or cannot be shown unused.
+	ErrLockHeld = errors.New("a git lock is in use")
+	// ErrBusy: another running process is changing the worktree.
+	ErrBusy = errors.New("another process is changing the worktree")
 )
 
 // Options configure a Manager.
@@ -101,6 +126,14 @@ type Options struct {
 	Now func() time.Time
 	// Env is the environment of the git children; nil means os.Environ().
 	Env []string
+	// Journal is the directory of the per-agent journal files that let a
+	// re-run finish or undo what an interrupted run left half done; relative
+	// paths are relative to Root. Default <Root>/.swarm/journal.
+	Journal string
+	// DeleteIgnored lets Merge, Squash, Remove and Discard delete the files
+	// git ignores in a worktree (build output, node_modules, .env) along
+	// with it. Without it they list them and keep the worktree.
+	DeleteIgnored bool
 }
 
 // Manager creates and ends agents' worktrees in one repository. It is safe
@@ -109,9 +142,12 @@ type Manager struct {
 	root    string
 	dir     string
 	orphans string
+	journal string
 	meta    MetaStore
 	now     func() time.Time
 	baseEnv []string
+
+	deleteIgnored bool
 
 	mu       sync.Mutex      // held by every write to the repository
 	excluded map[string]bool // dirs known to be ignored by git (under mu)
@@ -128,6 +164,9 @@ type Worktree struct {
 	// MovedAside is set when Ensure moved a directory that was in the way;
 	// it is where that directory went.
 	MovedAside string
+	// Recovered is what Ensure finished or undid of an interrupted run
+	// first; print it.
+	Recovered []Recovery
 }
 
 // New returns a Manager for the repository at opts.Root. It runs no git:
@@ -154,9 +193,12 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		root:    root,
 		dir:     abs(opts.Dir, filepath.Join(root, ".swarm", "worktrees")),
 		orphans: abs(opts.Orphans, filepath.Join(root, ".swarm", "orphans")),
+		journal: abs(opts.Journal, filepath.Join(root, ".swarm", "journal")),
 		meta:    opts.Meta,
 		now:     opts.Now,
 		baseEnv: opts.Env,
+
+		deleteIgnored: opts.DeleteIgnored,
 	}
 	if m.now == nil {
 		m.now = time.Now
@@ -441,8 +483,11 @@ func canon(p string) string {
 // Ensure returns agent's worktree, creating it on swarm/<agent> from the
 // base branch's tip, or reusing it after checking it is on swarm/<agent>.
 // An existing branch is checked out as it is, never reset. It repairs a
-// registered worktree whose directory is gone (unlock, prune, recreate) and
-// moves aside a directory that is in the way but not a worktree.
+// registered worktree whose directory is gone (unlock, prune, recreate),
+// moves aside a directory that is in the way but not a worktree (and
+// refuses anything else in the way), and finishes what an interrupted run
+// left half done (Worktree.Recovered says what): a first checkout cut short
+// is redone completely, so truncated files are mended.
 func (m *Manager) Ensure(ctx context.Context, agent string) (Worktree, error) {
 	if err := checkAgent(agent); err != nil {
 		return Worktree{}, err
@@ -457,10 +502,18 @@ func (m *Manager) Ensure(ctx context.Context, agent string) (Worktree, error) {
 	}
 	// The checkout runs outside the lock, so the agents' checkouts overlap:
 	// on a real repository they are most of the start-up time.
-	if err := m.populate(ctx, wt.Path, state == fresh); err != nil {
+	if err := m.populate(ctx, wt.Path, state); err != nil {
 		return wt, fmt.Errorf("check out worktree %s: %w", agent, err)
 	}
-	return wt, nil
+	if state == redo {
+		var rec recoveries
+		rec.add(agent, "%s: redid the checkout of its worktree %s, which an interrupted run had left incomplete", agent, wt.Path)
+		wt.Recovered = append(wt.Recovered, rec...)
+	}
+	m.mu.Lock()
+	err = m.writeJournal(ctx, journal{Agent: agent, State: statePopulated, Op: opEnsure})
+	m.mu.Unlock()
+	return wt, err
 }
 
 // checkout says what register left for Ensure to do.
@@ -469,7 +522,8 @@ type checkout int
 const (
 	checkedOut checkout = iota // nothing: the worktree is complete
 	fresh                      // just made: an empty directory to fill
-	partial                    // made, but its checkout never finished
+	partial                    // made before the journal, its checkout unfinished: fill in what is missing
+	redo                       // its first checkout was cut short: do it again completely
 )
 
 // register makes sure git knows agent's worktree, creating it without a
@@ -487,14 +541,25 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	if info.Elsewhere != "" {
 		return wt, checkedOut, fmt.Errorf("%w: %s is checked out in %s, not in %s; move that worktree (git worktree move %q %q) or remove it", ErrElsewhere, wt.Branch, info.Elsewhere, wt.Path, info.Elsewhere, wt.Path)
 	}
+	var rec recoveries
+	r, err := m.recoverAgent(ctx, &info, recoverForEnsure, &rec)
+	wt.Recovered = rec
+	if err != nil {
+		return wt, checkedOut, fmt.Errorf("ensure worktree %s: %w", agent, err)
+	}
 	if info.Valid() {
 		if info.Head != wt.Branch {
 			return wt, checkedOut, m.wrongBranch(agent, wt.Path, info.Head)
 		}
-		// A worktree registered but not completely checked out (a crash
-		// between the two steps, or during the checkout) is finished now.
-		if !populated(wt.Path) {
-			return wt, partial, nil
+		if r.checkout != checkedOut {
+			return wt, r.checkout, nil
+		}
+		// In use again: whatever an earlier `swarm down` recorded (merged,
+		// say) no longer describes it.
+		if r.have && (r.j.State != statePopulated || r.j.Merged) {
+			if err := m.writeJournal(ctx, journal{Agent: agent, State: statePopulated, Op: opEnsure}); err != nil {
+				return wt, checkedOut, err
+			}
 		}
 		return wt, checkedOut, nil
 	}
@@ -518,7 +583,7 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	}
 	if _, err := os.Lstat(wt.Path); err == nil {
 		if wt.MovedAside, err = m.moveAside(ctx, agent, wt.Path); err != nil {
-			return wt, checkedOut, err
+			return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 		}
 	}
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
@@ -530,6 +595,11 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	args := []string{"worktree", "add", "--no-checkout", wt.Path, wt.Branch}
 	if !info.HasBranch {
 		args = []string{"worktree", "add", "--no-checkout", "-b", wt.Branch, wt.Path, "refs/heads/" + base}
+	}
+	// Journaled first: a run interrupted from here on left a checkout that
+	// no agent has worked in, which the next run redoes completely.
+	if err := m.writeJournal(ctx, journal{Agent: agent, State: statePopulating, Op: opEnsure, Base: base}); err != nil {
+		return wt, checkedOut, err
 	}
 	if _, err := m.run(ctx, m.root, args...); err != nil {
 		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
@@ -544,17 +614,33 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 const populatedMarker = "swarm-populated"
 
 // populate checks out a registered worktree's files, then writes the
-// marker. A fresh worktree's directory holds only its .git file, so one
-// reset fills it. After a crash it never overwrites a file that is already
-// there, so it cannot lose work: it fills the index from HEAD when there
-// is none and checks out only the tracked files that are missing.
-func (m *Manager) populate(ctx context.Context, path string, isFresh bool) error {
+// marker:
+//   - fresh: the directory holds only its .git file, so one reset fills it;
+//   - redo: the first checkout was cut short (journaled, or no index): no
+//     agent has worked there, so it is done again completely, without the
+//     old index, whose stat data could hide a file left truncated;
+//   - partial: a worktree made before the journal, with an index, whose
+//     marker is missing. An agent may have worked there, so it never
+//     overwrites a file: it checks out only the tracked files that are
+//     missing.
+func (m *Manager) populate(ctx context.Context, path string, state checkout) error {
 	gitdir, ok := linkedGitDir(path)
 	if !ok {
 		return fmt.Errorf("%s is not a linked worktree (no .git file)", path)
 	}
-	if isFresh {
-		if _, err := m.run(ctx, path, "reset", "-q", "--hard"); err != nil {
+	switch state {
+	case redo:
+		if _, _, err := removeAgentLock(path, false); err != nil {
+			return err
+		}
+		if err := os.Remove(filepath.Join(gitdir, "index")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		fallthrough
+	case fresh:
+		// Without an index, reset --hard writes every tracked file,
+		// overwriting what an interrupted checkout left.
+		if _, err := m.run(ctx, path, "reset", "-q", "--hard", "HEAD"); err != nil {
 			return err
 		}
 		return os.WriteFile(filepath.Join(gitdir, populatedMarker), nil, 0o644)
@@ -598,26 +684,24 @@ func populated(path string) bool {
 }
 
 // RemoveStaleLock removes the index.lock that a git process killed in the
-// middle of a write (a crashed session's git commit) left in agent's
-// worktree; while it is there every later commit fails. Call it only when
-// nothing of the agent can be running: after recovery killed the crashed
-// sessions' process groups. It reports whether there was one.
+// middle of a write (a crashed session's git commit, an interrupted
+// checkout) left in agent's worktree, in .git/worktrees/<agent>; while it
+// is there every later commit fails. Where /proc can be read it removes the
+// lock only when no live process has it open and no git process runs in
+// the worktree (lockcheck.go), and otherwise returns an error wrapping
+// ErrLockHeld that names the process. Without /proc it cannot check, so
+// call it only when nothing of the agent can be running: after recovery
+// killed the crashed sessions' process groups. It reports whether there
+// was one and it is gone.
 func (m *Manager) RemoveStaleLock(agent string) (bool, error) {
 	if err := checkAgent(agent); err != nil {
 		return false, err
 	}
-	gitdir, ok := linkedGitDir(m.Path(agent))
-	if !ok {
-		return false, nil
-	}
-	err := os.Remove(filepath.Join(gitdir, "index.lock"))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
+	_, removed, err := removeAgentLock(m.Path(agent), true)
 	if err != nil {
 		return false, fmt.Errorf("remove the stale index.lock of %s: %w", agent, err)
 	}
-	return true, nil
+	return removed, nil
 }
 
 // linkedGitDir reads the git dir of the linked worktree at path from its
@@ -645,12 +729,26 @@ func (m *Manager) wrongBranch(agent, path, head string) error {
 	return fmt.Errorf("%w: %s's worktree %s is on %s, not %s; save what is there, then run 'git -C %q switch %s'", ErrWrongBranch, agent, path, where, Branch(agent), path, Branch(agent))
 }
 
-// moveAside moves path, which is in the way of agent's worktree, to the
-// orphans directory. An empty directory is simply removed: there is nothing
-// to keep.
+// moveAside moves the directory at path, which is in the way of agent's
+// worktree, to the orphans directory; an empty directory is simply
+// removed, as there is nothing to keep. Anything that is not a directory
+// (a file, a symlink) is refused and left where it is: it is not a
+// worktree's remains, so it is someone's, and moving a file the operator
+// put there would lose it as surely as deleting it.
 func (m *Manager) moveAside(ctx context.Context, agent, path string) (string, error) {
-	if err := os.Remove(path); err == nil {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("move %s aside: %w", path, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%w: %s is %s, not a directory, and it is where %s's worktree goes; swarm does not delete it. Move it away (mv %q %q) and run again",
+			ErrInTheWay, path, fileKind(fi), agent, path, path+".old")
+	}
+	if err := os.Remove(path); err == nil {
+		return "", nil // it was empty
 	}
 	if err := os.MkdirAll(m.orphans, 0o755); err != nil {
 		return "", fmt.Errorf("move %s aside: %w", path, err)
@@ -671,6 +769,18 @@ func (m *Manager) moveAside(ctx context.Context, agent, path string) (string, er
 	}
 	slog.Warn("moved a directory that git does not know as a worktree aside", "agent", agent, "from", path, "to", dst)
 	return dst, nil
+}
+
+// fileKind names what fi is, for messages.
+func fileKind(fi os.FileInfo) string {
+	switch t := fi.Mode().Type(); {
+	case t == 0:
+		return "a regular file"
+	case t&os.ModeSymlink != 0:
+		return "a symbolic link"
+	default:
+		return "a special file (" + t.String() + ")"
+	}
 }
 
 // exclude makes sure git ignores dir when it lies inside the main worktree:
@@ -814,17 +924,30 @@ func (m *Manager) dirty(ctx context.Context, path string) (bool, error) {
 // AutoCommit commits everything in agent's worktree, untracked files
 // included (ignored files are not), on swarm/<agent>, authored and committed
 // as swarm/<agent> with the user's address or FallbackEmail. It reports
-// whether it made a commit: a clean worktree is left alone. It refuses a
-// worktree that is not on swarm/<agent>, so work never lands on another
-// branch.
+// whether it made a commit: a clean worktree is left alone. It first
+// finishes what an interrupted run left half done in the worktree. It
+// refuses, leaving the work where it is, a worktree that is not on
+// swarm/<agent> (so work never lands on another branch), and work that
+// looks like damage (ErrUnsafeAutoCommit): a nested repository, deletions
+// of more than MaxAutoDeletePercent of the branch's files, any deletion in
+// a worktree that was never completely checked out, any change in one
+// being removed or whose branch an interrupted run already merged.
 func (m *Manager) AutoCommit(ctx context.Context, agent, msg string) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	info, unlock, err := m.lockAgent(ctx, agent)
+	defer unlock()
+	if err != nil {
+		return false, fmt.Errorf("auto-commit %s: %w", agent, err)
+	}
+	var rec recoveries
+	if _, err := m.recoverAgent(ctx, &info, recoverAll, &rec); err != nil {
+		return false, fmt.Errorf("auto-commit %s: %w", agent, err)
+	}
 	hash, err := m.autoCommit(ctx, agent, msg)
 	return hash != "", err
 }
 
 // autoCommit returns the new commit, or "" when there was nothing to commit.
+// The caller holds m.mu and has run recoverAgent.
 func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, error) {
 	path, err := m.worktreeDir(agent)
 	if err != nil {
@@ -837,8 +960,26 @@ func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, er
 	if h.Ref != branchRef(agent) {
 		return "", m.wrongBranch(agent, path, strings.TrimPrefix(h.Ref, "refs/heads/"))
 	}
-	dirty, err := m.dirty(ctx, path)
-	if err != nil || !dirty {
+	chs, err := m.status(ctx, path, "all", false)
+	if err != nil || len(chs) == 0 {
+		return "", err
+	}
+	j, have, err := m.readJournal(agent)
+	if err != nil {
+		return "", err
+	}
+	if have {
+		switch {
+		case j.Merged:
+			return "", fmt.Errorf("%w: an interrupted run already merged %s into %s, so the changes now in its worktree %s (%s) are not work to merge again; swarm committed nothing and left them there. Look with 'git -C %q status'; commit what you want to keep yourself, put the rest back (git -C %q restore .), then run again",
+				ErrUnsafeAutoCommit, Branch(agent), j.Base, path, listSome(changeList(chs), 10), path, path)
+		case j.State == stateRemoving:
+			return "", fmt.Errorf("%w: %s's worktree %s was being removed by an interrupted run, so its changes (%s) are not work; swarm committed nothing. Look with 'git -C %q status', then run again",
+				ErrUnsafeAutoCommit, agent, path, listSome(changeList(chs), 10), path)
+		}
+	}
+	complete := populated(path) && !(have && j.State == statePopulating)
+	if err := m.checkSave(ctx, agent, path, chs, complete); err != nil {
 		return "", err
 	}
 	if _, err := m.run(ctx, path, "add", "-A"); err != nil {
@@ -861,13 +1002,28 @@ func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, er
 	return hash, nil
 }
 
+func changeList(chs []change) []string {
+	out := make([]string, len(chs))
+	for i, c := range chs {
+		out[i] = c.String()
+	}
+	return out
+}
+
 // Remove removes agent's worktree and keeps its branch, so nothing
 // committed is lost and a later Ensure checks the branch out again. It
-// refuses a worktree with uncommitted changes (AutoCommit first). A missing
-// worktree is not an error.
+// refuses a worktree with uncommitted changes (AutoCommit first), and one
+// holding files git ignores unless Options.DeleteIgnored is set. A missing
+// worktree is not an error. It first finishes what an interrupted run left
+// half done (logged).
 func (m *Manager) Remove(ctx context.Context, agent string) error {
 	info, unlock, err := m.lockAgent(ctx, agent)
 	defer unlock()
+	if err != nil {
+		return fmt.Errorf("remove worktree %s: %w", agent, err)
+	}
+	var rec recoveries
+	r, err := m.recoverAgent(ctx, &info, recoverAll, &rec)
 	if err != nil {
 		return fmt.Errorf("remove worktree %s: %w", agent, err)
 	}
@@ -880,13 +1036,49 @@ func (m *Manager) Remove(ctx context.Context, agent string) error {
 			return fmt.Errorf("%w: %s's worktree %s; commit them first (swarm down auto-commits them)", ErrDirty, agent, info.Path)
 		}
 	}
-	return m.removeWorktree(ctx, info, false)
+	if _, err := m.checkIgnored(ctx, info, "removed"); err != nil {
+		return err
+	}
+	j := journal{Agent: agent, Op: opRemove}
+	if r.have {
+		j = r.j
+	}
+	if err := m.removeJournaled(ctx, info, j, false); err != nil {
+		return err
+	}
+	if j.Merged {
+		// Keep the record that the branch is merged, for the swarm down
+		// that deletes it.
+		_, err = m.setState(ctx, j, stateRemoved)
+		return err
+	}
+	return m.clearJournal(agent)
+}
+
+// removeJournaled removes the worktree (removeWorktree) between the
+// journal states removing and removed.
+func (m *Manager) removeJournaled(ctx context.Context, info Info, j journal, force bool) error {
+	if !info.Registered {
+		return nil
+	}
+	j, err := m.setState(ctx, j, stateRemoving)
+	if err != nil {
+		return err
+	}
+	if err := m.removeWorktree(ctx, info, force); err != nil {
+		return err
+	}
+	_, err = m.setState(ctx, j, stateRemoved)
+	return err
 }
 
 // removeWorktree unregisters and deletes agent's worktree; force discards
-// uncommitted changes.
+// uncommitted changes. A worktree whose .git is gone is pruned, and what is
+// left of it moved aside to the orphans directory.
 func (m *Manager) removeWorktree(ctx context.Context, info Info, force bool) error {
 	if !info.Registered {
+		// Not a worktree: whatever is there is left to Ensure, which moves
+		// a directory aside and refuses anything else.
 		return nil
 	}
 	if err := m.unlock(ctx, info); err != nil {
@@ -895,6 +1087,11 @@ func (m *Manager) removeWorktree(ctx context.Context, info Info, force bool) err
 	if !info.Valid() {
 		if _, err := m.run(ctx, m.root, "worktree", "prune"); err != nil {
 			return fmt.Errorf("remove worktree %s: %w", info.Agent, err)
+		}
+		if info.Exists {
+			if _, err := m.moveAside(ctx, info.Agent, info.Path); err != nil {
+				return fmt.Errorf("remove worktree %s: %w", info.Agent, err)
+			}
 		}
 		return nil
 	}

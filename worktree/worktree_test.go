@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -53,7 +54,7 @@ func TestEnsureCreatesThenReusesAcrossManagers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wt2 != wt {
+	if !reflect.DeepEqual(wt2, wt) {
 		t.Fatalf("second Ensure = %+v, want %+v", wt2, wt)
 	}
 	if got := f.git(wt.Path, "rev-parse", "HEAD"); got != head {
@@ -369,13 +370,14 @@ func ExampleBranch() {
 	// Output: swarm/backend
 }
 
-// A crash between registering a worktree and checking it out leaves it with
-// no index and no files; the next Ensure checks it out, and never
-// overwrites a file that is already there.
-func TestEnsureFinishesAnInterruptedCheckout(t *testing.T) {
+// A crash between registering a worktree and checking it out leaves it
+// with no index and files half written; no agent has worked there yet, so
+// the next Ensure checks it out again completely, mending truncated files.
+func TestEnsureRedoesAnInterruptedCheckout(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
+	f.commitAs("Test Operator", ".", "big.txt", strings.Repeat("line\n", 1000), "add big")
 	if _, err := f.m.BaseBranch(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -384,22 +386,50 @@ func TestEnsureFinishesAnInterruptedCheckout(t *testing.T) {
 	if populated(path) {
 		t.Fatal("a --no-checkout worktree counts as populated")
 	}
-	readme := filepath.Join(path, "README.md")
-	if err := os.WriteFile(readme, []byte("the agent's own words\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.m.Ensure(ctx, "alpha"); err != nil {
+	writeFile(t, filepath.Join(path, "big.txt"), "") // cut short while writing
+	writeFile(t, filepath.Join(path, "README.md"), "# de")
+	wt, err := f.m.Ensure(ctx, "alpha")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !populated(path) {
 		t.Fatal("Ensure left the worktree unpopulated")
 	}
-	if b, _ := os.ReadFile(readme); string(b) != "the agent's own words\n" {
+	if st := f.git(path, "status", "--porcelain"); st != "" {
+		t.Fatalf("status after the repair:\n%s", st)
+	}
+	if got := readFile(t, filepath.Join(path, "big.txt")); len(got) != 5000 {
+		t.Fatalf("big.txt has %d bytes after the repair, want 5000", len(got))
+	}
+	if len(wt.Recovered) != 1 || !strings.Contains(wt.Recovered[0].Text, "redid the checkout") {
+		t.Fatalf("Recovered = %v", wt.Recovered)
+	}
+}
+
+// A worktree made before the journal existed, with an index but no
+// marker, may hold an agent's work: the repair only adds missing files and
+// never overwrites one.
+func TestEnsureFillsInAnOldWorktreeWithoutOverwriting(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	f.commitAs("Test Operator", ".", "other.txt", "other\n", "add other")
+	if _, err := f.m.BaseBranch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(f.root, ".swarm", "worktrees", "alpha")
+	f.git(".", "worktree", "add", "-q", "-b", "swarm/alpha", path, "main")
+	writeFile(t, filepath.Join(path, "README.md"), "the agent's own words\n")
+	if err := os.Remove(filepath.Join(path, "other.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Ensure(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(path, "README.md")); string(b) != "the agent's own words\n" {
 		t.Fatalf("an existing file was overwritten: %q", b)
 	}
-	// Every other tracked file is there and clean.
-	st := f.git(path, "status", "--porcelain")
-	if st != " M README.md" {
+	if st := f.git(path, "status", "--porcelain"); st != " M README.md" {
 		t.Fatalf("status after the repair:\n%s", st)
 	}
 }
@@ -442,4 +472,34 @@ func TestRemoveStaleLock(t *testing.T) {
 		t.Fatalf("stale lock: %v, %v", removed, err)
 	}
 	f.git(wt.Path, "add", "new.txt")
+}
+
+// Something that is not a directory where a worktree goes is someone's:
+// Ensure refuses it, naming it, and leaves it alone.
+func TestEnsureRefusesAFileInTheWay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	path := f.m.Path("alpha")
+	writeFile(t, path, "precious\n")
+	_, err := f.m.Ensure(ctx, "alpha")
+	if !errors.Is(err, ErrInTheWay) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "regular file") {
+		t.Fatalf("Ensure = %v, want ErrInTheWay naming %s", err, path)
+	}
+	if readFile(t, path) != "precious\n" {
+		t.Fatal("the file was changed")
+	}
+
+	target := t.TempDir()
+	writeFile(t, filepath.Join(target, "keep.txt"), "keep\n")
+	path = f.m.Path("bravo")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Ensure(ctx, "bravo"); !errors.Is(err, ErrInTheWay) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("Ensure = %v, want ErrInTheWay for the symlink", err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 || readFile(t, filepath.Join(target, "keep.txt")) != "keep\n" {
+		t.Fatal("the symlink or its target was changed")
+	}
 }

@@ -1,0 +1,254 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The journal records, per agent, the state change a worktree operation is
+// about to make, before it starts: a re-run that finds a state other than
+// populated knows what an interrupted run (Ctrl-C, kill -9, a crash) left
+// half done, and finishes or rolls it back (recover.go).
+//
+// It is one small JSON file per agent, <Journal>/<agent>.json (default
+// .swarm/journal/<agent>.json), replaced atomically: written to a temp
+// file, fsynced, renamed over the old one, and the directory fsynced. Not
+// the Meta store, because:
+//   - Meta is the SQLite database, and `swarm up` makes its first Manager
+//     before the database is open (Meta nil), so a journal there would be
+//     missing exactly when worktrees are created;
+//   - each entry must be durable before the git step it announces starts,
+//     and a file rename needs no transaction that a busy database could
+//     refuse (DESIGN §11), nor a schema migration;
+//   - an operator can read and, as a last resort, delete one file.
+//
+// An entry stays, at rest in state populated, while the worktree exists;
+// it is deleted once the worktree is gone and nothing is left to finish.
+
+// Journal states, in the order an agent's worktree goes through them.
+const (
+	statePopulating = "populating" // `worktree add --no-checkout` and the checkout are under way
+	statePopulated  = "populated"  // checked out completely: agents may work in it
+	stateMerging    = "merging"    // merging or squashing its branch into the base, in the main checkout
+	stateMerged     = "merged"     // the merge or squash commit is on the base branch
+	stateRemoving   = "removing"   // `git worktree remove` is under way
+	stateRemoved    = "removed"    // the worktree is gone; the branch may be left to delete
+)
+
+// Operations that write journal entries.
+const (
+	opEnsure  = "ensure"
+	opMerge   = "merge"
+	opSquash  = "squash"
+	opRemove  = "remove"
+	opDiscard = "discard"
+)
+
+// journalVersion is the format of the journal files; a newer one is refused
+// rather than misread.
+const journalVersion = 1
+
+// journal is one agent's entry.
+type journal struct {
+	Version int    `json:"version"`
+	Agent   string `json:"agent"`
+	State   string `json:"state"`
+	Op      string `json:"op"`
+	Branch  string `json:"branch"`
+	Path    string `json:"path"`
+	// Base is the base branch and BaseTip its commit when the merge
+	// started; Tip is the agent branch's commit being merged (or checked
+	// out, while populating).
+	Base    string `json:"base,omitempty"`
+	BaseTip string `json:"base_tip,omitempty"`
+	Tip     string `json:"tip,omitempty"`
+	// Merged is set once the branch's work is on the base branch, by this
+	// operation: from then on the worktree is never auto-committed again,
+	// since anything "uncommitted" there is damage, not work.
+	Merged bool `json:"merged,omitempty"`
+	// Commit is the merge or squash commit; Commits what it merged.
+	Commit  string   `json:"commit,omitempty"`
+	Commits []string `json:"commits,omitempty"`
+	// PID and PIDStart name the process that wrote the entry, so a re-run
+	// can tell an interrupted operation from one still running.
+	PID      int       `json:"pid"`
+	PIDStart uint64    `json:"pid_start,omitempty"`
+	Time     time.Time `json:"time"`
+}
+
+// journalPath is where agent's entry lives.
+func (m *Manager) journalPath(agent string) string {
+	return filepath.Join(m.journal, agent+".json")
+}
+
+// readJournal returns agent's entry; ok is false when there is none.
+func (m *Manager) readJournal(agent string) (journal, bool, error) {
+	path := m.journalPath(agent)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return journal{}, false, nil
+	}
+	if err != nil {
+		return journal{}, false, fmt.Errorf("read the journal of %s: %w", agent, err)
+	}
+	var j journal
+	if err := json.Unmarshal(b, &j); err != nil || j.Agent != agent || j.State == "" {
+		return journal{}, false, fmt.Errorf("%w: the journal %s of %s is unreadable (%v); look at it and at 'git -C %q status', then delete it", ErrInterrupted, path, agent, err, m.Path(agent))
+	}
+	if j.Version > journalVersion {
+		return journal{}, false, fmt.Errorf("%w: the journal %s was written by a newer swarm (format %d); use that version to finish what it started", ErrInterrupted, path, j.Version)
+	}
+	return j, true, nil
+}
+
+// writeJournal records j durably, so a crash right after leaves either the
+// old entry or the new one, complete. The caller holds m.mu (the first
+// write creates the directory and records it in m.excluded).
+func (m *Manager) writeJournal(ctx context.Context, j journal) error {
+	j.Version = journalVersion
+	j.Branch = Branch(j.Agent)
+	j.Path = m.Path(j.Agent)
+	j.PID = os.Getpid()
+	j.PIDStart, _ = procStart(j.PID)
+	j.Time = m.now().UTC()
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", j.Agent, err)
+	}
+	if err := m.journalDir(ctx); err != nil {
+		return fmt.Errorf("journal %s: %w", j.Agent, err)
+	}
+	if err := writeAtomic(m.journalPath(j.Agent), append(b, '\n')); err != nil {
+		return fmt.Errorf("journal %s: %w", j.Agent, err)
+	}
+	return nil
+}
+
+// setState rewrites j with a new state and returns it.
+func (m *Manager) setState(ctx context.Context, j journal, state string) (journal, error) {
+	j.State = state
+	return j, m.writeJournal(ctx, j)
+}
+
+// clearJournal deletes agent's entry: nothing is left to recover.
+func (m *Manager) clearJournal(agent string) error {
+	err := os.Remove(m.journalPath(agent))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear the journal of %s: %w", agent, err)
+	}
+	if err == nil {
+		return syncDir(m.journal)
+	}
+	return nil
+}
+
+// journalDir creates the journal directory, ignored by git like the rest
+// of .swarm, once per Manager.
+func (m *Manager) journalDir(ctx context.Context) error {
+	if err := os.MkdirAll(m.journal, 0o755); err != nil {
+		return err
+	}
+	return m.exclude(ctx, m.journal)
+}
+
+// journaledAgents lists the agents that have an entry, sorted.
+func (m *Manager) journaledAgents() ([]string, error) {
+	ents, err := os.ReadDir(m.journal)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the journal: %w", err)
+	}
+	var agents []string
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && e.Type().IsRegular() && checkAgent(name) == nil {
+			agents = append(agents, name)
+		}
+	}
+	sort.Strings(agents)
+	return agents, nil
+}
+
+// writeAtomic replaces path with data: temp file, fsync, rename, fsync of
+// the directory.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename or removal in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ownerRunning reports whether the process that wrote j is still running,
+// so its operation is in progress rather than interrupted. It needs /proc
+// (Linux): the start time tells the writer from a process that reused its
+// pid. Elsewhere, and for this very process, it reports false: a Manager
+// serializes its own writes, and the callers run recovery only when no
+// other swarm process works on the repository.
+func ownerRunning(j journal) bool {
+	if j.PID <= 0 || j.PID == os.Getpid() {
+		return false
+	}
+	start, ok := procStart(j.PID)
+	return ok && j.PIDStart != 0 && start == j.PIDStart
+}
+
+// procStart reads when pid started, in clock ticks since boot, from
+// /proc/<pid>/stat; ok is false when there is no such process or no /proc.
+func procStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) may hold spaces and parentheses; the
+	// fields after the last ')' start with field 3, and starttime is 22.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, false
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	return start, err == nil
+}
