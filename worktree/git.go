@@ -73,6 +73,28 @@ func (m *Manager) getenv(key string) string {
 	return v
 }
 
+// noAgentCode are the options every git child of this package runs with, so
+// nothing an agent can plant in the shared .git runs as the operator while
+// swarm works on the repository (merges, auto-commits, worktree checkouts):
+//   - core.hooksPath=/dev/null: no hook runs (post-checkout, post-merge,
+//     pre-commit, reference-transaction, ...); /dev/null is never a
+//     directory, so git finds no hook there on any version;
+//   - core.fsmonitor with an empty value: git runs no fsmonitor program.
+//     An empty value means off both for git before 2.36, where the key is
+//     the program's path and "false" would be run as a command, and for
+//     later gits, where it is a boolean or a path.
+//
+// -c outranks every config file and travels to git's own child gits
+// through GIT_CONFIG_PARAMETERS. What -c cannot switch off wholesale
+// (filters, merge and diff drivers, aliases for the operator's own git) is
+// what the guard's tamper check reports (Tamper).
+var noAgentCode = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor="}
+
+// safeArgs prefixes args with noAgentCode.
+func safeArgs(args []string) []string {
+	return append(append(make([]string, 0, len(noAgentCode)+len(args)), noAgentCode...), args...)
+}
+
 // run runs git in dir and returns its stdout with trailing newlines trimmed.
 func (m *Manager) run(ctx context.Context, dir string, args ...string) (string, error) {
 	res, err := m.runEnv(ctx, dir, nil, args...)
@@ -81,7 +103,7 @@ func (m *Manager) run(ctx context.Context, dir string, args ...string) (string, 
 
 // runStdin runs git in dir with stdin as its input.
 func (m *Manager) runStdin(ctx context.Context, dir, stdin string, args ...string) (string, error) {
-	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(), Stdin: []byte(stdin)}, "git", args...)
+	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(), Stdin: []byte(stdin)}, "git", safeArgs(args)...)
 	if err != nil {
 		return "", gitError(args, err)
 	}
@@ -89,10 +111,10 @@ func (m *Manager) runStdin(ctx context.Context, dir, stdin string, args ...strin
 }
 
 // runEnv runs git in dir with extra environment. Every git child goes
-// through proc: its own process group, killed as a group on cancel, with
-// WaitDelay set.
+// through proc (its own process group, killed as a group on cancel, with
+// WaitDelay set) and runs with noAgentCode.
 func (m *Manager) runEnv(ctx context.Context, dir string, extra []string, args ...string) (proc.Result, error) {
-	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(extra...)}, "git", args...)
+	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(extra...)}, "git", safeArgs(args)...)
 	if err != nil {
 		return res, gitError(args, err)
 	}

@@ -206,7 +206,7 @@ func TestRepoWhoseDotGitIsAFile(t *testing.T) {
 		t.Fatalf("RecentCommits = %q, %v", got, err)
 	}
 	f.commitAs("swarm/alpha", ".", "leak.txt", "x\n", "leak")
-	if found, err := g.Check(ctx); err != nil || len(found) != 1 || found[0].Kind != FindingBaseCommits {
+	if found, err := g.Check(ctx); err != nil || len(found) != 1 || found[0].(Violation).Kind != ViolationBaseMoved {
 		t.Fatalf("Check after a leak = %+v, %v", found, err)
 	}
 	if _, err := f.m.Merge(ctx, "alpha"); err != nil {

@@ -31,13 +31,8 @@
 // go-git cannot create linked worktrees, its Status is about 10× slower than
 // `git status`, and its index writes take no index.lock.
 //
-// Base-branch protection: Guard records the base tip and the worktree's
-// branch before a session; Check afterwards reports a worktree that left its
-// branch and commits authored swarm/<agent> that appeared on the base branch
-// during the session. Any such commit counts, also one the operator merged
-// from the agent's branch meanwhile: a false alarm is better than a missed
-// write to the base branch, and the operator merges with `swarm down --merge`
-// once the agents are stopped.
+// Base-branch protection: Guard snapshots the refs and the shared .git
+// before a session and Check compares after it (guard.go, SessionGuard).
 //
 // Merge, Squash and Discard end an agent's work: merge and squash first
 // auto-commit uncommitted work, then merge into the base branch in the main
@@ -154,6 +149,8 @@ type Manager struct {
 
 	baseMu sync.Mutex
 	base   string
+
+	guard guardState // the session guard's bookkeeping (guard.go)
 }
 
 // Worktree is one agent's worktree.
@@ -722,6 +719,9 @@ func linkedGitDir(path string) (string, bool) {
 }
 
 func (m *Manager) wrongBranch(agent, path, head string) error {
+	if err := midRebaseError(agent, path); err != nil {
+		return err // a rebase detaches HEAD; "git switch" is the wrong advice
+	}
 	where := "a detached HEAD"
 	if head != "" {
 		where = "branch " + head
