@@ -292,11 +292,11 @@ func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (res
 // merged.
 func (m *Manager) mergeJournaled(ctx context.Context, j journal, base, op string, commits []string) (journal, error) {
 	agent := j.Agent
-	baseTip, err := m.revParse(ctx, "refs/heads/"+base)
+	baseTip, err := m.resolveRef(ctx, "refs/heads/"+base)
 	if err != nil {
 		return j, err
 	}
-	tip, err := m.revParse(ctx, branchRef(agent))
+	tip, err := m.resolveRef(ctx, branchRef(agent))
 	if err != nil {
 		return j, err
 	}
@@ -316,7 +316,7 @@ func (m *Manager) mergeJournaled(ctx context.Context, j journal, base, op string
 		// git killed) the merge may be half applied, or committed: the
 		// entry stays, and the next run sorts it out.
 		if ctx.Err() == nil {
-			if now, rerr := m.revParse(ctx, "refs/heads/"+base); rerr == nil && now == baseTip && m.checkBase(ctx, base) == nil {
+			if now, rerr := m.resolveRef(ctx, "refs/heads/"+base); rerr == nil && now == baseTip && m.checkBase(ctx, base) == nil {
 				if _, jerr := m.setState(ctx, j, statePopulated); jerr != nil {
 					return j, errors.Join(err, jerr)
 				}

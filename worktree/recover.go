@@ -371,7 +371,7 @@ func (m *Manager) recoverMerge(ctx context.Context, j journal, rec *recoveries) 
 		what = "squash"
 	}
 	baseRef := "refs/heads/" + j.Base
-	baseNow, err := m.revParse(ctx, baseRef)
+	baseNow, err := m.resolveRef(ctx, baseRef)
 	if err != nil {
 		return err
 	}
@@ -438,8 +438,8 @@ func (m *Manager) recoverMerge(ctx context.Context, j journal, rec *recoveries) 
 	return nil
 }
 
-// revParse resolves ref to a commit; "" when it does not exist.
-func (m *Manager) revParse(ctx context.Context, ref string) (string, error) {
+// resolveRef resolves ref to a commit in the main checkout; "" when it does not exist.
+func (m *Manager) resolveRef(ctx context.Context, ref string) (string, error) {
 	out, err := m.run(ctx, m.root, "rev-parse", "--verify", "-q", ref+"^{commit}")
 	var ee *proc.ExitError
 	if errors.As(err, &ee) && ee.ExitCode == 1 {
