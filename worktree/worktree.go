@@ -48,11 +48,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/swarmhq/swarm/message"
 )
 
 // MetaStore keeps swarm-wide settings; *mailbox.Store satisfies it.
@@ -220,12 +221,11 @@ func Branch(agent string) string { return BranchPrefix + agent }
 
 func branchRef(agent string) string { return "refs/heads/" + Branch(agent) }
 
-// Agent names become path and ref components; config allows less than this.
-var agentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
-
+// checkAgent applies the one agent-name rule (message.ValidName): names
+// become path and ref components.
 func checkAgent(agent string) error {
-	if !agentRE.MatchString(agent) {
-		return fmt.Errorf("%w %q: use letters, digits, '-' and '_'", ErrBadAgent, agent)
+	if !message.ValidName(agent) {
+		return fmt.Errorf("%w %q: use lower-case letters, digits and '-', starting with a letter", ErrBadAgent, agent)
 	}
 	return nil
 }
@@ -821,10 +821,22 @@ func (m *Manager) excludeOnce(ctx context.Context, dir string) error {
 	if !filepath.IsAbs(common) {
 		common = filepath.Join(top, common)
 	}
-	path := filepath.Join(common, "info", "exclude")
+	return AddExclude(filepath.Join(common, "info", "exclude"), "/"+rel+"/", "swarm: agents' worktrees")
+}
+
+// AddExclude appends pattern, under a comment line, to the git exclude
+// file at path, unless the pattern (with or without its slashes) is
+// already there. swarm init and the worktree manager share it.
+func AddExclude(path, pattern, comment string) error {
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		switch strings.TrimSpace(l) {
+		case pattern, strings.TrimPrefix(pattern, "/"), strings.TrimSuffix(pattern, "/"), strings.Trim(pattern, "/"):
+			return nil
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -837,7 +849,7 @@ func (m *Manager) excludeOnce(ctx context.Context, dir string) error {
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		prefix = "\n"
 	}
-	if _, err := fmt.Fprintf(f, "%s# swarm: agents' worktrees\n/%s/\n", prefix, rel); err != nil {
+	if _, err := fmt.Fprintf(f, "%s# %s\n%s\n", prefix, comment, pattern); err != nil {
 		f.Close()
 		return err
 	}

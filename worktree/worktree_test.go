@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -302,44 +301,6 @@ func TestRemoveKeepsBranch(t *testing.T) {
 	f.ensure("alpha")
 	if readFile(t, filepath.Join(wt.Path, "x.txt")) != "x\n" {
 		t.Fatal("work lost across Remove and Ensure")
-	}
-}
-
-func TestRecentCommits(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	f.commitAs("Test Operator", ".", "b.txt", "b\n", "second")
-	f.commitAs("Test Operator", ".", "c.txt", "c\n", "third\n\nbody")
-	got, err := RecentCommits(f.root, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	re := regexp.MustCompile(`^[0-9a-f]{7} (third|second)$`)
-	if len(got) != 2 || !re.MatchString(got[0]) || !strings.HasSuffix(got[0], "third") || !strings.HasSuffix(got[1], "second") {
-		t.Fatalf("RecentCommits = %q", got)
-	}
-	if got[0][:7] != f.git(".", "rev-parse", "--short=7", "HEAD") {
-		t.Fatalf("hash of %q is not HEAD's", got[0])
-	}
-	all, _ := RecentCommits(f.root, 10)
-	if len(all) != 3 {
-		t.Fatalf("RecentCommits(10) = %q, want all 3", all)
-	}
-	// Inside a linked worktree, and from a subdirectory.
-	wt := f.ensure("alpha")
-	f.commitAs("swarm/alpha", wt.Path, "sub/d.txt", "d\n", "agent work")
-	got, err = RecentCommits(filepath.Join(wt.Path, "sub"), 1)
-	if err != nil || len(got) != 1 || !strings.HasSuffix(got[0], " agent work") {
-		t.Fatalf("RecentCommits in the worktree = %q, %v", got, err)
-	}
-	// No commits yet: none, no error.
-	empty := filepath.Join(t.TempDir(), "empty")
-	if err := os.MkdirAll(empty, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gitAt(t, f.env, empty, "init", "-q")
-	if got, err := RecentCommits(empty, 5); err != nil || len(got) != 0 {
-		t.Fatalf("RecentCommits of an empty repo = %q, %v", got, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/worktree"
 
 	"github.com/spf13/cobra"
 
@@ -98,7 +99,7 @@ func runInit(ctx context.Context, opts *InitOptions) error {
 	if err := os.MkdirAll(l.State, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", l.State, err)
 	}
-	if err := addExclude(res.Exclude, "/"+repo.StateDir+"/"); err != nil {
+	if err := worktree.AddExclude(res.Exclude, "/"+repo.StateDir+"/", "swarm's state (agents' worktrees, database, logs)"); err != nil {
 		return fmt.Errorf("update %s: %w", res.Exclude, err)
 	}
 	cfg, err := config.Load(l.Config, l.Root)
@@ -137,36 +138,6 @@ func gitOutput(ctx context.Context, dir string, args ...string) (string, error) 
 		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
-}
-
-// addExclude appends line to git's exclude file unless it is already there.
-func addExclude(path, line string) error {
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		switch strings.TrimSpace(l) {
-		case line, strings.TrimPrefix(line, "/"), strings.TrimSuffix(line, "/"), strings.Trim(line, "/"):
-			return nil
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	prefix := ""
-	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
-		prefix = "\n"
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(f, "%s# swarm's state (agents' worktrees, database, logs)\n%s\n", prefix, line); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // writeFileAtomic writes through a temporary file and a rename, so a crash

@@ -99,7 +99,7 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 			seq = seqs[len(seqs)-1]
 		}
 	}
-	path := func(seq int64) string { return filepath.Join(dir, fmt.Sprintf("%d.log", seq)) }
+	path := func(seq int64) string { return l.SessionLog(opts.Agent, seq) }
 	if app.JSON && opts.Follow {
 		return usagef("--json prints one session's log; it does not go with -f")
 	}
