@@ -86,11 +86,15 @@ func Call(ctx context.Context, l repo.Layout, req Request) (Response, error) {
 		c.SetDeadline(dl)
 	}
 	b, _ := json.Marshal(req)
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return Response{}, fmt.Errorf("control %s: %w", req.Op, err)
-	}
+	_, werr := c.Write(append(b, '\n'))
+	// A supervisor that refuses the connection (at its connection limit)
+	// answers why and closes at once, maybe before the request was
+	// written: the answer is still there to read.
 	line, err := bufio.NewReader(c).ReadBytes('\n')
 	if err != nil {
+		if werr != nil {
+			err = werr
+		}
 		return Response{}, fmt.Errorf("control %s: %w", req.Op, err)
 	}
 	var resp Response

@@ -36,14 +36,15 @@ func Watch(ctx context.Context, l repo.Layout) (*Stream, error) {
 	}
 	b, _ := json.Marshal(Request{Op: OpWatch})
 	c.SetDeadline(time.Now().Add(watchHandshake))
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("control watch: %w", err)
-	}
+	_, werr := c.Write(append(b, '\n'))
+	// As in Call: a refusal may have been answered before the write.
 	r := bufio.NewReader(c)
 	line, err := r.ReadBytes('\n')
 	if err != nil {
 		c.Close()
+		if werr != nil {
+			err = werr
+		}
 		return nil, fmt.Errorf("control watch: %w", err)
 	}
 	var resp Response

@@ -78,6 +78,7 @@ type Session struct {
 	Grace     time.Duration // interrupt_grace: SIGTERM to SIGKILL
 	Mail      []Mail        // the messages delivered into this session
 	Env       []string      // the session environment (see Env)
+	EnvPass   []string      // names Scrub lets through to the tools ([env] pass)
 	Messenger Messenger
 	Tasks     TaskBoard // nil when bd is not installed
 	Log       io.Writer // the session log; engines write the conversation here

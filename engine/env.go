@@ -60,9 +60,10 @@ func SessionEnv(base []string, s *Session) []string {
 	return out
 }
 
-// Scrub removes credentials from env (see proc.Scrub). In-process tools
-// run model-chosen commands, and those must never see the swarm's keys.
-func Scrub(env []string) []string { return proc.Scrub(env) }
+// Scrub removes credentials from env, except the names in pass (see
+// proc.Scrub). In-process tools run model-chosen commands, and those must
+// never see the swarm's keys unless the user let one through ([env] pass).
+func Scrub(env, pass []string) []string { return proc.Scrub(env, pass) }
 
 // IsSecretName reports whether an environment variable holds a credential.
 func IsSecretName(k string) bool { return proc.IsSecretName(k) }

@@ -40,9 +40,14 @@ func TestSessionEnv(t *testing.T) {
 
 func TestScrub(t *testing.T) {
 	env := []string{"PATH=/bin", "GEMINI_API_KEY=a", "GOOGLE_API_KEY=b", "ANTHROPIC_API_KEY=c", "OPENAI_API_KEY=d",
-		"MY_SERVICE_API_KEY=e", "GITHUB_TOKEN=f", "DB_PASSWORD=g", "AWS_SECRET=h", "TOKENIZER=ok", "SWARM_AGENT=a"}
-	got := Scrub(env)
+		"MY_SERVICE_API_KEY=e", "GITHUB_TOKEN=f", "DB_PASSWORD=g", "AWS_SECRET=h", "TOKENIZER=ok", "SWARM_AGENT=a",
+		"GITHUB_PAT=i"}
+	got := Scrub(env, nil)
 	if !slices.Equal(got, []string{"PATH=/bin", "TOKENIZER=ok", "SWARM_AGENT=a"}) {
 		t.Fatalf("Scrub = %v", got)
+	}
+	got = Scrub(env, []string{"GITHUB_PAT"})
+	if !slices.Equal(got, []string{"PATH=/bin", "TOKENIZER=ok", "SWARM_AGENT=a", "GITHUB_PAT=i"}) {
+		t.Fatalf("Scrub with GITHUB_PAT passed = %v", got)
 	}
 }

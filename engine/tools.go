@@ -157,7 +157,7 @@ func newToolbox(s *Session) (*toolbox, error) {
 	}
 	// PWD names the worktree, so bash's pwd agrees with its cwd rather
 	// than echoing the supervisor's directory.
-	env = append(withoutKey(Scrub(env), "PWD"), "PWD="+sb.raw)
+	env = append(withoutKey(Scrub(env, s.EnvPass), "PWD"), "PWD="+sb.raw)
 	return &toolbox{s: s, sb: sb, offered: OfferedTools(s), env: env}, nil
 }
 

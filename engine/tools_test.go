@@ -337,17 +337,19 @@ func TestBashBackgroundKilled(t *testing.T) {
 func TestBashEnvironment(t *testing.T) {
 	wt := gitWorktree(t, "alice")
 	s := newSession(wt, nil)
-	s.Env = SessionEnv(append(os.Environ(), "GEMINI_API_KEY=sk-gemini", "GITHUB_TOKEN=ghp-x", "MY_SERVICE_API_KEY=k"), s)
+	s.Env = SessionEnv(append(os.Environ(), "GEMINI_API_KEY=sk-gemini", "GITHUB_TOKEN=ghp-x", "MY_SERVICE_API_KEY=k",
+		"DATABASE_URL=postgres://app:hunter2@db/app", "NPM_AUTH=n"), s)
+	s.EnvPass = []string{"NPM_AUTH"} // [env] pass
 	r := runTool(t, s, "bash", map[string]any{"command": "env"})
 	if r.Error != "" {
 		t.Fatal(r.Error)
 	}
-	for _, want := range []string{"SWARM_AGENT=alice", "SWARM_SESSION_SEQ=1", "BD_ACTOR=alice", "GIT_AUTHOR_NAME=swarm/alice"} {
+	for _, want := range []string{"SWARM_AGENT=alice", "SWARM_SESSION_SEQ=1", "BD_ACTOR=alice", "GIT_AUTHOR_NAME=swarm/alice", "NPM_AUTH=n"} {
 		if !strings.Contains(r.Output, want+"\n") {
 			t.Errorf("env lacks %s", want)
 		}
 	}
-	for _, bad := range []string{"GEMINI_API_KEY", "GITHUB_TOKEN", "MY_SERVICE_API_KEY", "sk-gemini"} {
+	for _, bad := range []string{"GEMINI_API_KEY", "GITHUB_TOKEN", "MY_SERVICE_API_KEY", "sk-gemini", "hunter2"} {
 		if strings.Contains(r.Output, bad) {
 			t.Errorf("env leaks %s", bad)
 		}

@@ -6,6 +6,10 @@
 // Measured: exec.CommandContext on a shell script that runs `sleep 60`
 // returned only after 60 s, because the grandchild held stdout open. With
 // the group kill and WaitDelay it returns at once.
+//
+// Run also removes credentials from the child's environment (Scrub): they
+// are recognised by whole words of their names or by URLs carrying a
+// password, and Spec.Pass (the [env] pass allow list) lets names through.
 package proc
 
 import (
@@ -120,6 +124,7 @@ func (e *ExitError) Error() string {
 type Spec struct {
 	Dir     string
 	Env     []string // nil: inherit; credentials are removed either way
+	Pass    []string // names let through Scrub anyway ([env] pass)
 	Stdin   []byte
 	Timeout time.Duration // 0: none beyond ctx
 	Grace   time.Duration
@@ -142,7 +147,7 @@ func Run(ctx context.Context, spec Spec, name string, args ...string) (Result, e
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = Scrub(env)
+	cmd.Env = Scrub(env, spec.Pass)
 	if spec.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(spec.Stdin)
 	}
@@ -175,34 +180,4 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// Scrub removes credentials from env: GEMINI_API_KEY, GOOGLE_API_KEY,
-// ANTHROPIC_API_KEY, OPENAI_API_KEY and anything named *_API_KEY, *_TOKEN,
-// *_SECRET or *_PASSWORD.
-func Scrub(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if IsSecretName(k) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-// IsSecretName reports whether an environment variable holds a credential.
-func IsSecretName(k string) bool {
-	u := strings.ToUpper(k)
-	for _, suffix := range []string{"_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"} {
-		if strings.HasSuffix(u, suffix) {
-			return true
-		}
-	}
-	switch u {
-	case "API_KEY", "TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY":
-		return true
-	}
-	return false
 }

@@ -101,8 +101,9 @@ func TestRunScrubsCredentials(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", "sk-test-SECRET")
 	t.Setenv("MY_SERVICE_TOKEN", "tok")
 	t.Setenv("SWARM_AGENT", "alpha")
+	t.Setenv("GITHUB_PAT", "ghp-passed")
 	for _, env := range [][]string{nil, append(os.Environ(), "OPENAI_API_KEY=sk-2")} {
-		res, err := Run(context.Background(), Spec{Env: env}, "env")
+		res, err := Run(context.Background(), Spec{Env: env, Pass: []string{"GITHUB_PAT"}}, "env")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,6 +113,9 @@ func TestRunScrubsCredentials(t *testing.T) {
 		}
 		if !strings.Contains(out, "SWARM_AGENT=alpha") {
 			t.Fatal("the rest of the environment is missing")
+		}
+		if !strings.Contains(out, "GITHUB_PAT=ghp-passed") {
+			t.Fatal("Spec.Pass did not let GITHUB_PAT through")
 		}
 	}
 }
