@@ -47,9 +47,12 @@ type PromptRequest struct {
 	Seq       int64
 	Worktree  string
 	Teammates []string
-	Mail      []message.Message
-	Interrupt *Interrupt
-	BeadsOK   bool
+	// MoreTeammates counts the teammates beyond Teammates, which names at
+	// most 50.
+	MoreTeammates int
+	Mail          []message.Message
+	Interrupt     *Interrupt
+	BeadsOK       bool
 }
 
 // Prompt is a built prompt.

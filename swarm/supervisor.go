@@ -92,6 +92,7 @@ type Supervisor struct {
 	log     *slog.Logger
 	runners map[string]*runner
 	order   []string
+	names   []string // every configured agent, in config order; read-only
 
 	bus       noticeBus
 	mail      mailTracker
@@ -129,16 +130,17 @@ func New(opts Options) (*Supervisor, error) {
 		requested: make(chan struct{}),
 	}
 	s.bus.init(opts.Clock, opts.Notify)
-	s.poster = mailbox.NewPoster(opts.Store, opts.Config.AgentNames(), mailbox.WakerFunc(s.Wake))
+	s.names = opts.Config.AgentNames()
+	s.poster = mailbox.NewPoster(opts.Store, s.names, mailbox.WakerFunc(s.Wake))
 	names := opts.Agents
 	if len(names) == 0 {
-		names = opts.Config.AgentNames()
+		names = s.names
 	}
 	var problems []string
 	for _, name := range names {
 		a, ok := opts.Config.Agent(name)
 		if !ok {
-			return nil, fmt.Errorf("unknown agent %q: swarm.toml has %s", name, strings.Join(opts.Config.AgentNames(), ", "))
+			return nil, fmt.Errorf("unknown agent %q: swarm.toml has %s", name, strings.Join(s.names, ", "))
 		}
 		eng, err := opts.Engines(a)
 		if err != nil {

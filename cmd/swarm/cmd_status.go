@@ -95,10 +95,16 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	if err != nil {
 		return out, err
 	}
-	byName := map[string]mailbox.Agent{}
+	byName := make(map[string]mailbox.Agent, len(rows))
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
+	// One grouped read for every agent's mail, not one query per agent.
+	pending, err := st.PendingAll(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Agents = make([]agentStatus, 0, len(cfg.Agents))
 	for _, a := range cfg.Agents {
 		eng := a.Engine
 		row, ok := byName[a.Name]
@@ -115,10 +121,7 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 			s.HeartbeatAt, s.StateSince = row.HeartbeatAt, row.StateSince
 			s.ConsecutiveErrors, s.TotalErrors, s.Tokens, s.Activity = row.ConsecutiveErrors, row.TotalErrors, row.Tokens, row.Activity
 		}
-		c, err := st.Pending(ctx, a.Name)
-		if err != nil {
-			return out, err
-		}
+		c := pending[a.Name]
 		s.Pending, s.Urgent = c.Queued+c.Delivered, c.Urgent
 		if s.State != "Stopped" {
 			stale := 3 * cfg.Liveness.Heartbeat
@@ -157,7 +160,9 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	fmt.Fprintln(tw, "AGENT\tSTATE\tSESSION\tMODE\tENGINE\tMAIL\tERRORS\tTOKENS\tHEARTBEAT")
 	for _, a := range s.Agents {
 		hb := "-"
-		if a.HeartbeatAt != nil {
+		// A Stopped agent has no heartbeat to speak of: its last stamp
+		// is from a supervisor that is gone.
+		if a.HeartbeatAt != nil && a.State != "Stopped" {
 			hb = humanAge(now.Sub(*a.HeartbeatAt)) + " ago"
 		}
 		if a.Stale {
