@@ -105,7 +105,7 @@ var stdinIsTerminal = func(r io.Reader) bool {
 
 func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ session. An agent's first event has no from state.
 
 func runEvents(ctx context.Context, opts *EventsOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}

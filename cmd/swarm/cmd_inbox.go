@@ -68,12 +68,14 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	if opts.State != "" && !slices.Contains(message.States, message.State(opts.State)) {
 		return usagef("--state must be queued, delivered or done, got %q", opts.State)
 	}
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}
-	if opts.Name != config.Operator && !slices.Contains(cfg.AgentNames(), opts.Name) {
-		return fmt.Errorf("unknown agent %q: known names are %s", opts.Name, strings.Join(cfg.Recipients(), ", "))
+	if opts.Name != config.Operator {
+		if _, ok := cfg.Agent(opts.Name); !ok {
+			return unknownName("agent", opts.Name, cfg.Recipients(), "known names are")
+		}
 	}
 	st, err := app.openStore(ctx, l)
 	if err != nil {

@@ -62,7 +62,7 @@ The supervisor must be running ('swarm up'). --json prints
 
 func runPause(ctx context.Context, opts *PauseOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}

@@ -45,12 +45,7 @@ not 'swarm up' is running; a running supervisor is woken at once.`,
   swarm send --all "standup: post your status to operator"
   git diff | swarm send reviewer -
   swarm send operator "done with the API" --from backend --reply-to 12`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if opts.All {
-				return cobra.ExactArgs(1)(cmd, args)
-			}
-			return cobra.ExactArgs(2)(cmd, args)
-		},
+		Args:              func(cmd *cobra.Command, args []string) error { return sendArgs(opts.All, args) },
 		ValidArgsFunction: app.completeAgents(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.replyToSet = cmd.Flags().Changed("reply-to")
@@ -71,6 +66,28 @@ not 'swarm up' is running; a running supervisor is woken at once.`,
 	cmd.RegisterFlagCompletionFunc("from", app.completeAgents(true))
 	cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions([]cobra.Completion{"message", "task", "status", "nudge", "protocol"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// sendArgs checks the positional arguments, saying what is missing.
+func sendArgs(all bool, args []string) error {
+	want, form := 2, `swarm send <agent> "<body>"`
+	if all {
+		want, form = 1, `swarm send --all "<body>"`
+	}
+	switch {
+	case len(args) == want:
+		return nil
+	case all && len(args) == 0:
+		return fmt.Errorf("missing the message body: %s (or - to read stdin)", form)
+	case len(args) == 0:
+		return fmt.Errorf("missing the recipient and the message body: %s (or - to read stdin)", form)
+	case len(args) == 1 && !all:
+		return fmt.Errorf("missing the message body: swarm send %s \"<body>\" (or - to read stdin)", args[0])
+	case all:
+		return fmt.Errorf("--all takes only the message body, got %d arguments; quote the body: %s", len(args), form)
+	default:
+		return fmt.Errorf("the message body is one argument, got %d words after %s; quote it: swarm send %s %q", len(args)-1, args[0], args[0], strings.Join(args[1:], " "))
+	}
 }
 
 func runSend(ctx context.Context, opts *SendOptions) error {
@@ -97,9 +114,16 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	if opts.Urgent {
 		d.Urgency = message.Urgent
 	}
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
+	}
+	// A near miss ("Backend") is answered with the name meant; anything
+	// else is the poster's to judge.
+	for _, n := range []struct{ what, name string }{{"sender", from}, {"recipient", opts.To}} {
+		if n.name != "" && recipientIn(cfg, n.name) != nil && config.Suggest(n.name, cfg.Recipients()) != "" {
+			return unknownName(n.what, n.name, cfg.Recipients(), "known names are")
+		}
 	}
 	st, err := app.openStore(ctx, l)
 	if err != nil {

@@ -134,7 +134,7 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 
 func runStatus(ctx context.Context, opts *StatusOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -83,8 +82,8 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		return err
 	}
 	for _, name := range opts.Agents {
-		if _, ok := cfg.Agent(name); !ok {
-			return usagef("--agents: unknown agent %q (swarm.toml has %s)", name, strings.Join(cfg.AgentNames(), ", "))
+		if _, err := agentIn(cfg, name); err != nil {
+			return usagef("--agents: %v", err)
 		}
 	}
 	if opts.Engine != "" {

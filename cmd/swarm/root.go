@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,6 +18,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
 )
 
@@ -30,6 +34,10 @@ type App struct {
 	Stderr io.Writer
 	Env    repo.Env
 	Cwd    string
+
+	// fallback is why swarm.toml did not read when loadRunning went on
+	// with the database's agents instead; nil when it read.
+	fallback error
 }
 
 // commands are the subcommands. Each command's file registers itself in an
@@ -126,13 +134,131 @@ func (a *App) loadConfig() (repo.Layout, *config.Config, error) {
 	return l, cfg, err
 }
 
-// agentIn returns the named agent of cfg, or an error that lists the agents.
+// loadRunning is loadConfig for the commands that reach a swarm that may
+// be running: status, send, inbox, events, logs, watch, pause, resume and
+// down. A typo saved into swarm.toml while the swarm runs must not lock the
+// operator out of it, so when swarm.toml does not read but the database
+// knows agents, these commands go on with those agents and the default
+// settings, after one warning line on stderr naming the error (file:line)
+// and what was assumed.
+func (a *App) loadRunning(ctx context.Context) (repo.Layout, *config.Config, error) {
+	l, cfg, err := a.loadConfig()
+	if err == nil || l.Root == "" {
+		return l, cfg, err
+	}
+	fb, names, ferr := fallbackConfig(ctx, l)
+	if ferr != nil {
+		slog.Debug("no fallback for a broken swarm.toml", "err", ferr)
+		return l, nil, err
+	}
+	a.fallback = err
+	fmt.Fprintf(a.Stderr, "swarm: warning: %s; going on with the %s the database knows (%s), default settings and worktrees in %s; fix swarm.toml ('swarm doctor' lists every problem)\n",
+		firstProblem(err), plural(len(names), "agent"), listSome(names, 5), rel(l.Root, fb.Worktree.Dir))
+	return l, fb, nil
+}
+
+// firstProblem is the first line of a config error, with a count of the
+// others: swarm.toml can have several mistakes at once.
+func firstProblem(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	if len(lines) > 1 {
+		return fmt.Sprintf("%s (and %s)", lines[0], plural(len(lines)-1, "more problem"))
+	}
+	return lines[0]
+}
+
+// fallbackConfig is the configuration of the agents the database knows,
+// with default settings: what the commands that reach a running swarm need
+// when swarm.toml does not read. Worktrees are where the database says
+// they are when all of them share a directory. It never creates the
+// database.
+func fallbackConfig(ctx context.Context, l repo.Layout) (*config.Config, []string, error) {
+	if _, err := os.Stat(l.DB); err != nil {
+		return nil, nil, err
+	}
+	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer st.Close()
+	rows, err := st.Agents(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil, errors.New("the database knows no agents")
+	}
+	var b strings.Builder
+	dir := ""
+	for i, r := range rows {
+		if d := filepath.Dir(r.Worktree); r.Worktree != "" && (i == 0 || d == dir) {
+			dir = d
+		} else {
+			dir = "-" // not all in one place: the default
+		}
+	}
+	if dir != "" && dir != "-" && filepath.IsAbs(dir) {
+		fmt.Fprintf(&b, "[worktree]\ndir = %q\n", dir)
+	}
+	names := make([]string, 0, len(rows))
+	for _, r := range rows {
+		fmt.Fprintf(&b, "[[agent]]\nname = %q\n", r.Name)
+		if _, err := mode.Parse(r.Mode); err == nil && r.Mode != "" {
+			fmt.Fprintf(&b, "mode = %q\n", r.Mode)
+		}
+		names = append(names, r.Name)
+	}
+	cfg, err := config.Parse([]byte(b.String()), l.Config, l.Root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the database's agents: %w", err)
+	}
+	return cfg, names, nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// listSome lists at most n items, saying how many more there are.
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// agentIn returns the named agent of cfg, or an error that suggests the
+// agent meant ("Backend" → backend) and lists the agents.
 func agentIn(cfg *config.Config, name string) (config.Agent, error) {
 	a, ok := cfg.Agent(name)
 	if !ok {
-		return a, fmt.Errorf("unknown agent %q: swarm.toml has %s", name, strings.Join(cfg.AgentNames(), ", "))
+		return a, unknownName("agent", name, cfg.AgentNames(), "swarm.toml has")
 	}
 	return a, nil
+}
+
+// recipientIn checks a name mail can go to: an agent of cfg or operator.
+func recipientIn(cfg *config.Config, name string) error {
+	if name == config.Operator {
+		return nil
+	}
+	if _, ok := cfg.Agent(name); ok {
+		return nil
+	}
+	return unknownName("recipient", name, cfg.Recipients(), "known names are")
+}
+
+// unknownName says that name is not one of names, with the nearest one as
+// a suggestion when there is one close enough.
+func unknownName(what, name string, names []string, have string) error {
+	msg := fmt.Sprintf("unknown %s %q: ", what, name)
+	if s := config.Suggest(name, names); s != "" {
+		msg += fmt.Sprintf("did you mean %q? ", s)
+	}
+	return errors.New(msg + have + " " + listSome(names, 20))
 }
 
 // openStore opens the repository's database.
