@@ -33,6 +33,12 @@ type runner struct {
 	urgentHint atomic.Bool
 	ctl        chan command
 	done       chan struct{} // closed when run returns
+	// live is the agent's state as last committed, for other goroutines
+	// (the control socket): state itself belongs to the runner goroutine.
+	live atomic.Value // lifecycle.State
+	// wantPause is the operator's last word, pause (true) or resume,
+	// set when the request is made, before the runner takes it.
+	wantPause atomic.Bool
 
 	state    lifecycle.State
 	seq      int64
@@ -54,7 +60,7 @@ func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
 	if e, err := s.cfg.EngineFor(a, s.opts.EngineOverride); err == nil {
 		kind = e.Kind
 	}
-	return &runner{
+	r := &runner{
 		sup:   s,
 		agent: a,
 		eng:   eng,
@@ -64,6 +70,18 @@ func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
 		done:  make(chan struct{}),
 		state: lifecycle.Stopped,
 	}
+	r.live.Store(lifecycle.Stopped)
+	return r
+}
+
+// liveState is the agent's state as last committed; safe from any
+// goroutine.
+func (r *runner) liveState() lifecycle.State { return r.live.Load().(lifecycle.State) }
+
+// boundary reports whether urgent mail joins a running session at its
+// next tool call instead of cancelling it.
+func (r *runner) boundary() bool {
+	return r.agent.Interrupt == config.InterruptBoundary && r.kind != config.EngineExec
 }
 
 // poke wakes the runner; urgent says the news may be urgent mail.
@@ -103,6 +121,7 @@ func (r *runner) inTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
 		r.pending = r.pending[:0]
 		return err
 	}
+	r.live.Store(r.state)
 	for _, n := range r.pending {
 		r.sup.bus.emit(n)
 	}

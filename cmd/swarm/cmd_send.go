@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 )
 
@@ -131,7 +132,7 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	}
 	defer st.Close()
 
-	poster := app.poster(st, l, cfg)
+	poster, an := app.announcingPoster(st, l, cfg)
 	var sent []message.Message
 	if opts.All {
 		sent, err = poster.Broadcast(ctx, d)
@@ -143,15 +144,71 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	if app.JSON {
-		return app.printJSON(sent)
+	_, running, aerr := an.answer(0)
+	out := make([]sentJSON, len(sent))
+	for i, m := range sent {
+		d, _, _ := an.answer(m.ID)
+		out[i] = sentJSON{Message: m, Supervisor: running, Interrupted: d.Interrupted, Joins: d.Joins,
+			NotStarted: running && aerr == nil && !d.Started && m.To != config.Operator, State: d.State}
 	}
-	for _, m := range sent {
+	if app.JSON {
+		return app.printJSON(out)
+	}
+	for _, s := range out {
 		urgent := ""
-		if m.IsUrgent() {
+		if s.IsUrgent() {
 			urgent = "urgent "
 		}
-		fmt.Fprintf(app.Stdout, "sent %s#%d to %s (%s)\n", urgent, m.ID, m.To, m.State)
+		fmt.Fprintf(app.Stdout, "sent %s#%d to %s (%s)%s\n", urgent, s.ID, s.To, s.Message.State, sendOutcome(s, aerr == nil))
+	}
+	switch {
+	case !running:
+		fmt.Fprintf(app.Stdout, "No supervisor is running: the mail waits in the database and is delivered at the next 'swarm up'.\n")
+	case aerr != nil:
+		fmt.Fprintf(app.Stdout, "The supervisor did not answer (%v); it finds the mail in the database within a second.\n", aerr)
 	}
 	return nil
+}
+
+// sentJSON is one message of send's --json output: the message, and what
+// the supervisor said about it.
+type sentJSON struct {
+	message.Message
+	// Supervisor is true when a running supervisor was told about it.
+	Supervisor bool `json:"supervisor"`
+	// Interrupted is true when it cut its recipient's running session
+	// short; Joins when it joins that session at its next tool call.
+	Interrupted bool `json:"interrupted"`
+	Joins       bool `json:"joins"`
+	// NotStarted is true when the recipient is configured but the running
+	// supervisor does not run it (added to swarm.toml since it started).
+	NotStarted bool `json:"not_started"`
+	// State is the recipient's state when the mail came, when known.
+	State string `json:"recipient_state,omitempty"`
+}
+
+// notStartedHint says what to do about an agent the running supervisor
+// does not run.
+const notStartedHint = "restart 'swarm up' to run it"
+
+// sendOutcome is what the supervisor did with a message, as the end of its
+// line ("" when there is nothing to add).
+func sendOutcome(s sentJSON, answered bool) string {
+	switch {
+	case !s.Supervisor || !answered || s.To == config.Operator:
+		return ""
+	case s.NotStarted:
+		return fmt.Sprintf(": %s is not started by the running supervisor (added to swarm.toml since it started, or left out by 'swarm up --agents'); %s", s.To, notStartedHint)
+	case !s.IsUrgent():
+		return ""
+	case s.Interrupted:
+		return ": interrupted its running session"
+	case s.Joins:
+		return ": it joins the running session at its next tool call"
+	case s.State == string(lifecycle.Paused):
+		return fmt.Sprintf(": not interrupted: %s is Paused ('swarm resume %s' lets it read the mail)", s.To, s.To)
+	case s.State != "":
+		return fmt.Sprintf(": not interrupted: %s is %s, not in a session; its next session starts with it", s.To, s.State)
+	}
+	return ""
 }

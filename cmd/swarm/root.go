@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -267,11 +269,69 @@ func (a *App) openStore(ctx context.Context, l repo.Layout) (mailbox.Store, erro
 }
 
 // poster is this process's mail service: it validates against cfg's
-// agents, stores, and pokes a running supervisor with what it stored.
+// agents, stores, and tells a running supervisor what it stored.
 func (a *App) poster(st mailbox.Store, l repo.Layout, cfg *config.Config) *mailbox.Poster {
-	return mailbox.NewPoster(st, cfg.AgentNames(), mailbox.WakerFunc(func(_ context.Context, ms []message.Message) {
-		control.Poke(l, ms)
-	}))
+	p, _ := a.announcingPoster(st, l, cfg)
+	return p
+}
+
+// announcingPoster is poster, with the supervisor's answer about the mail
+// it announced.
+func (a *App) announcingPoster(st mailbox.Store, l repo.Layout, cfg *config.Config) (*mailbox.Poster, *announcer) {
+	an := &announcer{l: l}
+	return mailbox.NewPoster(st, cfg.AgentNames(), an), an
+}
+
+// announceWait bounds the wait for the supervisor's answer about new mail:
+// it wakes the recipients first and answers at once.
+const announceWait = 2 * time.Second
+
+// announcer is the mail waker of a CLI process: it announces stored mail
+// to a running supervisor and keeps its answer.
+type announcer struct {
+	l repo.Layout
+
+	mu         sync.Mutex
+	supervisor bool // a supervisor answered
+	err        error
+	deliveries map[int64]control.Delivery
+}
+
+func (an *announcer) Wake(ctx context.Context, ms []message.Message) {
+	ctx, cancel := context.WithTimeout(ctx, announceWait)
+	defer cancel()
+	ds, err := control.Announce(ctx, an.l, ms)
+	an.mu.Lock()
+	defer an.mu.Unlock()
+	if an.deliveries == nil {
+		an.deliveries = map[int64]control.Delivery{}
+	}
+	for _, d := range ds {
+		an.deliveries[d.ID] = d
+	}
+	switch {
+	case err == nil:
+		an.supervisor = true
+	case errors.Is(err, control.ErrNoSupervisor):
+	default:
+		// A supervisor is there but did not answer (or is older and does
+		// not know the request): its change feed finds the mail within
+		// a poll interval.
+		an.supervisor, an.err = true, err
+		slog.Debug("announce mail", "err", err)
+	}
+}
+
+// answer returns what the supervisor said about message id, whether one
+// answered at all, and why an answer is missing.
+func (an *announcer) answer(id int64) (control.Delivery, bool, error) {
+	an.mu.Lock()
+	defer an.mu.Unlock()
+	d, ok := an.deliveries[id]
+	if !ok {
+		d = control.Delivery{ID: id}
+	}
+	return d, an.supervisor, an.err
 }
 
 func (a *App) printJSON(v any) error {

@@ -211,5 +211,6 @@ func (s *storeSource) Send(ctx context.Context, to, body string, urgent bool) (m
 }
 
 func (s *storeSource) SetPaused(ctx context.Context, agent string, paused bool) error {
-	return pauseAgent(ctx, s.l, agent, paused)
+	_, err := pauseAgent(ctx, s.l, agent, paused)
+	return err
 }
