@@ -53,6 +53,7 @@ type runner struct {
 	pausePending  bool
 	pending       []lifecycle.Notice // transitions made in the open transaction
 	stopReason    string             // why the agent stopped, when not by shutdown
+	stopErr       error              // the error that stopped it, if one did
 }
 
 func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
@@ -151,8 +152,13 @@ func (r *runner) run(ctx context.Context) (err error) {
 				r.sup.log.Warn("unlock worktree", "agent", r.agent.Name, "err", uerr)
 			}
 		}
+		if err != nil {
+			// Why the agent stopped, whatever state it was left in: a
+			// runner that failed while still Stopped (its first
+			// transition, say) has a reason too.
+			r.stopReason, r.stopErr = err.Error(), err
+		}
 		if err != nil && r.state != lifecycle.Stopped {
-			r.stopReason = err.Error()
 			if merr := r.inTx(ctx, func(tx mailbox.Tx) error {
 				if err := r.settleUnstarted(tx, "stopped: "+err.Error()); err != nil {
 					return err

@@ -240,10 +240,19 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	var allStopped error
 	if ctx.Err() == nil {
 		var reasons []string
+		var errs []error
 		for _, name := range s.order {
-			reasons = append(reasons, fmt.Sprintf("%s: %s", name, s.runners[name].stopReason))
+			r := s.runners[name]
+			why := r.stopReason
+			if why == "" {
+				why = s.lastCause(name)
+			}
+			reasons = append(reasons, fmt.Sprintf("%s: %s", name, why))
+			if r.stopErr != nil {
+				errs = append(errs, r.stopErr)
+			}
 		}
-		allStopped = fmt.Errorf("every agent stopped: %s; see 'swarm events' and 'swarm logs <agent>'", strings.Join(reasons, "; "))
+		allStopped = &stoppedError{msg: fmt.Sprintf("every agent stopped: %s; see 'swarm events' and 'swarm logs <agent>'", strings.Join(reasons, "; ")), errs: errs}
 	}
 	// A shared bd call outlives the runners that started it; end it too.
 	if c, ok := s.opts.Tasks.(interface{ Close() }); ok {
@@ -258,6 +267,27 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.bus.waitWatchers(2*time.Second, s.log)
 	stopServer()
 	return errors.Join(allStopped, svcErr, <-served)
+}
+
+// stoppedError is Run's error when every agent stopped on its own: one
+// line naming each agent's reason, wrapping the errors that stopped them
+// (so a damaged database is still recognised as such).
+type stoppedError struct {
+	msg  string
+	errs []error
+}
+
+func (e *stoppedError) Error() string   { return e.msg }
+func (e *stoppedError) Unwrap() []error { return e.errs }
+
+// lastCause is the cause of the agent's newest event, for a runner that
+// ended without saying why.
+func (s *Supervisor) lastCause(agent string) string {
+	evs, err := s.store.Events(context.Background(), mailbox.EventFilter{Agent: agent, Limit: 1})
+	if err == nil && len(evs) > 0 && evs[0].Cause != "" {
+		return fmt.Sprintf("%s (%s)", evs[0].To, evs[0].Cause)
+	}
+	return "stopped without a recorded reason"
 }
 
 // shutdownCause is why ctx ended, as sessions should see it: a bare

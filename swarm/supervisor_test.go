@@ -843,3 +843,41 @@ func TestPauseAndResumeSayWhatTheyDo(t *testing.T) {
 		t.Fatalf("resume of an idle agent: %v", err)
 	}
 }
+
+// failStart is a store whose agents cannot leave Stopped: the runner fails
+// on its very first transition.
+type failStart struct{ mailbox.Store }
+
+func (f failStart) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
+	return f.Store.InTx(ctx, func(tx mailbox.Tx) error { return fn(failStartTx{tx}) })
+}
+
+type failStartTx struct{ mailbox.Tx }
+
+func (t failStartTx) Transition(c fsm.Change) (fsm.Event, error) {
+	if c.To == string(lifecycle.Initializing) {
+		return fsm.Event{}, errors.New("database is locked")
+	}
+	return t.Tx.Transition(c)
+}
+
+// Every agent stopped: the error names each one's reason, also for a
+// runner that failed while still Stopped.
+func TestEveryAgentStoppedSaysWhy(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n")
+	cfg := h.sup.cfg
+	h.store = failStart{h.store}
+	h.sup = h.newSupervisor(cfg)
+	err := h.sup.Run(context.Background())
+	if err == nil {
+		t.Fatal("Run returned nil")
+	}
+	for _, want := range []string{"every agent stopped: alpha: ", "bravo: "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), ": ;") || !strings.Contains(err.Error(), "database is locked") {
+		t.Fatalf("a reason is missing: %v", err)
+	}
+}

@@ -40,6 +40,8 @@ type App struct {
 	// fallback is why swarm.toml did not read when loadRunning went on
 	// with the database's agents instead; nil when it read.
 	fallback error
+	// db is the database this process opened, for errors about it.
+	db string
 }
 
 // commands are the subcommands. Each command's file registers itself in an
@@ -265,7 +267,25 @@ func unknownName(what, name string, names []string, have string) error {
 
 // openStore opens the repository's database.
 func (a *App) openStore(ctx context.Context, l repo.Layout) (mailbox.Store, error) {
+	a.db = l.DB
 	return sqlite.Open(ctx, l.DB, sqlite.Options{})
+}
+
+// explainDamage adds what to do to an error that says the database is
+// damaged: the damage can show in any query, long after the store opened.
+func (a *App) explainDamage(err error) error {
+	if err == nil || !sqlite.Damaged(err) || strings.Contains(err.Error(), "swarm doctor") {
+		return err
+	}
+	path := a.db
+	if path == "" {
+		l, lerr := a.layout()
+		if lerr != nil {
+			return err
+		}
+		path = l.DB
+	}
+	return fmt.Errorf("%w; database %s: %s", err, path, sqlite.DamagedAdvice(path))
 }
 
 // poster is this process's mail service: it validates against cfg's
