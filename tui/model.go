@@ -118,6 +118,9 @@ type Model struct {
 
 	flash    string
 	flashBad bool
+	// confirm is a question waiting for y (anything else is no): q and i
+	// ask before they stop the swarm or interrupt a session.
+	confirm  *confirmation
 	stopping bool
 	ended    error // why the source's stream ended; nil while it runs
 
@@ -413,7 +416,29 @@ func (m *Model) current() *Agent {
 
 func (m *Model) setFlash(s string, bad bool) { m.flash, m.flashBad = s, bad }
 
+// confirmation is a question on the status line and what y does.
+type confirmation struct {
+	question string
+	no       string // the flash when the answer is not y
+	yes      func() tea.Cmd
+}
+
+func (m *Model) ask(question, no string, yes func() tea.Cmd) {
+	m.confirm = &confirmation{question: question, no: no, yes: yes}
+}
+
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	if c := m.confirm; c != nil {
+		m.confirm = nil
+		switch k.String() {
+		case "y", "Y":
+			return c.yes()
+		case "ctrl+c":
+			return m.quit()
+		}
+		m.setFlash(c.no, false)
+		return nil
+	}
 	switch m.screen {
 	case screenInput:
 		return m.inputKey(k)
@@ -428,8 +453,13 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	}
 	a := m.current()
 	switch k.String() {
-	case "ctrl+c", "q":
+	case "ctrl+c":
 		return m.quit()
+	case "q":
+		if m.opts.Stop == nil || m.stopping {
+			return m.quit() // swarm watch leaves; a second q leaves too
+		}
+		m.ask("stop the swarm? [y/N]", "not stopped: the swarm keeps running", m.quit)
 	case "?":
 		m.screen = screenHelp
 	case "esc":
@@ -467,7 +497,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		if a == nil {
 			return nil
 		}
-		return m.send(a.Name, interruptBody, true, true)
+		name := a.Name
+		m.ask(fmt.Sprintf("interrupt %s (urgent mail %q)? [y/N]", name, interruptBody), "nothing sent: "+name+" was not interrupted",
+			func() tea.Cmd { return m.send(name, interruptBody, true, true) })
 	case "p":
 		if a == nil {
 			return nil

@@ -53,7 +53,7 @@ terminal, one line is printed per transition and per message instead.
 Everything also goes to .swarm/logs/supervisor.log, and each session logs
 to .swarm/logs/<agent>/<session>.log.
 
-Ctrl-C (or q in the view, SIGTERM, or 'swarm down') stops gracefully: running sessions are
+Ctrl-C (or q then y in the view, SIGTERM, or 'swarm down') stops gracefully: running sessions are
 cancelled, waiting up to interrupt_grace, mail they had is queued again, and
 swarm exits 0. A second Ctrl-C forces the stop. After a crash, the next
 'swarm up' recovers: nothing is lost and session numbers continue.
