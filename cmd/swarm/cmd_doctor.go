@@ -19,6 +19,8 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/engine/script"
+	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
@@ -54,8 +56,13 @@ anything missing:
 Exit status 1 when a check fails. --engine NAME checks the engine that
 'swarm up --engine NAME' would use instead of the configured ones.
 
+For the script engine it says which block of its script each agent's
+next session plays (session N plays block N), and warns when that is past
+the last block.
+
 --json prints {"ok", "checks": [{"name", "status", "detail"}]}, status being
-ok, off (an optional part is not there) or fail.`,
+ok, off (an optional part is not there), warn (works, but maybe not as
+meant; not a failure) or fail.`,
 		Example: `  swarm doctor
   swarm doctor --engine script   # what 'swarm up --engine script' needs`,
 		Args: cobra.NoArgs,
@@ -70,7 +77,8 @@ ok, off (an optional part is not there) or fail.`,
 // Check statuses.
 const (
 	checkOK   = "ok"
-	checkOff  = "off" // an optional part is absent: not an error
+	checkOff  = "off"  // an optional part is absent: not an error
+	checkWarn = "warn" // works, but likely not as meant: not an error
 	checkFail = "fail"
 )
 
@@ -129,7 +137,7 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 	}
 	doctorBeads(ctx, r, l, cfg)
 	if cfg != nil {
-		doctorEngines(ctx, r, cfg, opts.Engine)
+		doctorEngines(ctx, r, l, cfg, opts.Engine)
 	}
 	if l.Root != "" {
 		doctorSupervisor(ctx, r, l)
@@ -144,8 +152,11 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 	} else {
 		for _, c := range r.Checks {
 			status := c.Status
-			if status == checkFail {
+			switch status {
+			case checkFail:
 				status = "FAIL"
+			case checkWarn:
+				status = "WARN"
 			}
 			fmt.Fprintf(app.Stdout, "%-4s  %-15s %s\n", status, c.Name, c.Detail)
 		}
@@ -163,6 +174,8 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 			if engineFailed && opts.Engine == "" {
 				fmt.Fprintln(app.Stdout, "To try swarm offline meanwhile, with scripted agents: swarm up --engine script")
 			}
+		} else if warned := countStatus(r, checkWarn); warned > 0 {
+			fmt.Fprintf(app.Stdout, "\nEverything swarm needs is here; see the %s above.\n", plural(warned, "warning"))
 		} else {
 			fmt.Fprintln(app.Stdout, "\nEverything swarm needs is here.")
 		}
@@ -171,6 +184,16 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 		return &codeError{code: exitError}
 	}
 	return nil
+}
+
+func countStatus(r *doctorReport, status string) int {
+	n := 0
+	for _, c := range r.Checks {
+		if c.Status == status {
+			n++
+		}
+	}
+	return n
 }
 
 // doctorGit checks that git is installed and new enough.
@@ -249,8 +272,9 @@ func doctorBeads(ctx context.Context, r *doctorReport, l repo.Layout, cfg *confi
 }
 
 // doctorEngines runs each engine's own Preflight once, naming the agents
-// that use it.
-func doctorEngines(ctx context.Context, r *doctorReport, cfg *config.Config, override string) {
+// that use it; for a script engine it also says which block each agent's
+// next session plays.
+func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *config.Config, override string) {
 	factory := swarm.EngineFactory(cfg, override)
 	var names []string
 	users := map[string][]config.Agent{}
@@ -289,6 +313,40 @@ func doctorEngines(ctx context.Context, r *doctorReport, cfg *config.Config, ove
 			continue
 		}
 		r.add(label, checkOK, "ready for %s", strings.Join(who, ", "))
+		if se, ok := eng.(*script.Engine); ok {
+			doctorScripts(ctx, r, l, se, agents)
+		}
+	}
+}
+
+// doctorScripts says which block of its script each agent's next session
+// plays (session N plays block N), warning when it is past the last one.
+// Agents without a script file play the built-in one: not worth a line
+// each.
+func doctorScripts(ctx context.Context, r *doctorReport, l repo.Layout, e *script.Engine, agents []config.Agent) {
+	var st mailbox.Store // nil: no database, or not readable; sessions start at 1
+	if _, err := os.Stat(l.DB); err == nil {
+		if db, err := sqlite.Open(ctx, l.DB, sqlite.Options{}); err == nil {
+			defer db.Close()
+			st = db
+		}
+	}
+	for _, a := range agents {
+		seq := int64(1)
+		if st != nil {
+			if n, err := swarm.NextSession(ctx, st, a.Name); err == nil {
+				seq = n
+			}
+		}
+		p, err := e.Plan(a.Name, seq)
+		switch {
+		case err != nil:
+			r.add("script "+a.Name, checkFail, "%v; fix the script", err)
+		case p.Past():
+			r.add("script "+a.Name, checkWarn, "%s", strings.TrimPrefix(p.String(), "warning: "))
+		case p.Exists:
+			r.add("script "+a.Name, checkOK, "next: %s", p)
+		}
 	}
 }
 
