@@ -19,6 +19,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/engine"
+	execengine "github.com/swarmhq/swarm/engine/exec"
 	"github.com/swarmhq/swarm/engine/script"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
@@ -49,6 +50,11 @@ anything missing:
   bd          beads, optional: its version, and whether this repo has tasks
   engine      each engine the agents use: the Gemini API key (or Vertex AI),
               an exec agent's command on PATH, the scripts' syntax
+  login       an exec preset's key or login (ANTHROPIC_API_KEY or
+              ~/.claude/.credentials.json for claude, OPENAI_API_KEY or
+              ~/.codex/auth.json for codex, GEMINI_API_KEY, GOOGLE_API_KEY
+              or ~/.gemini/oauth_creds.json for gemini-cli): a warning when
+              none is found
   supervisor  when one runs, that its control socket answers (none running
               is fine)
   database    .swarm/swarm.db passes PRAGMA integrity_check
@@ -64,7 +70,8 @@ the last block.
 ok, off (an optional part is not there), warn (works, but maybe not as
 meant; not a failure) or fail.`,
 		Example: `  swarm doctor
-  swarm doctor --engine script   # what 'swarm up --engine script' needs`,
+  swarm doctor --engine script   # what 'swarm up --engine script' needs
+  swarm doctor --engine claude   # claude's table, its command and its login`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDoctor(cmd.Context(), opts)
@@ -129,10 +136,8 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 		}
 	}
 	if cfg != nil && opts.Engine != "" {
-		for _, a := range cfg.Agents {
-			if _, err := cfg.EngineFor(a, opts.Engine); err != nil {
-				return usagef("--engine: %v", err)
-			}
+		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
+			return err
 		}
 	}
 	doctorBeads(ctx, r, l, cfg)
@@ -316,7 +321,33 @@ func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *con
 		if se, ok := eng.(*script.Engine); ok {
 			doctorScripts(ctx, r, l, se, agents)
 		}
+		if e, err := cfg.EngineFor(agents[0], override); err == nil && e.Kind == config.EngineExec && e.Preset != "" {
+			doctorLogin(r, e)
+		}
 	}
+}
+
+// doctorLogin checks that an exec preset's CLI has a key or a login. The
+// CLI may keep its login where swarm does not look, so a miss is a
+// warning, not a failure.
+func doctorLogin(r *doctorReport, e config.Engine) {
+	p, ok := execengine.Presets[e.Preset]
+	if !ok {
+		return
+	}
+	env := os.Environ()
+	if e.EnvFile != "" {
+		if vars, err := config.ReadEnvFile(e.EnvFile); err == nil {
+			env = append(env, vars...)
+		}
+	}
+	home, _ := os.UserHomeDir()
+	why, found := p.Credentials(env, home)
+	if found {
+		r.add("login "+e.Name, checkOK, "%s: %s", p.Command[0], why)
+		return
+	}
+	r.add("login "+e.Name, checkWarn, "%s: %s (or in env_file in [engine.%s]); the agents' sessions fail at once without it", p.Command[0], why, e.Name)
 }
 
 // doctorScripts says which block of its script each agent's next session

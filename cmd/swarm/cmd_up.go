@@ -87,10 +87,8 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		}
 	}
 	if opts.Engine != "" {
-		for _, a := range cfg.Agents {
-			if _, err := cfg.EngineFor(a, opts.Engine); err != nil {
-				return usagef("--engine: %v", err)
-			}
+		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
+			return err
 		}
 	}
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -232,6 +233,22 @@ func listSome(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// checkEngineFlag checks --engine NAME against every agent of cfg. A
+// preset name (claude, codex, gemini-cli) without its [engine.NAME] table
+// gets the table to add.
+func checkEngineFlag(cfg *config.Config, name string) error {
+	for _, a := range cfg.Agents {
+		if _, err := cfg.EngineFor(a, name); err != nil {
+			if _, defined := cfg.Engines[name]; !defined && slices.Contains(config.Presets, name) {
+				return usagef("--engine %s: swarm.toml has no [engine.%s] table. %s is an external CLI agent; add this to swarm.toml:\n\n"+
+					"    [engine.%s]\n    kind = \"exec\"\n    preset = %q\n\nand run 'swarm doctor --engine %s' again", name, name, name, name, name, name)
+			}
+			return usagef("--engine: %v", err)
+		}
+	}
+	return nil
 }
 
 // agentIn returns the named agent of cfg, or an error that suggests the
