@@ -32,6 +32,7 @@ type UpOptions struct {
 	Engine string
 	Agents []string
 	NoTUI  bool
+	Detach bool // -d: run in the background (up_detach.go)
 }
 
 func init() { commands = append(commands, newUpCmd) }
@@ -58,10 +59,17 @@ cancelled, waiting up to interrupt_grace, mail they had is queued again, and
 swarm exits 0. A second Ctrl-C forces the stop. After a crash, the next
 'swarm up' recovers: nothing is lost and session numbers continue.
 
+With -d it runs in the background instead: it returns as soon as the
+supervisor answers on its control socket, printing its pid, and the
+supervisor's output goes to .swarm/logs/up.out. 'swarm watch' shows it and
+'swarm down' stops it. Exit status 1 when it stops before it answers (its
+last output is shown).
+
 Only one supervisor runs per repository.`,
 		Example: `  swarm up
   swarm up --engine script            # offline, with scripted agents
-  swarm up --agents backend,frontend  # only some agents`,
+  swarm up --agents backend,frontend  # only some agents
+  swarm up -d && swarm watch          # in the background`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runUp(cmd.Context(), opts)
@@ -71,6 +79,7 @@ Only one supervisor runs per repository.`,
 	f.StringVar(&opts.Engine, "engine", "", "run every agent on this engine (gemini, script, or an [engine.NAME])")
 	f.StringSliceVar(&opts.Agents, "agents", nil, "run only these agents (comma-separated)")
 	f.BoolVar(&opts.NoTUI, "no-tui", false, "print plain lines instead of the full-screen view")
+	f.BoolVarP(&opts.Detach, "detach", "d", false, "run in the background: return once the supervisor answers, output in .swarm/logs/up.out")
 	cmd.RegisterFlagCompletionFunc("agents", app.completeAgents(false))
 	return cmd
 }
@@ -90,6 +99,9 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
 			return err
 		}
+	}
+	if opts.Detach {
+		return runUpDetached(ctx, opts, l)
 	}
 
 	// Worktree problems (no commits, detached HEAD, old git) stop us
