@@ -43,7 +43,7 @@ reliability: build ## the slow reliability suite (R1-R7) against bin/swarm (<3 m
 # not counted: capped, a 10 s run spends its time fuzzing.
 FUZZTIME     ?= 10s
 FUZZMINIMIZE ?= 1000x
-FUZZ_TARGETS := ./config:FuzzParse ./beads:FuzzParseReady ./message:FuzzValidate ./engine:FuzzToolArgs ./engine:FuzzSandboxPath ./protocol:FuzzValidate
+FUZZ_TARGETS := ./config:FuzzParse ./beads:FuzzParseReady ./message:FuzzValidate ./engine:FuzzToolArgs ./engine:FuzzSandboxPath ./protocol:FuzzValidate ./termsafe:FuzzString ./tomlfile:FuzzUnknownKeys
 
 # Go's fuzzing coordinator can end a duration-bounded run with "context
 # deadline exceeded" and no failing input (a race at -fuzztime expiry, not a

@@ -164,6 +164,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		es.Interject = func(ictx context.Context) []string { return r.interject(ictx, s.seq) }
 	}
 	es.Env = engine.SessionEnv(os.Environ(), es)
+	es.EnvPass = r.sup.cfg.Env.Pass
 	fmt.Fprintf(logf, "# session %d of %s on %s, started %s\n", r.seq, r.agent.Name, r.eng.Name(), r.sup.clock.Now().Format(time.RFC3339))
 	go func() { s.done <- runEngine(sctx, r.eng, es) }()
 	return s, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/termsafe"
 )
 
 // Styles. Basic ANSI colours, so the terminal's theme decides the shades.
@@ -455,21 +456,13 @@ func untilAgeChanges(d time.Duration) time.Duration {
 // thousands formats n with separators: 12,345.
 func thousands(n int64) string { return humanize.Comma(n) }
 
-// sanitize drops escape sequences and control characters that would break
-// the layout: logs of exec agents can hold anything.
+// sanitize neutralises what would break the layout or act on the
+// terminal: logs of exec agents and message bodies can hold anything.
+// Complete escape sequences (colours, clear-screen, OSC 52 clipboard
+// writes) are dropped; any control left is rendered visibly (termsafe).
+// Tabs become spaces so columns stay put.
 func sanitize(s string) string {
-	s = ansi.Strip(s)
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n':
-			return r
-		case r == '\t':
-			return ' '
-		case r < 0x20 || r == 0x7f:
-			return -1
-		}
-		return r
-	}, s)
+	return strings.ReplaceAll(termsafe.String(ansi.Strip(s)), "\t", " ")
 }
 
 // oneLine is the first line of s, sanitized.

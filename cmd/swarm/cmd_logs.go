@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/swarmhq/swarm/termsafe"
 )
 
 // LogsOptions are the inputs of `swarm logs`.
@@ -21,6 +23,7 @@ type LogsOptions struct {
 	Agent   string
 	Session int64
 	Follow  bool
+	Raw     bool
 	Poll    time.Duration
 }
 
@@ -34,7 +37,11 @@ func newLogsCmd(app *App) *cobra.Command {
 		Long: `Print the log of an agent's session: the conversation with the model
 (text, tool calls and results) or an exec agent's output. By default the
 newest session; with -f, keep following it, and move on to each new session
-as it starts. --json prints {"agent", "session", "path", "log"}.`,
+as it starts. --json prints {"agent", "session", "path", "log"}.
+
+Terminal controls in the log (an agent's output can hold escape sequences
+that clear the screen, fake colours or write the clipboard) are shown
+visibly, as ␛[2J and the like; --raw prints the log byte for byte.`,
 		Example: `  swarm logs backend
   swarm logs backend --session 3
   swarm logs backend -f`,
@@ -48,6 +55,7 @@ as it starts. --json prints {"agent", "session", "path", "log"}.`,
 	f := cmd.Flags()
 	f.Int64Var(&opts.Session, "session", 0, "the session `N` to print (default: the newest)")
 	f.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing as the log grows, across sessions")
+	f.BoolVar(&opts.Raw, "raw", false, "print the log exactly as stored, terminal controls included")
 	return cmd
 }
 
@@ -100,6 +108,12 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 		}
 	}
 	path := func(seq int64) string { return l.SessionLog(opts.Agent, seq) }
+	out := app.Stdout
+	if !opts.Raw && !app.JSON {
+		tw := termsafe.NewWriter(app.Stdout)
+		defer tw.Flush()
+		out = tw
+	}
 	if app.JSON && opts.Follow {
 		return usagef("--json prints one session's log; it does not go with -f")
 	}
@@ -119,7 +133,7 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 		if app.JSON {
 			return app.printJSON(map[string]any{"agent": opts.Agent, "session": seq, "path": path(seq), "log": string(text)})
 		}
-		_, err = app.Stdout.Write(text)
+		_, err = out.Write(text)
 		return err
 	}
 	if seq == 0 {
@@ -140,18 +154,20 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 			}
 		}
 		if f != nil {
-			if _, err := io.Copy(app.Stdout, f); err != nil {
+			if _, err := io.Copy(out, f); err != nil {
 				return err
 			}
 		}
 		if seqs := sessionLogs(dir); len(seqs) > 0 && seqs[len(seqs)-1] > seq {
 			if f != nil {
-				io.Copy(app.Stdout, f) // the rest of the old session
+				if _, err := io.Copy(out, f); err != nil { // the rest of the old session
+					return err
+				}
 				f.Close()
 				f = nil
 			}
 			seq = seqs[len(seqs)-1]
-			fmt.Fprintf(app.Stdout, "==> session %d <==\n", seq)
+			fmt.Fprintf(out, "==> session %d <==\n", seq)
 			continue
 		}
 		select {
