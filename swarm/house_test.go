@@ -181,3 +181,34 @@ func TestPreviewIsWhatTheAgentGets(t *testing.T) {
 	r2.finish <- engine.Result{Outcome: engine.Success}
 	h.waitForSeq("alpha", lifecycle.Idle, 2)
 }
+
+// TestRestartStartsNoSessionWithoutWork: a restarted swarm whose agents
+// have nothing to do starts no session until mail arrives.
+func TestRestartStartsNoSessionWithoutWork(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.start()
+	r := h.nextRun()
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", lifecycle.Idle)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Restart on the same database.
+	h2 := &harness{t: t, store: h.store, layout: h.layout, notices: make(chan lifecycle.Notice, 1000), eng: h.eng, wt: h.wt, prompts: h.prompts}
+	h2.sup = h2.newSupervisor(h.sup.cfg)
+	h2.start()
+	n := h2.waitFor("alpha", lifecycle.Idle)
+	if n.From != lifecycle.Initializing || n.Cause != "no work waiting" {
+		t.Fatalf("after the restart alpha went %s → Idle (%s), want Initializing → Idle", n.From, n.Cause)
+	}
+	if c, err := h.store.SessionCount(context.Background()); err != nil || c != 1 {
+		t.Fatalf("%d sessions after the restart, want 1: %v", c, err)
+	}
+	m := h2.send(message.Draft{From: "operator", To: "alpha", Body: "now there is work"})
+	r = h2.nextRun()
+	if r.s.Seq != 2 || len(r.s.Mail) != 1 || r.s.Mail[0].ID != m.ID {
+		t.Fatalf("session after mail = %d with %+v", r.s.Seq, r.s.Mail)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h2.waitForSeq("alpha", lifecycle.Idle, 2)
+}

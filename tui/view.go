@@ -350,16 +350,19 @@ func (m *Model) helpLines(w, h int) []string {
 		out = append(out, fit("  "+stBold.Render(pad(k[0], 16))+"  "+k[1], w))
 	}
 	out = append(out, "", stDim.Render(fit("  States: ", w)))
-	for _, s := range [][2]string{
-		{"Running", "a session is running"},
-		{"Interrupting", "urgent mail is cancelling the session"},
-		{"Idle", "no work: waiting for mail, tasks or a nudge"},
-		{"CoolingDown", "waiting after a failed session"},
-		{"Paused", "paused by the operator"},
-		{"Stopped", "not running"},
-		{"BuildingPrompt", "between sessions (also Initializing, Spawning, SessionComplete)"},
+	for _, s := range []struct {
+		state lifecycle.State
+		text  string
+	}{
+		{lifecycle.Running, "a session is running"},
+		{lifecycle.Interrupting, "urgent mail is cancelling the session"},
+		{lifecycle.Idle, "no work: waiting for mail, tasks or a nudge"},
+		{lifecycle.CoolingDown, "waiting after a failed session"},
+		{lifecycle.Paused, "paused by the operator"},
+		{lifecycle.Stopped, "not running"},
+		{lifecycle.BuildingPrompt, "between sessions (also Initializing, Spawning, SessionComplete)"},
 	} {
-		out = append(out, fit("  "+stateStyles[stateKind(lifecycle.State(s[0]))].Render(pad("● "+s[0], 18))+s[1], w))
+		out = append(out, fit("  "+stateStyles[stateKind(s.state)].Render(pad("● "+string(s.state), 18))+s.text, w))
 	}
 	return out
 }

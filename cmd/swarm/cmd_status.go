@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/worktree"
@@ -53,22 +54,22 @@ type statusJSON struct {
 }
 
 type agentStatus struct {
-	Name              string     `json:"name"`
-	State             string     `json:"state"`
-	SessionSeq        int64      `json:"session_seq"`
-	Mode              string     `json:"mode"`
-	Engine            string     `json:"engine"`
-	Branch            string     `json:"branch"`
-	Worktree          string     `json:"worktree"`
-	Pending           int        `json:"pending"`
-	Urgent            int        `json:"urgent"`
-	HeartbeatAt       *time.Time `json:"heartbeat_at"`
-	Stale             bool       `json:"stale"`
-	ConsecutiveErrors int        `json:"consecutive_errors"`
-	TotalErrors       int        `json:"total_errors"`
-	Tokens            int64      `json:"tokens"`
-	Activity          string     `json:"activity,omitempty"`
-	StateSince        *time.Time `json:"state_since,omitempty"`
+	Name              string          `json:"name"`
+	State             lifecycle.State `json:"state"`
+	SessionSeq        int64           `json:"session_seq"`
+	Mode              string          `json:"mode"`
+	Engine            string          `json:"engine"`
+	Branch            string          `json:"branch"`
+	Worktree          string          `json:"worktree"`
+	Pending           int             `json:"pending"`
+	Urgent            int             `json:"urgent"`
+	HeartbeatAt       *time.Time      `json:"heartbeat_at"`
+	Stale             bool            `json:"stale"`
+	ConsecutiveErrors int             `json:"consecutive_errors"`
+	TotalErrors       int             `json:"total_errors"`
+	Tokens            int64           `json:"tokens"`
+	Activity          string          `json:"activity,omitempty"`
+	StateSince        *time.Time      `json:"state_since,omitempty"`
 }
 
 // supervisorPid asks the control socket who is running.
@@ -102,10 +103,10 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	for _, a := range cfg.Agents {
 		eng := a.Engine
 		row, ok := byName[a.Name]
-		s := agentStatus{Name: a.Name, State: "Stopped", Mode: string(a.Mode), Engine: eng,
+		s := agentStatus{Name: a.Name, State: lifecycle.Stopped, Mode: string(a.Mode), Engine: eng,
 			Branch: worktree.Branch(a.Name), Worktree: filepathJoin(cfg.Worktree.Dir, a.Name)}
 		if ok {
-			s.State, s.SessionSeq = string(row.State), row.SessionSeq
+			s.State, s.SessionSeq = row.State, row.SessionSeq
 			if row.Engine != "" {
 				s.Engine = row.Engine
 			}
@@ -120,7 +121,7 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 			return out, err
 		}
 		s.Pending, s.Urgent = c.Queued+c.Delivered, c.Urgent
-		if s.State != "Stopped" {
+		if s.State != lifecycle.Stopped {
 			stale := 3 * cfg.Liveness.Heartbeat
 			s.Stale = !out.Running || s.HeartbeatAt == nil || now.Sub(*s.HeartbeatAt) > stale
 		}
@@ -168,7 +169,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 			mail += fmt.Sprintf(" (%d urgent)", a.Urgent)
 		}
 		since := ""
-		if a.StateSince != nil && a.State != "Stopped" {
+		if a.StateSince != nil && a.State != lifecycle.Stopped {
 			since = " " + humanAge(now.Sub(*a.StateSince))
 		}
 		fmt.Fprintf(tw, "%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", a.Name, a.State, since, a.SessionSeq, a.Mode, a.Engine, mail,
