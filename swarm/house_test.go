@@ -212,3 +212,37 @@ func TestRestartStartsNoSessionWithoutWork(t *testing.T) {
 	r.finish <- engine.Result{Outcome: engine.Success}
 	h2.waitForSeq("alpha", lifecycle.Idle, 2)
 }
+
+func TestMailTrackerAnnouncesOnceAndStaysSmall(t *testing.T) {
+	var tr mailTracker
+	msgs := func(ids ...int64) []message.Message {
+		out := make([]message.Message, len(ids))
+		for i, id := range ids {
+			out[i] = message.Message{ID: id}
+		}
+		return out
+	}
+	got := func(ms []message.Message) []int64 {
+		var out []int64
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	if f := got(tr.fresh(msgs(1, 2))); len(f) != 2 {
+		t.Fatalf("fresh = %v", f)
+	}
+	// A poke for 4 arrives before 3 is seen: 4 waits above the mark.
+	if f := got(tr.fresh(msgs(4))); len(f) != 1 || tr.low() != 2 {
+		t.Fatalf("fresh = %v, mark %d", f, tr.low())
+	}
+	// The feed's catch-up reads 3 and 4: only 3 is news, and the mark
+	// moves past both.
+	if f := got(tr.fresh(msgs(3, 4))); len(f) != 1 || f[0] != 3 || tr.low() != 4 || len(tr.seen) != 0 {
+		t.Fatalf("fresh = %v, mark %d, seen %v", f, tr.low(), tr.seen)
+	}
+	tr.advance(10)
+	if f := got(tr.fresh(msgs(9, 10, 11))); len(f) != 1 || f[0] != 11 {
+		t.Fatalf("after advance: %v", f)
+	}
+}
