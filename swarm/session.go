@@ -134,7 +134,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		Branch:    r.branch,
 		Prompt:    r.sessionPrompt,
 		Mode:      r.agent.Mode,
-		Model:     r.agent.Model,
+		Model:     r.agent.SessionModel(r.kind),
 		MaxTurns:  r.agent.MaxTurns,
 		Timeout:   r.agent.SessionTimeout,
 		Grace:     r.agent.InterruptGrace,
