@@ -79,16 +79,16 @@ func FromConfig(e config.Engine) Options {
 
 // Engine runs one CLI agent per session.
 type Engine struct {
-	name    string
-	argv    []string // template, placeholders unexpanded
-	prompt  string   // stdin | arg | file
-	model   string   // Options.Model
+	name   string
+	argv   []string // template, placeholders unexpanded
+	prompt string   // stdin | arg | file
+	model  string   // Options.Model
 	// modelArgs (a preset's Model) go in at modelAt when a session has a
 	// model; a custom command takes it through {model} instead.
 	modelArgs []string
 	modelAt   int
-	env     []string
-	install string // how to install argv[0], for Preflight
+	env       []string
+	install   string // how to install argv[0], for Preflight
 }
 
 var (
@@ -219,8 +219,12 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	lw := &lockedWriter{w: logw}
 	fmt.Fprintf(lw, "=== session %d of %s · engine %s · exec %s\n", s.Seq, s.Agent, e.name, strings.Join(e.argv, " "))
+	meter := NewMeter(s.OnUsage)
 	defer func() {
 		fmt.Fprintf(lw, "\n=== end: %s", res.Outcome)
+		if u := res.Usage; !u.IsZero() {
+			fmt.Fprintf(lw, " · %s", FormatUsage(u))
+		}
 		switch {
 		case res.Err != nil:
 			fmt.Fprintf(lw, " · %v", res.Err)
@@ -229,6 +233,8 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		}
 		fmt.Fprintln(lw)
 	}()
+	// Runs first: every result carries what the stream reported.
+	defer func() { res.Usage = meter.Usage() }()
 
 	parent := ctx
 	if ctx.Err() != nil {
@@ -272,7 +278,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	stderrTail := &tail{max: 4 << 10}
 	stdoutTail := &tail{max: 4 << 10}
-	cmd.Stdout = io.MultiWriter(lw, stdoutTail)
+	cmd.Stdout = io.MultiWriter(lw, stdoutTail, meter)
 	cmd.Stderr = io.MultiWriter(lw, stderrTail)
 
 	if err := cmd.Start(); err != nil {
