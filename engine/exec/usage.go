@@ -231,12 +231,8 @@ func (m *Meter) event(line []byte) {
 	case ev.Type == "result" && ev.Stats != nil: // gemini stream-json
 		m.add(ev.Stats.stream())
 	case ev.Type == "result" && (ev.Usage != nil || len(ev.ModelUsage) > 0): // claude
-		var final engine.Usage
-		if len(ev.ModelUsage) > 0 {
-			for _, mu := range ev.ModelUsage {
-				final = final.Add(engine.Usage{InputTokens: mu.Input, OutputTokens: mu.Output, CacheWrite: mu.CacheCreate, CacheRead: mu.CacheRead})
-			}
-		} else {
+		final := sumModelUsage(ev.ModelUsage)
+		if len(ev.ModelUsage) == 0 {
 			final = ev.Usage.claude()
 		}
 		// The result is the session's total: report what the messages
