@@ -16,6 +16,15 @@
 //     session. Presets take no file: none of the CLIs reads its prompt from
 //     one.
 //
+// The model ([engine.NAME] model, else Session.Model, which the supervisor
+// leaves empty unless the agent sets one: config.Agent.SessionModel) goes in
+// as a preset's Model flags, or for {model} in a custom command; a preset
+// without a model runs its CLI's default.
+//
+// stdout is also read by a Meter: the token usage the CLI's JSON events
+// report goes to Session.OnUsage as it comes and into Result.Usage, and
+// the log's end line. Render makes such a log readable (swarm logs).
+//
 // The process runs with cwd = the worktree and Session.Env: the user's
 // environment, API keys included (the CLI needs them), plus the session
 // variables (engine.SessionEnv builds it when the supervisor left it nil).
@@ -32,8 +41,8 @@
 //
 // Presets were checked against the published CLIs (claude 2.1.197, codex
 // 0.169.0, gemini-cli 0.61.0): each starts headless with the argv in
-// Presets, reads the prompt both ways, and exits 1 at once on a rejected
-// key when pointed at a local fake API.
+// Presets, reads the prompt both ways, sends the --model it is given, and
+// fails at once on a rejected key when pointed at a local fake API.
 package exec
 
 import (
