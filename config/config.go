@@ -152,9 +152,13 @@ type Errors struct {
 	BackoffMax     time.Duration
 }
 
-// Mailbox sets how long done mail is kept.
+// Mailbox sets how long done mail is kept, and where the mailbox lives.
 type Mailbox struct {
 	Retention time.Duration
+	// URL is a PostgreSQL database (postgres://host/db?sslmode=...) shared
+	// by several hosts; empty means the SQLite file .swarm/swarm.db. It
+	// never carries a password (CheckDatabaseURL).
+	URL string
 }
 
 // Worktree places agent worktrees.

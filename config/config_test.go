@@ -395,3 +395,42 @@ model = "big"
 		t.Errorf("engine codex model = %q, want o3", e.Model)
 	}
 }
+
+func TestMailboxURL(t *testing.T) {
+	for _, tc := range []struct{ url, err string }{
+		{"postgres://db.example/swarm?sslmode=require", ""},
+		{"postgresql://swarm@db.example:5433/swarm", ""},
+		{"postgres://me:hunter2@db.example/swarm", "PGPASSWORD"},
+		{"postgres://db.example/swarm?password=hunter2", "PGPASSWORD"},
+		{"mysql://db.example/swarm", "postgres://"},
+		{"postgres://db.example", "names no database"},
+	} {
+		err := CheckDatabaseURL(tc.url)
+		if tc.err == "" && err != nil {
+			t.Errorf("%s: %v", tc.url, err)
+		}
+		if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "hunter2")) {
+			t.Errorf("%s: %v, want an error with %q and no password", tc.url, err, tc.err)
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "swarm.toml")
+	if err := os.WriteFile(path, StarterWithURL("postgres://db.example/swarm?sslmode=require"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mailbox.URL != "postgres://db.example/swarm?sslmode=require" || cfg.Mailbox.Retention != 720*time.Hour {
+		t.Fatalf("mailbox = %+v", cfg.Mailbox)
+	}
+	bad := strings.Replace(string(StarterWithURL("postgres://db.example/swarm")), "postgres://db.example/swarm", "postgres://me:hunter2@db.example/swarm", 1)
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(path, dir)
+	if err == nil || !strings.Contains(err.Error(), "swarm.toml:") || !strings.Contains(err.Error(), "PGPASSWORD") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("a URL with a password: %v", err)
+	}
+}

@@ -84,6 +84,7 @@ type rawErrors struct {
 
 type rawMailbox struct {
 	Retention *string `toml:"retention"`
+	URL       *string `toml:"url"`
 }
 
 type rawWorktree struct {
@@ -154,6 +155,12 @@ func (b *builder) build(raw *rawFile) {
 	b.errorsSection(raw.Errors)
 	if raw.Mailbox.Retention != nil {
 		b.cfg.Mailbox.Retention = b.duration("mailbox.retention", *raw.Mailbox.Retention, false)
+	}
+	if raw.Mailbox.URL != nil {
+		if err := CheckDatabaseURL(*raw.Mailbox.URL); err != nil {
+			b.errorf("mailbox.url", "%v", err)
+		}
+		b.cfg.Mailbox.URL = *raw.Mailbox.URL
 	}
 	if raw.Worktree.Dir != nil {
 		dir := *raw.Worktree.Dir

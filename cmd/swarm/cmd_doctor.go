@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/mailbox/open"
 
 	"github.com/spf13/cobra"
 
@@ -133,7 +133,7 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 	}
 	if l.Root != "" {
 		doctorSupervisor(ctx, r, l)
-		doctorDatabase(ctx, r, l, cfg)
+		doctorDatabase(ctx, r, app, l, cfg)
 	}
 
 	r.OK = !slices.ContainsFunc(r.Checks, func(c doctorCheck) bool { return c.Status == checkFail })
@@ -319,14 +319,25 @@ func doctorSupervisor(ctx context.Context, r *doctorReport, l repo.Layout) {
 	r.add("supervisor", checkOK, "not running ('swarm up' starts it)")
 }
 
-// doctorDatabase runs PRAGMA integrity_check on the mailbox database.
-func doctorDatabase(ctx context.Context, r *doctorReport, l repo.Layout, cfg *config.Config) {
+// doctorDatabase checks the mailbox database: PRAGMA integrity_check on
+// the SQLite file; for PostgreSQL, the connection, the server's version and
+// the migrations.
+func doctorDatabase(ctx context.Context, r *doctorReport, app *App, l repo.Layout, cfg *config.Config) {
+	configURL := ""
+	if cfg != nil {
+		configURL = cfg.Mailbox.URL
+	}
+	target := open.Choose(app.Env.Getenv, configURL, l.DB)
+	if target.URL != "" {
+		doctorPostgres(ctx, r, target)
+		return
+	}
 	name := rel(l.Root, l.DB)
 	if _, err := os.Stat(l.DB); errors.Is(err, os.ErrNotExist) {
 		r.add("database", checkFail, "%s does not exist yet; any swarm command creates it once swarm.toml reads (try 'swarm status')", name)
 		return
 	}
-	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	st, err := target.Open(ctx)
 	if err != nil {
 		r.add("database", checkFail, "%v; the database is damaged: stop swarm, move %s aside (sqlite3 .recover can save its mail) and run 'swarm status' to create a fresh one", err, name)
 		return
@@ -340,6 +351,28 @@ func doctorDatabase(ctx context.Context, r *doctorReport, l repo.Layout, cfg *co
 		r.add("database", checkFail, "%s: PRAGMA integrity_check: %s; stop swarm, move %s aside (sqlite3 .recover can save its mail) and run 'swarm status' to create a fresh one", name, res, name)
 	default:
 		r.add("database", checkOK, "%s: integrity_check ok", name)
+	}
+}
+
+// doctorPostgres connects (which migrates), and reports the server's
+// version and the schema's.
+func doctorPostgres(ctx context.Context, r *doctorReport, target open.Target) {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	st, err := target.Open(cctx)
+	if err != nil {
+		r.add("database", checkFail, "%v", err)
+		return
+	}
+	defer st.Close()
+	d, err := open.Diagnose(cctx, st)
+	switch {
+	case err != nil:
+		r.add("database", checkFail, "%s: %v", target, err)
+	case d.Check != "ok":
+		r.add("database", checkFail, "%s (PostgreSQL %s): %s", target, d.Server, d.Check)
+	default:
+		r.add("database", checkOK, "%s: PostgreSQL %s, schema at migration %d of %d", target, d.Server, d.Schema, d.Want)
 	}
 }
 

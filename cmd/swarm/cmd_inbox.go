@@ -76,7 +76,7 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	if opts.Name != config.Operator && !slices.Contains(cfg.AgentNames(), opts.Name) {
 		return fmt.Errorf("unknown agent %q: known names are %s", opts.Name, strings.Join(cfg.Recipients(), ", "))
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

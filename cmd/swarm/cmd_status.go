@@ -136,7 +136,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

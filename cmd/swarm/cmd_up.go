@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/lifecycle"
-	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/termsafe"
 
 	"github.com/spf13/cobra"
@@ -131,7 +130,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	slog.SetDefault(logger)
 	defer slog.SetDefault(prev)
 
-	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

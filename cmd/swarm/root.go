@@ -13,7 +13,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/mailbox/open"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/repo"
 )
@@ -135,9 +135,15 @@ func agentIn(cfg *config.Config, name string) (config.Agent, error) {
 	return a, nil
 }
 
+// storeTarget is the repository's database: $SWARM_DB_URL, else
+// swarm.toml's [mailbox] url (PostgreSQL), else the SQLite file.
+func (a *App) storeTarget(l repo.Layout, cfg *config.Config) open.Target {
+	return open.Choose(a.Env.Getenv, cfg.Mailbox.URL, l.DB)
+}
+
 // openStore opens the repository's database.
-func (a *App) openStore(ctx context.Context, l repo.Layout) (mailbox.Store, error) {
-	return sqlite.Open(ctx, l.DB, sqlite.Options{})
+func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) (mailbox.Store, error) {
+	return a.storeTarget(l, cfg).Open(ctx)
 }
 
 // poster is this process's mail service: it validates against cfg's
