@@ -14,7 +14,9 @@ help: ## list the targets
 build: ## build bin/swarm (static, no cgo)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/swarm
 
-test: ## run every test with the race detector (offline)
+test: ## run every test with the race detector (offline; the PostgreSQL half needs the postgresql package)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
+		echo "PostgreSQL tests skipped: no initdb/pg_ctl found (on Debian: apt-get install postgresql; they run from /usr/lib/postgresql/<version>/bin)"
 	$(GO) test -race ./...
 
 .PHONY: demo
@@ -45,7 +47,7 @@ reliability: build ## the slow reliability suite (R1-R7) against bin/swarm (abou
 # not counted: capped, a 10 s run spends its time fuzzing.
 FUZZTIME     ?= 10s
 FUZZMINIMIZE ?= 1000x
-FUZZ_TARGETS := ./config:FuzzParse ./beads:FuzzParseReady ./message:FuzzValidate ./engine:FuzzToolArgs ./engine:FuzzSandboxPath ./protocol:FuzzValidate
+FUZZ_TARGETS := ./config:FuzzParse ./beads:FuzzParseReady ./message:FuzzValidate ./engine:FuzzToolArgs ./engine:FuzzSandboxPath ./protocol:FuzzValidate ./termsafe:FuzzString ./tomlfile:FuzzUnknownKeys
 
 # Go's fuzzing coordinator can end a duration-bounded run with "context
 # deadline exceeded" and no failing input (a race at -fuzztime expiry, not a

@@ -83,6 +83,26 @@ type Agent struct {
 	Role     string // the role text, read from the file when RoleFile is set
 	RoleFile string // the @path, relative to the repo root, if any
 	Script   string // script engine file; empty means .swarm/scripts/<name>.toml
+	// ModelSet says the [[agent]] table sets model itself. Model holds
+	// [defaults] (or the built-in Gemini default) otherwise, which only
+	// gemini engines use: see SessionModel.
+	ModelSet bool
+}
+
+// ModelPlaceholder in an exec engine's command is replaced by the session's
+// model.
+const ModelPlaceholder = "{model}"
+
+// SessionModel is the model the agent's sessions ask for on an engine of
+// kind. The built-in default model and [defaults] model are Gemini's: an
+// exec engine gets the agent's model only when the [[agent]] sets it, and
+// "" otherwise (the CLI's own default, or the [engine.NAME] model, which
+// the engine applies over this).
+func (a Agent) SessionModel(kind string) string {
+	if kind == EngineExec && !a.ModelSet {
+		return ""
+	}
+	return a.Model
 }
 
 // Engine is an [engine.NAME] table, or a built-in.
@@ -132,9 +152,13 @@ type Errors struct {
 	BackoffMax     time.Duration
 }
 
-// Mailbox sets how long done mail is kept.
+// Mailbox sets how long done mail is kept, and where the mailbox lives.
 type Mailbox struct {
 	Retention time.Duration
+	// URL is a PostgreSQL database (postgres://host/db?sslmode=...) shared
+	// by several hosts; empty means the SQLite file .swarm/swarm.db. It
+	// never carries a password (CheckDatabaseURL).
+	URL string
 }
 
 // Worktree places agent worktrees.

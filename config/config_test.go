@@ -135,6 +135,9 @@ func TestErrors(t *testing.T) {
 		{"exec arg without placeholder", "[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\nprompt = \"arg\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:3: prompt = "arg" needs`},
 		{"bad preset", "[engine.x]\nkind = \"exec\"\npreset = \"gpt\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:3: unknown preset "gpt"`},
 		{"boundary on exec", "[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\n[[agent]]\nname = \"a\"\nengine = \"x\"\ninterrupt = \"boundary\"\n", `swarm.toml:7: agent a: interrupt = "boundary" needs an in-process engine`},
+		{"exec model without placeholder", "[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\nmodel = \"opus\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:4: model = "opus" cannot reach the command: add a "{model}" argument`},
+		{"agent model on command without placeholder", "[engine.x]\nkind = \"exec\"\ncommand = [\"cat\"]\n[[agent]]\nname = \"a\"\nengine = \"x\"\nmodel = \"opus\"\n", `swarm.toml:7: agent a sets model = "opus", but engine x's command has no "{model}" argument`},
+		{"placeholder without model", "[engine.x]\nkind = \"exec\"\ncommand = [\"agent\", \"--model\", \"{model}\"]\n[[agent]]\nname = \"a\"\nengine = \"x\"\n", `swarm.toml:4: agent a runs engine x, whose command takes "{model}", but no model is set`},
 		{"bad interrupt", "[[agent]]\nname = \"a\"\ninterrupt = \"kill\"\n", `swarm.toml:3: interrupt must be`},
 		{"bad size", "[prompt]\nmessage_cap = \"lots\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: bad size "lots"`},
 		{"no name", "[[agent]]\nrole = \"x\"\n", `swarm.toml:1: agent has no name`},
@@ -341,5 +344,93 @@ func TestRoleFileNotFromTheSystem(t *testing.T) {
 	}
 	if a, _ := cfg.Agent("a"); a.Role != "Be good." || a.RoleFile != "prompts/alias.md" {
 		t.Errorf("a symlink to a file in the repo: %+v", a)
+	}
+}
+
+func TestSessionModel(t *testing.T) {
+	src := `[defaults]
+model = "gemini-2.5-pro"
+[engine.claude]
+kind = "exec"
+preset = "claude"
+[engine.codex]
+kind = "exec"
+preset = "codex"
+model = "o3"
+[engine.mine]
+kind = "exec"
+command = ["agent", "--model={model}"]
+[[agent]]
+name = "g"
+[[agent]]
+name = "c"
+engine = "claude"
+[[agent]]
+name = "c2"
+engine = "claude"
+model = "opus"
+[[agent]]
+name = "x"
+engine = "codex"
+[[agent]]
+name = "m"
+engine = "mine"
+model = "big"
+`
+	cfg, err := Parse([]byte(src), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"g": "gemini-2.5-pro", "c": "", "c2": "opus", "x": "", "m": "big"} {
+		a, _ := cfg.Agent(name)
+		e, err := cfg.EngineFor(a, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.SessionModel(e.Kind); got != want {
+			t.Errorf("agent %s: SessionModel = %q, want %q", name, got, want)
+		}
+	}
+	if e := cfg.Engines["codex"]; e.Model != "o3" {
+		t.Errorf("engine codex model = %q, want o3", e.Model)
+	}
+}
+
+func TestMailboxURL(t *testing.T) {
+	for _, tc := range []struct{ url, err string }{
+		{"postgres://db.example/swarm?sslmode=require", ""},
+		{"postgresql://swarm@db.example:5433/swarm", ""},
+		{"postgres://me:hunter2@db.example/swarm", "PGPASSWORD"},
+		{"postgres://db.example/swarm?password=hunter2", "PGPASSWORD"},
+		{"mysql://db.example/swarm", "postgres://"},
+		{"postgres://db.example", "names no database"},
+	} {
+		err := CheckDatabaseURL(tc.url)
+		if tc.err == "" && err != nil {
+			t.Errorf("%s: %v", tc.url, err)
+		}
+		if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "hunter2")) {
+			t.Errorf("%s: %v, want an error with %q and no password", tc.url, err, tc.err)
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "swarm.toml")
+	if err := os.WriteFile(path, StarterWithURL("postgres://db.example/swarm?sslmode=require"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mailbox.URL != "postgres://db.example/swarm?sslmode=require" || cfg.Mailbox.Retention != 720*time.Hour {
+		t.Fatalf("mailbox = %+v", cfg.Mailbox)
+	}
+	bad := strings.Replace(string(StarterWithURL("postgres://db.example/swarm")), "postgres://db.example/swarm", "postgres://me:hunter2@db.example/swarm", 1)
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(path, dir)
+	if err == nil || !strings.Contains(err.Error(), "swarm.toml:") || !strings.Contains(err.Error(), "PGPASSWORD") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("a URL with a password: %v", err)
 	}
 }

@@ -84,6 +84,7 @@ type rawErrors struct {
 
 type rawMailbox struct {
 	Retention *string `toml:"retention"`
+	URL       *string `toml:"url"`
 }
 
 type rawWorktree struct {
@@ -157,6 +158,12 @@ func (b *builder) build(raw *rawFile) {
 	b.errorsSection(raw.Errors)
 	if raw.Mailbox.Retention != nil {
 		b.cfg.Mailbox.Retention = b.duration("mailbox.retention", *raw.Mailbox.Retention, false)
+	}
+	if raw.Mailbox.URL != nil {
+		if err := CheckDatabaseURL(*raw.Mailbox.URL); err != nil {
+			b.errorf("mailbox.url", "%v", err)
+		}
+		b.cfg.Mailbox.URL = *raw.Mailbox.URL
 	}
 	if raw.Worktree.Dir != nil {
 		dir := *raw.Worktree.Dir
@@ -233,6 +240,7 @@ func (b *builder) agents(raws []rawAgent) {
 			}
 		}
 		b.settings(&a.Settings, ra.rawSettings, at)
+		a.ModelSet = ra.Model != nil
 		if rest, ok := strings.CutPrefix(ra.Role, "@"); ok {
 			a.RoleFile = rest
 			p := rest
@@ -263,7 +271,9 @@ func (b *builder) agents(raws []rawAgent) {
 				key = "defaults.engine"
 			}
 			b.errorf(key, "%s", b.unknownEngine(a.Engine))
-		} else if _, err := b.cfg.EngineFor(a, ""); err != nil {
+		} else if e, err := b.cfg.EngineFor(a, ""); err == nil {
+			b.execModel(a, e, at)
+		} else {
 			switch {
 			case ra.Engine == nil && ra.Interrupt == nil:
 				b.errorf("defaults.interrupt", "interrupt = %q needs an in-process engine, but engine %q runs an external command; use interrupt = %q", a.Interrupt, a.Engine, InterruptCancel)
@@ -411,12 +421,30 @@ func (b *builder) execEngine(e *Engine, at string) {
 	}
 	if len(e.Command) > 0 {
 		all := strings.Join(e.Command, "\x00")
+		if e.Model != "" && !strings.Contains(all, ModelPlaceholder) {
+			b.errorf(at+".model", "model = %q cannot reach the command: add a %q argument to command (e.g. \"--model\", %q), or remove model", e.Model, ModelPlaceholder, ModelPlaceholder)
+		}
 		switch {
 		case e.Prompt == PromptArg && !strings.Contains(all, "{prompt}"):
 			b.errorf(at+".command", "prompt = \"arg\" needs a \"{prompt}\" argument in command")
 		case e.Prompt == PromptFile && !strings.Contains(all, "{prompt_file}"):
 			b.errorf(at+".command", "prompt = \"file\" needs a \"{prompt_file}\" argument in command")
 		}
+	}
+}
+
+// execModel checks that an agent's model can reach its exec engine's custom
+// command, and that a command asking for {model} gets one.
+func (b *builder) execModel(a Agent, e Engine, at string) {
+	if e.Kind != EngineExec || len(e.Command) == 0 || e.Model != "" {
+		return
+	}
+	takes := strings.Contains(strings.Join(e.Command, "\x00"), ModelPlaceholder)
+	switch {
+	case a.ModelSet && !takes:
+		b.errorf(at+".model", "agent %s sets model = %q, but engine %s's command has no %q argument to pass it in; add one to [engine.%s] command (e.g. \"--model\", %q), or remove model", a.Name, a.Model, e.Name, ModelPlaceholder, e.Name, ModelPlaceholder)
+	case !a.ModelSet && takes:
+		b.errorf(at, "agent %s runs engine %s, whose command takes %q, but no model is set; set model on the agent or in [engine.%s]", a.Name, e.Name, ModelPlaceholder, e.Name)
 	}
 }
 

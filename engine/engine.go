@@ -94,6 +94,13 @@ type Session struct {
 	// so recovery can kill what a crash leaves behind. May be nil.
 	OnProcess func(pgid int)
 
+	// OnUsage is called with token usage as the session reports it, each
+	// call with what was used since the last one: in-process engines after
+	// every model turn, exec engines as their CLI's JSON stream reports it
+	// (claude per message; codex per turn; gemini-cli at the end). The sum
+	// of the calls is Result.Usage. May be nil.
+	OnUsage func(Usage)
+
 	// OnActivity reports what the session is doing ("bash: go test ./...")
 	// for status displays. May be nil.
 	OnActivity func(summary string)
@@ -139,18 +146,34 @@ type Result struct {
 	Turns   int
 }
 
-// Usage is token usage for a session.
+// Usage is token usage for a session. The input kinds do not overlap:
+// InputTokens is the input neither written to nor read from a prompt cache.
 type Usage struct {
 	InputTokens  int64
 	OutputTokens int64
+	CacheWrite   int64 // input tokens written to a prompt cache
+	CacheRead    int64 // input tokens read from a prompt cache
 }
 
-// Total is input plus output tokens.
-func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+// Work is the tokens a budget counts: input, output and cache writes. Cache
+// reads are left out: they cost a tenth or less of fresh input, and a long
+// session rereads its whole conversation every turn.
+func (u Usage) Work() int64 { return u.InputTokens + u.OutputTokens + u.CacheWrite }
+
+// Total is Work.
+func (u Usage) Total() int64 { return u.Work() }
+
+// IsZero says no tokens were reported.
+func (u Usage) IsZero() bool { return u == Usage{} }
 
 // Add sums usage.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{
+		InputTokens:  u.InputTokens + o.InputTokens,
+		OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheWrite:   u.CacheWrite + o.CacheWrite,
+		CacheRead:    u.CacheRead + o.CacheRead,
+	}
 }
 
 // Model is what an in-process engine asks for each turn.

@@ -122,6 +122,9 @@ func (l *Loop) run(ctx context.Context, s *Session, clog *convLog, log *slog.Log
 		activity("model: thinking")
 		resp, err := l.Model.Generate(ctx, Request{Model: s.Model, System: s.Prompt, Turns: turns, Tools: specs, Session: s})
 		res.Usage = res.Usage.Add(resp.Usage)
+		if s.OnUsage != nil && !resp.Usage.IsZero() {
+			s.OnUsage(resp.Usage)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return stopped()

@@ -318,3 +318,20 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("missing argument: %+v", r)
 	}
 }
+
+func TestLoopReportsUsagePerTurn(t *testing.T) {
+	wt := gitWorktree(t, "alice")
+	var log bytes.Buffer
+	s := newSession(wt, &log)
+	var steps []Usage
+	s.OnUsage = func(u Usage) { steps = append(steps, u) }
+	m := &fakeModel{reply: sequence(callTurn(call("list_files", map[string]any{})), textTurn("All done."))}
+	res := (&Loop{EngineName: "fake", Model: m}).Run(context.Background(), s)
+	if res.Outcome != Success {
+		t.Fatalf("result = %+v", res)
+	}
+	want := []Usage{{InputTokens: 10, OutputTokens: 2}, {InputTokens: 10, OutputTokens: 3}}
+	if !slices.Equal(steps, want) || res.Usage != want[0].Add(want[1]) {
+		t.Fatalf("OnUsage got %+v, result %+v; want %+v", steps, res.Usage, want)
+	}
+}

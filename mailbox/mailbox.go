@@ -201,10 +201,13 @@ type Session struct {
 	EndedAt   *time.Time
 	Prompt    string
 	Tasks     []string
-	TokensIn  int64
+	TokensIn  int64 // input tokens, prompt-cache writes and reads apart
 	TokensOut int64
-	Pgids     []int
-	Error     string
+	// CacheWrite and CacheRead are the session's prompt-cache input tokens.
+	CacheWrite int64
+	CacheRead  int64
+	Pgids      []int
+	Error      string
 }
 
 // SessionStart is a session about to run: its prompt and the ready task
@@ -222,9 +225,14 @@ type SessionEnd struct {
 	Agent     string
 	Seq       int64
 	State     SessionState // completed, interrupted, failed, timeout or crashed
-	TokensIn  int64
+	TokensIn  int64        // input tokens, prompt-cache writes and reads apart
 	TokensOut int64
-	Error     string
+	// CacheWrite and CacheRead are prompt-cache input tokens. The agent's
+	// lifetime tokens count TokensIn + TokensOut + CacheWrite (work
+	// tokens): cache reads are not counted.
+	CacheWrite int64
+	CacheRead  int64
+	Error      string
 }
 
 // Recovered is what RecoverAgent found and fixed for one agent.

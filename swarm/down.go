@@ -84,7 +84,7 @@ var ErrNotConfirmed = errors.New("nothing discarded")
 func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 	cfg, l := req.Config, req.Layout
 	res := DownResult{Mode: req.Mode, Agents: []DownAgent{}}
-	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: req.Store, Env: req.Env})
+	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: req.Store, Env: req.Env, Pass: cfg.Env.Pass})
 	if err != nil {
 		return res, err
 	}

@@ -181,3 +181,68 @@ func TestPreviewIsWhatTheAgentGets(t *testing.T) {
 	r2.finish <- engine.Result{Outcome: engine.Success}
 	h.waitForSeq("alpha", lifecycle.Idle, 2)
 }
+
+// TestRestartStartsNoSessionWithoutWork: a restarted swarm whose agents
+// have nothing to do starts no session until mail arrives.
+func TestRestartStartsNoSessionWithoutWork(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.start()
+	r := h.nextRun()
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", lifecycle.Idle)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Restart on the same database.
+	h2 := &harness{t: t, store: h.store, layout: h.layout, notices: make(chan lifecycle.Notice, 1000), eng: h.eng, wt: h.wt, prompts: h.prompts}
+	h2.sup = h2.newSupervisor(h.sup.cfg)
+	h2.start()
+	n := h2.waitFor("alpha", lifecycle.Idle)
+	if n.From != lifecycle.Initializing || n.Cause != "no work waiting" {
+		t.Fatalf("after the restart alpha went %s → Idle (%s), want Initializing → Idle", n.From, n.Cause)
+	}
+	if c, err := h.store.SessionCount(context.Background()); err != nil || c != 1 {
+		t.Fatalf("%d sessions after the restart, want 1: %v", c, err)
+	}
+	m := h2.send(message.Draft{From: "operator", To: "alpha", Body: "now there is work"})
+	r = h2.nextRun()
+	if r.s.Seq != 2 || len(r.s.Mail) != 1 || r.s.Mail[0].ID != m.ID {
+		t.Fatalf("session after mail = %d with %+v", r.s.Seq, r.s.Mail)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h2.waitForSeq("alpha", lifecycle.Idle, 2)
+}
+
+func TestMailTrackerAnnouncesOnceAndStaysSmall(t *testing.T) {
+	var tr mailTracker
+	msgs := func(ids ...int64) []message.Message {
+		out := make([]message.Message, len(ids))
+		for i, id := range ids {
+			out[i] = message.Message{ID: id}
+		}
+		return out
+	}
+	got := func(ms []message.Message) []int64 {
+		var out []int64
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	if f := got(tr.fresh(msgs(1, 2))); len(f) != 2 {
+		t.Fatalf("fresh = %v", f)
+	}
+	// A poke for 4 arrives before 3 is seen: 4 waits above the mark.
+	if f := got(tr.fresh(msgs(4))); len(f) != 1 || tr.low() != 2 {
+		t.Fatalf("fresh = %v, mark %d", f, tr.low())
+	}
+	// The feed's catch-up reads 3 and 4: only 3 is news, and the mark
+	// moves past both.
+	if f := got(tr.fresh(msgs(3, 4))); len(f) != 1 || f[0] != 3 || tr.low() != 4 || len(tr.seen) != 0 {
+		t.Fatalf("fresh = %v, mark %d, seen %v", f, tr.low(), tr.seen)
+	}
+	tr.advance(10)
+	if f := got(tr.fresh(msgs(9, 10, 11))); len(f) != 1 || f[0] != 11 {
+		t.Fatalf("after advance: %v", f)
+	}
+}

@@ -276,7 +276,32 @@ func (r *runner) initialize(ctx context.Context) error {
 	case !errors.Is(err, mailbox.ErrNoSuchSession):
 		return err
 	}
-	return r.move(ctx, lifecycle.WorktreeReady, lifecycle.BuildingPrompt, "")
+	why, ok, err := r.startupWork(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// A restart starts no session "just because": with a paid model,
+		// every pointless session is money (DESIGN §3, NoWork).
+		return r.move(ctx, lifecycle.NoWork, lifecycle.Idle, "no work waiting")
+	}
+	return r.move(ctx, lifecycle.WorktreeReady, lifecycle.BuildingPrompt, why)
+}
+
+// startupWork reports whether the agent runs a session as soon as it is
+// ready: it has never run, its last session was cut short (interrupted,
+// crashed, failed or timed out), or it has work waiting.
+func (r *runner) startupWork(ctx context.Context) (string, bool, error) {
+	last, err := r.sup.store.LastSession(bg(ctx), r.agent.Name, "")
+	switch {
+	case errors.Is(err, mailbox.ErrNoSuchSession):
+		return "first session", true, nil
+	case err != nil:
+		return "", false, err
+	case last.State != mailbox.SessionCompleted:
+		return fmt.Sprintf("session %d ended %s", last.Seq, last.State), true, nil
+	}
+	return r.workWaiting(ctx)
 }
 
 // SessionID names an agent's session across the swarm: the

@@ -134,7 +134,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		Branch:    r.branch,
 		Prompt:    r.sessionPrompt,
 		Mode:      r.agent.Mode,
-		Model:     r.agent.Model,
+		Model:     r.agent.SessionModel(r.kind),
 		MaxTurns:  r.agent.MaxTurns,
 		Timeout:   r.agent.SessionTimeout,
 		Grace:     r.agent.InterruptGrace,
@@ -164,6 +164,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		es.Interject = func(ictx context.Context) []string { return r.interject(ictx, s.seq) }
 	}
 	es.Env = engine.SessionEnv(os.Environ(), es)
+	es.EnvPass = r.sup.cfg.Env.Pass
 	fmt.Fprintf(logf, "# session %d of %s on %s, started %s\n", r.seq, r.agent.Name, r.eng.Name(), r.sup.clock.Now().Format(time.RFC3339))
 	go func() { s.done <- runEngine(sctx, r.eng, es) }()
 	return s, nil
@@ -307,7 +308,7 @@ func (r *runner) settleInterrupted(ctx context.Context, s *session, res engine.R
 	r.logResult(s, res)
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
-			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, Error: r.interrupt.Reason}); err != nil {
+			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead, Error: r.interrupt.Reason}); err != nil {
 			return err
 		}
 		return r.moveTx(tx, ev, lifecycle.BuildingPrompt, cause)
@@ -329,7 +330,7 @@ func (r *runner) shutdownSession(ctx context.Context, s *session) error {
 	r.logResult(s, res)
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
-			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, Error: "stopped: " + causeText(ctx)}); err != nil {
+			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead, Error: "stopped: " + causeText(ctx)}); err != nil {
 			return err
 		}
 		return r.moveTx(tx, lifecycle.OperatorStop, lifecycle.Stopped, "shutdown")
@@ -367,7 +368,7 @@ func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result
 		}
 		return r.inTx(ctx, func(tx mailbox.Tx) error {
 			if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionCompleted,
-				TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens}); err != nil {
+				TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead}); err != nil {
 				return err
 			}
 			return r.moveTx(tx, lifecycle.SessionExitedOK, lifecycle.SessionComplete, fmt.Sprintf("session %d completed", s.seq))
@@ -392,7 +393,7 @@ func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result
 func (r *runner) endFailed(ctx context.Context, ev lifecycle.Event, state mailbox.SessionState, cause error, u engine.Usage) error {
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: r.seq, State: state,
-			TokensIn: u.InputTokens, TokensOut: u.OutputTokens, Error: cause.Error()}); err != nil {
+			TokensIn: u.InputTokens, TokensOut: u.OutputTokens, CacheWrite: u.CacheWrite, CacheRead: u.CacheRead, Error: cause.Error()}); err != nil {
 			return err
 		}
 		a, err := tx.Agent(r.agent.Name)

@@ -160,6 +160,12 @@ func (t *mailTracker) fresh(ms []message.Message) []message.Message {
 		t.seen[m.ID] = true
 		out = append(out, m)
 	}
+	// Ids announced in order move the mark on, so mail posted in this
+	// process (which the change feed never reports) does not pile up.
+	for t.seen[t.mark+1] {
+		delete(t.seen, t.mark+1)
+		t.mark++
+	}
 	return out
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/termsafe"
 )
 
 // Styles. Basic ANSI colours, so the terminal's theme decides the shades.
@@ -351,16 +352,19 @@ func (m *Model) helpLines(w, h int) []string {
 		out = append(out, fit("  "+stBold.Render(pad(k[0], 16))+"  "+k[1], w))
 	}
 	out = append(out, "", stDim.Render(fit("  States: ", w)))
-	for _, s := range [][2]string{
-		{"Running", "a session is running"},
-		{"Interrupting", "urgent mail is cancelling the session"},
-		{"Idle", "no work: waiting for mail, tasks or a nudge"},
-		{"CoolingDown", "waiting after a failed session"},
-		{"Paused", "paused by the operator"},
-		{"Stopped", "not running"},
-		{"BuildingPrompt", "between sessions (also Initializing, Spawning, SessionComplete)"},
+	for _, s := range []struct {
+		state lifecycle.State
+		text  string
+	}{
+		{lifecycle.Running, "a session is running"},
+		{lifecycle.Interrupting, "urgent mail is cancelling the session"},
+		{lifecycle.Idle, "no work: waiting for mail, tasks or a nudge"},
+		{lifecycle.CoolingDown, "waiting after a failed session"},
+		{lifecycle.Paused, "paused by the operator"},
+		{lifecycle.Stopped, "not running"},
+		{lifecycle.BuildingPrompt, "between sessions (also Initializing, Spawning, SessionComplete)"},
 	} {
-		out = append(out, fit("  "+stateStyles[stateKind(lifecycle.State(s[0]))].Render(pad("● "+s[0], 18))+s[1], w))
+		out = append(out, fit("  "+stateStyles[stateKind(s.state)].Render(pad("● "+string(s.state), 18))+s.text, w))
 	}
 	return out
 }
@@ -457,21 +461,13 @@ func untilAgeChanges(d time.Duration) time.Duration {
 // thousands formats n with separators: 12,345.
 func thousands(n int64) string { return humanize.Comma(n) }
 
-// sanitize drops escape sequences and control characters that would break
-// the layout: logs of exec agents can hold anything.
+// sanitize neutralises what would break the layout or act on the
+// terminal: logs of exec agents and message bodies can hold anything.
+// Complete escape sequences (colours, clear-screen, OSC 52 clipboard
+// writes) are dropped; any control left is rendered visibly (termsafe).
+// Tabs become spaces so columns stay put.
 func sanitize(s string) string {
-	s = ansi.Strip(s)
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n':
-			return r
-		case r == '\t':
-			return ' '
-		case r < 0x20 || r == 0x7f:
-			return -1
-		}
-		return r
-	}, s)
+	return strings.ReplaceAll(termsafe.String(ansi.Strip(s)), "\t", " ")
 }
 
 // oneLine is the first line of s, sanitized.

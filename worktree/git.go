@@ -103,7 +103,7 @@ func (m *Manager) run(ctx context.Context, dir string, args ...string) (string, 
 
 // runStdin runs git in dir with stdin as its input.
 func (m *Manager) runStdin(ctx context.Context, dir, stdin string, args ...string) (string, error) {
-	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(), Stdin: []byte(stdin)}, "git", safeArgs(args)...)
+	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(), Stdin: []byte(stdin), Pass: m.pass}, "git", safeArgs(args)...)
 	if err != nil {
 		return "", gitError(args, err)
 	}
@@ -114,7 +114,7 @@ func (m *Manager) runStdin(ctx context.Context, dir, stdin string, args ...strin
 // through proc (its own process group, killed as a group on cancel, with
 // WaitDelay set) and runs with noAgentCode.
 func (m *Manager) runEnv(ctx context.Context, dir string, extra []string, args ...string) (proc.Result, error) {
-	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(extra...)}, "git", safeArgs(args)...)
+	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(extra...), Pass: m.pass}, "git", safeArgs(args)...)
 	if err != nil {
 		return res, gitError(args, err)
 	}

@@ -77,31 +77,9 @@ func repoHead(r *git.Repository) (head, error) {
 	return h, nil
 }
 
-// refHash returns the commit a ref points at, and false when the ref does
-// not exist.
-func refHash(path, ref string) (string, bool, error) {
-	r, err := open(path)
-	if err != nil {
-		return "", false, err
-	}
-	res, err := r.Reference(plumbing.ReferenceName(ref), true)
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("read %s: %w", ref, err)
-	}
-	return res.Hash().String(), true, nil
-}
-
 func short(hash string) string {
 	if len(hash) > 7 {
 		return hash[:7]
 	}
 	return hash
-}
-
-func subject(msg string) string {
-	s, _, _ := strings.Cut(strings.TrimLeft(msg, "\n"), "\n")
-	return strings.TrimSpace(s)
 }

@@ -130,6 +130,9 @@ type Options struct {
 	// git ignores in a worktree (build output, node_modules, .env) along
 	// with it. Without it they list them and keep the worktree.
 	DeleteIgnored bool
+	// Pass names credentials swarm's own git commands keep ([env] pass);
+	// every other credential is scrubbed from their environment.
+	Pass []string
 }
 
 // Manager creates and ends agents' worktrees in one repository. It is safe
@@ -142,6 +145,7 @@ type Manager struct {
 	meta    MetaStore
 	now     func() time.Time
 	baseEnv []string
+	pass    []string
 
 	deleteIgnored bool
 
@@ -195,6 +199,7 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		meta:    opts.Meta,
 		now:     opts.Now,
 		baseEnv: opts.Env,
+		pass:    opts.Pass,
 
 		deleteIgnored: opts.DeleteIgnored,
 	}

@@ -78,7 +78,7 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	if _, err := agentIn(cfg, opts.Agent); err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/mailbox/open"
 
 	"github.com/spf13/cobra"
 
@@ -142,11 +142,11 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 	}
 	doctorBeads(ctx, r, l, cfg)
 	if cfg != nil {
-		doctorEngines(ctx, r, l, cfg, opts.Engine)
+		doctorEngines(ctx, r, l, cfg, opts.Engine, open.Choose(app.Env.Getenv, cfg.Mailbox.URL, l.DB))
 	}
 	if l.Root != "" {
 		doctorSupervisor(ctx, r, l)
-		doctorDatabase(ctx, r, l, cfg)
+		doctorDatabase(ctx, r, app, l, cfg)
 	}
 
 	r.OK = !slices.ContainsFunc(r.Checks, func(c doctorCheck) bool { return c.Status == checkFail })
@@ -279,7 +279,7 @@ func doctorBeads(ctx context.Context, r *doctorReport, l repo.Layout, cfg *confi
 // doctorEngines runs each engine's own Preflight once, naming the agents
 // that use it; for a script engine it also says which block each agent's
 // next session plays.
-func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *config.Config, override string) {
+func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *config.Config, override string, db open.Target) {
 	factory := swarm.EngineFactory(cfg, override)
 	var names []string
 	users := map[string][]config.Agent{}
@@ -319,7 +319,7 @@ func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *con
 		}
 		r.add(label, checkOK, "ready for %s", strings.Join(who, ", "))
 		if se, ok := eng.(*script.Engine); ok {
-			doctorScripts(ctx, r, l, se, agents)
+			doctorScripts(ctx, r, db, se, agents)
 		}
 		if e, err := cfg.EngineFor(agents[0], override); err == nil && e.Kind == config.EngineExec && e.Preset != "" {
 			doctorLogin(r, e)
@@ -354,12 +354,12 @@ func doctorLogin(r *doctorReport, e config.Engine) {
 // plays (session N plays block N), warning when it is past the last one.
 // Agents without a script file play the built-in one: not worth a line
 // each.
-func doctorScripts(ctx context.Context, r *doctorReport, l repo.Layout, e *script.Engine, agents []config.Agent) {
+func doctorScripts(ctx context.Context, r *doctorReport, db open.Target, e *script.Engine, agents []config.Agent) {
 	var st mailbox.Store // nil: no database, or not readable; sessions start at 1
-	if _, err := os.Stat(l.DB); err == nil {
-		if db, err := sqlite.Open(ctx, l.DB, sqlite.Options{}); err == nil {
-			defer db.Close()
-			st = db
+	if _, err := os.Stat(db.Path); err == nil || db.URL != "" {
+		if opened, err := db.Open(ctx); err == nil {
+			defer opened.Close()
+			st = opened
 		}
 	}
 	for _, a := range agents {
@@ -408,14 +408,25 @@ func doctorSupervisor(ctx context.Context, r *doctorReport, l repo.Layout) {
 	r.add("supervisor", checkOK, "not running ('swarm up' starts it)")
 }
 
-// doctorDatabase runs PRAGMA integrity_check on the mailbox database.
-func doctorDatabase(ctx context.Context, r *doctorReport, l repo.Layout, cfg *config.Config) {
+// doctorDatabase checks the mailbox database: PRAGMA integrity_check on
+// the SQLite file; for PostgreSQL, the connection, the server's version and
+// the migrations.
+func doctorDatabase(ctx context.Context, r *doctorReport, app *App, l repo.Layout, cfg *config.Config) {
+	configURL := ""
+	if cfg != nil {
+		configURL = cfg.Mailbox.URL
+	}
+	target := open.Choose(app.Env.Getenv, configURL, l.DB)
+	if target.URL != "" {
+		doctorPostgres(ctx, r, target)
+		return
+	}
 	name := rel(l.Root, l.DB)
 	if _, err := os.Stat(l.DB); errors.Is(err, os.ErrNotExist) {
 		r.add("database", checkFail, "%s does not exist yet; any swarm command creates it once swarm.toml reads (try 'swarm status')", name)
 		return
 	}
-	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	st, err := target.Open(ctx)
 	if err != nil {
 		r.add("database", checkFail, "%v; the database is damaged: stop swarm, move %s aside (sqlite3 .recover can save its mail) and run 'swarm status' to create a fresh one", err, name)
 		return
@@ -429,6 +440,28 @@ func doctorDatabase(ctx context.Context, r *doctorReport, l repo.Layout, cfg *co
 		r.add("database", checkFail, "%s: PRAGMA integrity_check: %s; stop swarm, move %s aside (sqlite3 .recover can save its mail) and run 'swarm status' to create a fresh one", name, res, name)
 	default:
 		r.add("database", checkOK, "%s: integrity_check ok", name)
+	}
+}
+
+// doctorPostgres connects (which migrates), and reports the server's
+// version and the schema's.
+func doctorPostgres(ctx context.Context, r *doctorReport, target open.Target) {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	st, err := target.Open(cctx)
+	if err != nil {
+		r.add("database", checkFail, "%v", err)
+		return
+	}
+	defer st.Close()
+	d, err := open.Diagnose(cctx, st)
+	switch {
+	case err != nil:
+		r.add("database", checkFail, "%s: %v", target, err)
+	case d.Check != "ok":
+		r.add("database", checkFail, "%s (PostgreSQL %s): %s", target, d.Server, d.Check)
+	default:
+		r.add("database", checkOK, "%s: PostgreSQL %s, schema at migration %d of %d", target, d.Server, d.Schema, d.Want)
 	}
 }
 

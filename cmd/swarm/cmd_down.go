@@ -112,7 +112,7 @@ func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error 
 	if mode == swarm.DownDiscard && !opts.Yes && !stdinIsTerminal(app.Stdin) {
 		return errors.New("swarm down --discard deletes the agents' branches and asks first, but stdin is not a terminal; pass --yes to discard without asking")
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

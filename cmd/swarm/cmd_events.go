@@ -66,7 +66,7 @@ func runEvents(ctx context.Context, opts *EventsOptions) error {
 			return err
 		}
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

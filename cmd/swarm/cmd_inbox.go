@@ -14,6 +14,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
+	"github.com/swarmhq/swarm/termsafe"
 )
 
 // InboxOptions are the inputs of `swarm inbox`.
@@ -77,7 +78,7 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 			return unknownName("agent", opts.Name, cfg.Recipients(), "known names are")
 		}
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,10 @@ func stateLabel(m message.Message) string {
 // humanAge renders a duration the way the prompt does: 12s, 2m, 3h, 2d.
 func humanAge(d time.Duration) string { return promptpipe.HumanAge(d) }
 
+// firstLineCut is the first line of s, at most n runes, with terminal
+// controls rendered visibly: message bodies and causes come from agents.
 func firstLineCut(s string, n int) string {
+	s = termsafe.String(s)
 	line, _, more := strings.Cut(s, "\n")
 	r := []rune(line)
 	if len(r) > n {

@@ -8,20 +8,19 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/swarmhq/swarm/mailbox/sqlite"
-	"github.com/swarmhq/swarm/worktree"
-
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/worktree"
 )
 
 // InitOptions are the inputs of `swarm init`.
 type InitOptions struct {
 	App   *App
 	Force bool
+	DB    string // a PostgreSQL URL for [mailbox] url; empty: .swarm/swarm.db
 }
 
 func init() { commands = append(commands, newInitCmd) }
@@ -37,15 +36,22 @@ func newInitCmd(app *App) *cobra.Command {
   - creates .swarm/ and its database .swarm/swarm.db,
   - adds .swarm/ to .git/info/exclude, so git never shows swarm's files.
 
+With --db postgres://host/dbname?sslmode=..., the mailbox lives in that
+PostgreSQL database instead (for several hosts): init writes the URL to
+swarm.toml's [mailbox] url and migrates the database. The URL must not
+carry a password: put it in PGPASSWORD or ~/.pgpass.
+
 It refuses to overwrite an existing swarm.toml unless --force is given.`,
 		Example: `  swarm init
-  swarm init --dir ~/src/myrepo`,
+  swarm init --dir ~/src/myrepo
+  PGPASSWORD=... swarm init --db 'postgres://swarm@db.internal/swarm?sslmode=verify-full'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runInit(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "overwrite an existing swarm.toml")
+	cmd.Flags().StringVar(&opts.DB, "db", "", "keep the mailbox in this PostgreSQL database (postgres://host/dbname?sslmode=...; no password in it)")
 	return cmd
 }
 
@@ -59,6 +65,11 @@ type initResult struct {
 
 func runInit(ctx context.Context, opts *InitOptions) error {
 	app := opts.App
+	if opts.DB != "" {
+		if err := config.CheckDatabaseURL(opts.DB); err != nil {
+			return usagef("--db: %v", err)
+		}
+	}
 	start := app.Cwd
 	if app.Dir != "" {
 		start = app.Dir
@@ -92,7 +103,11 @@ func runInit(ctx context.Context, opts *InitOptions) error {
 	if _, err := os.Stat(l.Config); err == nil && !opts.Force {
 		return fmt.Errorf("%s already exists; edit it, or run 'swarm init --force' to replace it with the starter file", l.Config)
 	}
-	if err := writeFileAtomic(l.Config, config.Starter()); err != nil {
+	starter := config.Starter()
+	if opts.DB != "" {
+		starter = config.StarterWithURL(opts.DB)
+	}
+	if err := writeFileAtomic(l.Config, starter); err != nil {
 		return fmt.Errorf("write %s: %w", l.Config, err)
 	}
 	res.Wrote = true
@@ -106,7 +121,9 @@ func runInit(ctx context.Context, opts *InitOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	target := app.storeTarget(l, cfg)
+	res.Database = target.String()
+	st, err := target.Open(ctx)
 	if err != nil {
 		return err
 	}
@@ -118,7 +135,11 @@ func runInit(ctx context.Context, opts *InitOptions) error {
 	}
 	fmt.Fprintf(app.Stdout, "Initialized swarm in %s\n", root)
 	fmt.Fprintf(app.Stdout, "  wrote    %s (agents: %s)\n", rel(root, l.Config), strings.Join(cfg.AgentNames(), ", "))
-	fmt.Fprintf(app.Stdout, "  created  %s\n", rel(root, l.DB))
+	if target.URL != "" {
+		fmt.Fprintf(app.Stdout, "  migrated %s\n", target)
+	} else {
+		fmt.Fprintf(app.Stdout, "  created  %s\n", rel(root, l.DB))
+	}
 	fmt.Fprintf(app.Stdout, "  ignored  .swarm/ in %s\n", rel(root, res.Exclude))
 	fmt.Fprintln(app.Stdout, "Next: edit swarm.toml, set GEMINI_API_KEY, then run 'swarm up' (or 'swarm up --engine script' to try it offline).")
 	return nil

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	execengine "github.com/swarmhq/swarm/engine/exec"
+	"github.com/swarmhq/swarm/termsafe"
 )
 
 // LogsOptions are the inputs of `swarm logs`.
@@ -21,6 +24,7 @@ type LogsOptions struct {
 	Agent   string
 	Session int64
 	Follow  bool
+	Raw     bool
 	Poll    time.Duration
 }
 
@@ -32,9 +36,17 @@ func newLogsCmd(app *App) *cobra.Command {
 		Use:   "logs <agent>",
 		Short: "Print an agent's session log",
 		Long: `Print the log of an agent's session: the conversation with the model
-(text, tool calls and results) or an exec agent's output. By default the
+(text, tool calls and results) or an exec agent's output. An exec agent's
+JSON event stream (claude, codex, gemini-cli) is rendered readably: text,
+tool calls with their arguments, the head of tool results, errors, and the
+final result with its token usage. By default the
 newest session; with -f, keep following it, and move on to each new session
-as it starts. --json prints {"agent", "session", "path", "log"}.`,
+as it starts. --json prints {"agent", "session", "path", "log"}.
+
+Terminal controls in the log (an agent's output can hold escape sequences
+that clear the screen, fake colours or write the clipboard) are shown
+visibly, as ␛[2J and the like; --raw prints the log byte for byte, the
+JSON events as they came.`,
 		Example: `  swarm logs backend
   swarm logs backend --session 3
   swarm logs backend -f`,
@@ -48,6 +60,7 @@ as it starts. --json prints {"agent", "session", "path", "log"}.`,
 	f := cmd.Flags()
 	f.Int64Var(&opts.Session, "session", 0, "the session `N` to print (default: the newest)")
 	f.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing as the log grows, across sessions")
+	f.BoolVar(&opts.Raw, "raw", false, "print the log exactly as stored, exec agents' JSON events and terminal controls included")
 	return cmd
 }
 
@@ -100,6 +113,12 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 		}
 	}
 	path := func(seq int64) string { return l.SessionLog(opts.Agent, seq) }
+	out := app.Stdout
+	if !opts.Raw && !app.JSON {
+		tw := termsafe.NewWriter(app.Stdout)
+		defer tw.Flush()
+		out = tw
+	}
 	if app.JSON && opts.Follow {
 		return usagef("--json prints one session's log; it does not go with -f")
 	}
@@ -119,7 +138,10 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 		if app.JSON {
 			return app.printJSON(map[string]any{"agent": opts.Agent, "session": seq, "path": path(seq), "log": string(text)})
 		}
-		_, err = app.Stdout.Write(text)
+		if !opts.Raw && execengine.IsExecLog(text) {
+			text = execengine.Render(text)
+		}
+		_, err = out.Write(text)
 		return err
 	}
 	if seq == 0 {
@@ -128,30 +150,42 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 	// Follow: print what the current log has, then what it gains, and
 	// switch to a newer session's log when one appears.
 	var f *os.File
+	var view *sessionView
 	defer func() {
 		if f != nil {
 			f.Close()
+		}
+		if view != nil {
+			_ = view.Flush()
 		}
 	}()
 	for {
 		if f == nil && seq > 0 {
 			if f, err = os.Open(path(seq)); err != nil {
 				f = nil
+			} else {
+				view = &sessionView{out: out, raw: opts.Raw}
 			}
 		}
 		if f != nil {
-			if _, err := io.Copy(app.Stdout, f); err != nil {
+			if _, err := io.Copy(view, f); err != nil {
 				return err
 			}
 		}
 		if seqs := sessionLogs(dir); len(seqs) > 0 && seqs[len(seqs)-1] > seq {
 			if f != nil {
-				io.Copy(app.Stdout, f) // the rest of the old session
+				if _, err := io.Copy(view, f); err != nil { // the rest of the old session
+					return err
+				}
 				f.Close()
 				f = nil
+				if err := view.Flush(); err != nil {
+					return err
+				}
+				view = nil
 			}
 			seq = seqs[len(seqs)-1]
-			fmt.Fprintf(app.Stdout, "==> session %d <==\n", seq)
+			fmt.Fprintf(out, "==> session %d <==\n", seq)
 			continue
 		}
 		select {
@@ -160,4 +194,58 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 		case <-time.After(opts.Poll):
 		}
 	}
+}
+
+// sessionView shows one session's log as it is read: an exec session's
+// JSON events rendered (unless raw), anything else as stored. Its
+// "=== session" line says which.
+type sessionView struct {
+	out  io.Writer
+	raw  bool
+	head []byte
+	w    io.Writer // chosen once the first line is in
+	r    *execengine.Renderer
+}
+
+func (v *sessionView) Write(p []byte) (int, error) {
+	if v.w != nil {
+		return v.w.Write(p)
+	}
+	v.head = append(v.head, p...)
+	if !execengine.HasSessionLine(v.head) && len(v.head) < 4<<10 {
+		return len(p), nil
+	}
+	v.choose()
+	if _, err := v.w.Write(v.head); err != nil {
+		return 0, err
+	}
+	v.head = nil
+	return len(p), nil
+}
+
+func (v *sessionView) choose() {
+	v.w = v.out
+	if !v.raw && execengine.IsExecLog(v.head) {
+		v.r = execengine.NewRenderer(v.out)
+		v.w = v.r
+	}
+}
+
+// Flush writes what is held back: the start of a log still without its
+// "=== session" line, or the renderer's last line.
+func (v *sessionView) Flush() error {
+	if v.w == nil {
+		if len(v.head) == 0 {
+			return nil
+		}
+		v.choose()
+		if _, err := v.w.Write(v.head); err != nil {
+			return err
+		}
+		v.head = nil
+	}
+	if v.r != nil {
+		return v.r.Flush()
+	}
+	return nil
 }

@@ -86,7 +86,7 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

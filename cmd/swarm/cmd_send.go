@@ -126,7 +126,7 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 			return unknownName(n.what, n.name, cfg.Recipients(), "known names are")
 		}
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

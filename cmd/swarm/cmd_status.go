@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/worktree"
@@ -59,22 +60,22 @@ type statusJSON struct {
 }
 
 type agentStatus struct {
-	Name              string     `json:"name"`
-	State             string     `json:"state"`
-	SessionSeq        int64      `json:"session_seq"`
-	Mode              string     `json:"mode"`
-	Engine            string     `json:"engine"`
-	Branch            string     `json:"branch"`
-	Worktree          string     `json:"worktree"`
-	Pending           int        `json:"pending"`
-	Urgent            int        `json:"urgent"`
-	HeartbeatAt       *time.Time `json:"heartbeat_at"`
-	Stale             bool       `json:"stale"`
-	ConsecutiveErrors int        `json:"consecutive_errors"`
-	TotalErrors       int        `json:"total_errors"`
-	Tokens            int64      `json:"tokens"`
-	Activity          string     `json:"activity,omitempty"`
-	StateSince        *time.Time `json:"state_since,omitempty"`
+	Name              string          `json:"name"`
+	State             lifecycle.State `json:"state"`
+	SessionSeq        int64           `json:"session_seq"`
+	Mode              string          `json:"mode"`
+	Engine            string          `json:"engine"`
+	Branch            string          `json:"branch"`
+	Worktree          string          `json:"worktree"`
+	Pending           int             `json:"pending"`
+	Urgent            int             `json:"urgent"`
+	HeartbeatAt       *time.Time      `json:"heartbeat_at"`
+	Stale             bool            `json:"stale"`
+	ConsecutiveErrors int             `json:"consecutive_errors"`
+	TotalErrors       int             `json:"total_errors"`
+	Tokens            int64           `json:"tokens"`
+	Activity          string          `json:"activity,omitempty"`
+	StateSince        *time.Time      `json:"state_since,omitempty"`
 	// NotStarted says why a configured agent is not running although a
 	// supervisor is: it does not run it. Empty otherwise.
 	NotStarted string `json:"not_started,omitempty"`
@@ -139,13 +140,13 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	for _, a := range cfg.Agents {
 		eng := a.Engine
 		row, ok := byName[a.Name]
-		s := agentStatus{Name: a.Name, State: "Stopped", Mode: string(a.Mode), Engine: eng,
+		s := agentStatus{Name: a.Name, State: lifecycle.Stopped, Mode: string(a.Mode), Engine: eng,
 			Branch: worktree.Branch(a.Name), Worktree: filepathJoin(cfg.Worktree.Dir, a.Name)}
 		if running && sup.Engine != "" {
 			s.Engine = sup.Engine
 		}
 		if ok {
-			s.State, s.SessionSeq = string(row.State), row.SessionSeq
+			s.State, s.SessionSeq = row.State, row.SessionSeq
 			if row.Engine != "" {
 				s.Engine = row.Engine
 			}
@@ -160,7 +161,7 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 		if running && len(sup.Agents) > 0 && !runs[a.Name] {
 			s.NotStarted = notStarted
 		}
-		if s.State != "Stopped" {
+		if s.State != lifecycle.Stopped {
 			stale := 3 * cfg.Liveness.Heartbeat
 			s.Stale = !out.Running || s.HeartbeatAt == nil || now.Sub(*s.HeartbeatAt) > stale
 		}
@@ -175,7 +176,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}
@@ -211,7 +212,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 			mail += fmt.Sprintf(" (%d urgent)", a.Urgent)
 		}
 		since := ""
-		if a.StateSince != nil && a.State != "Stopped" {
+		if a.StateSince != nil && a.State != lifecycle.Stopped {
 			since = " " + humanAge(now.Sub(*a.StateSince))
 		}
 		state := a.State

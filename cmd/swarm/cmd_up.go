@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/lifecycle"
-	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/termsafe"
 
 	"github.com/spf13/cobra"
 
@@ -106,7 +106,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 
 	// Worktree problems (no commits, detached HEAD, old git) stop us
 	// before anything is created.
-	wtm, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: nil})
+	wtm, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Pass: cfg.Env.Pass})
 	if err != nil {
 		return err
 	}
@@ -139,12 +139,12 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	slog.SetDefault(logger)
 	defer slog.SetDefault(prev)
 
-	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	wtm, err = worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: st})
+	wtm, err = worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: st, Pass: cfg.Env.Pass})
 	if err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func formatNotice(n lifecycle.Notice) string {
 	case "transition":
 		cause := ""
 		if n.Cause != "" && n.Cause != string(n.To) {
-			cause = "  (" + n.Cause + ")"
+			cause = "  (" + termsafe.String(n.Cause) + ")"
 		}
 		return fmt.Sprintf("%s  %-12s %s → %s%s", ts, n.Agent, n.From, n.To, cause)
 	case "message":
@@ -293,7 +293,7 @@ func formatNotice(n lifecycle.Notice) string {
 		}
 		return fmt.Sprintf("%s  %-12s mail #%d %s → %s: %s%s", ts, "", m.ID, m.From, m.To, urgent, firstLineCut(m.Body, 70))
 	case "info":
-		return fmt.Sprintf("%s  %-12s %s", ts, n.Agent, n.Text)
+		return fmt.Sprintf("%s  %-12s %s", ts, n.Agent, termsafe.String(n.Text))
 	}
 	return ""
 }

@@ -72,7 +72,7 @@ func runWatch(ctx context.Context, opts *WatchOptions) error {
 		fmt.Fprintf(app.Stderr, "swarm watch: attached to the supervisor (pid %d); Ctrl-C leaves, the swarm keeps running\n", pid)
 		return watchLines(ctx, app, stream)
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/open"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
@@ -151,7 +152,7 @@ func (a *App) loadRunning(ctx context.Context) (repo.Layout, *config.Config, err
 	if err == nil || l.Root == "" {
 		return l, cfg, err
 	}
-	fb, names, ferr := fallbackConfig(ctx, l)
+	fb, names, ferr := fallbackConfig(ctx, l, open.Choose(a.Env.Getenv, "", l.DB))
 	if ferr != nil {
 		slog.Debug("no fallback for a broken swarm.toml", "err", ferr)
 		return l, nil, err
@@ -175,13 +176,16 @@ func firstProblem(err error) string {
 // fallbackConfig is the configuration of the agents the database knows,
 // with default settings: what the commands that reach a running swarm need
 // when swarm.toml does not read. Worktrees are where the database says
-// they are when all of them share a directory. It never creates the
-// database.
-func fallbackConfig(ctx context.Context, l repo.Layout) (*config.Config, []string, error) {
-	if _, err := os.Stat(l.DB); err != nil {
-		return nil, nil, err
+// they are when all of them share a directory. It never creates a SQLite
+// database. The database is t: $SWARM_DB_URL's, else the SQLite file (a
+// [mailbox] url cannot be read from a swarm.toml that does not read).
+func fallbackConfig(ctx context.Context, l repo.Layout, t open.Target) (*config.Config, []string, error) {
+	if t.URL == "" {
+		if _, err := os.Stat(t.Path); err != nil {
+			return nil, nil, err
+		}
 	}
-	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	st, err := t.Open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -282,10 +286,19 @@ func unknownName(what, name string, names []string, have string) error {
 	return errors.New(msg + have + " " + listSome(names, 20))
 }
 
+// storeTarget is the repository's database: $SWARM_DB_URL, else
+// swarm.toml's [mailbox] url (PostgreSQL), else the SQLite file.
+func (a *App) storeTarget(l repo.Layout, cfg *config.Config) open.Target {
+	return open.Choose(a.Env.Getenv, cfg.Mailbox.URL, l.DB)
+}
+
 // openStore opens the repository's database.
-func (a *App) openStore(ctx context.Context, l repo.Layout) (mailbox.Store, error) {
-	a.db = l.DB
-	return sqlite.Open(ctx, l.DB, sqlite.Options{})
+func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) (mailbox.Store, error) {
+	t := a.storeTarget(l, cfg)
+	if t.URL == "" {
+		a.db = t.Path
+	}
+	return t.Open(ctx)
 }
 
 // explainDamage adds what to do to an error that says the database is

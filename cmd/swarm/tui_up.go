@@ -119,7 +119,7 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 	}
 	var snap tui.Snapshot
 	for _, a := range status.Agents {
-		ta := tui.Agent{Name: a.Name, State: lifecycle.State(a.State), Seq: a.SessionSeq, Pending: a.Pending, Urgent: a.Urgent,
+		ta := tui.Agent{Name: a.Name, State: a.State, Seq: a.SessionSeq, Pending: a.Pending, Urgent: a.Urgent,
 			Activity: a.Activity, Tokens: a.Tokens}
 		if a.StateSince != nil {
 			ta.StateSince = *a.StateSince

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 )
 
@@ -59,7 +60,7 @@ func (b *bench) p2(ctx context.Context) error {
 				return false, nil // not registered yet
 			}
 			seq = a.SessionSeq
-			return a.State == "Running" && a.SessionSeq > after, nil
+			return a.State == lifecycle.Running && a.SessionSeq > after, nil
 		})
 		return seq, err
 	}

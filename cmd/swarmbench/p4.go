@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 )
 
@@ -91,7 +92,7 @@ func (b *bench) p4Repo(ctx context.Context, name string, agents []string, files 
 			if up.exited() {
 				return false, b.upExited(up, log)
 			}
-			c, err := countState(ctx, st, "Running")
+			c, err := countState(ctx, st, lifecycle.Running)
 			return c == n, err
 		})
 		if err != nil {

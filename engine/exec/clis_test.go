@@ -121,6 +121,11 @@ func TestRealCLIsFailFast(t *testing.T) {
 					env = []string{"GEMINI_API_KEY=fake", "GOOGLE_GEMINI_BASE_URL=" + api.URL}
 				}
 				e := mustNew(t, execengine.Options{Name: preset, Preset: preset, Args: args, Prompt: prompt, Env: env})
+				// The stdin runs also pass a model, which must reach the API.
+				var model string
+				if prompt == config.PromptStdin {
+					model = "swarm-test-model-" + preset
+				}
 
 				marker := "PINEAPPLE-" + strings.ToUpper(preset) + "-" + strings.ToUpper(prompt)
 				s := newSession(t, "Reply with the word "+marker+".")
@@ -135,6 +140,7 @@ func TestRealCLIsFailFast(t *testing.T) {
 				}
 				s.Env = engine.SessionEnv(append(base, "HOME="+home), s.Session)
 				s.Timeout = 2 * time.Minute
+				s.Model = model
 
 				res := e.Run(context.Background(), s.Session)
 				log := s.log.String()
@@ -143,6 +149,9 @@ func TestRealCLIsFailFast(t *testing.T) {
 				}
 				if !api.saw(marker) {
 					t.Fatalf("the fake API never got the prompt; result %v\n%s", res.Err, log)
+				}
+				if model != "" && !api.saw(model) {
+					t.Fatalf("the fake API never saw the model %s; result %v\n%s", model, res.Err, log)
 				}
 				t.Logf("%s: %v", preset, res.Err)
 			})

@@ -16,6 +16,15 @@
 //     session. Presets take no file: none of the CLIs reads its prompt from
 //     one.
 //
+// The model ([engine.NAME] model, else Session.Model, which the supervisor
+// leaves empty unless the agent sets one: config.Agent.SessionModel) goes in
+// as a preset's Model flags, or for {model} in a custom command; a preset
+// without a model runs its CLI's default.
+//
+// stdout is also read by a Meter: the token usage the CLI's JSON events
+// report goes to Session.OnUsage as it comes and into Result.Usage, and
+// the log's end line. Render makes such a log readable (swarm logs).
+//
 // The process runs with cwd = the worktree and Session.Env: the user's
 // environment, API keys included (the CLI needs them), plus the session
 // variables (engine.SessionEnv builds it when the supervisor left it nil).
@@ -32,8 +41,8 @@
 //
 // Presets were checked against the published CLIs (claude 2.1.197, codex
 // 0.169.0, gemini-cli 0.61.0): each starts headless with the argv in
-// Presets, reads the prompt both ways, and exits 1 at once on a rejected
-// key when pointed at a local fake API.
+// Presets, reads the prompt both ways, sends the --model it is given, and
+// fails at once on a rejected key when pointed at a local fake API.
 package exec
 
 import (
@@ -66,6 +75,8 @@ type Options struct {
 	Preset  string   // claude | codex | gemini-cli
 	Args    []string // extra arguments, after the preset's own
 	Prompt  string   // stdin (default) | arg | file
+	// Model, when set, overrides the session's model ([engine.NAME] model).
+	Model string
 	// Env is added to every session's environment (after Session.Env).
 	Env []string
 	// EnvFile is a dotenv file (env_file) whose variables New reads with
@@ -76,16 +87,21 @@ type Options struct {
 
 // FromConfig converts an [engine.NAME] table.
 func FromConfig(e config.Engine) Options {
-	return Options{Name: e.Name, Command: e.Command, Preset: e.Preset, Args: e.Args, Prompt: e.Prompt, EnvFile: e.EnvFile}
+	return Options{Name: e.Name, Command: e.Command, Preset: e.Preset, Args: e.Args, Prompt: e.Prompt, Model: e.Model, EnvFile: e.EnvFile}
 }
 
 // Engine runs one CLI agent per session.
 type Engine struct {
-	name    string
-	argv    []string // template, placeholders unexpanded
-	prompt  string   // stdin | arg | file
-	env     []string
-	install string // how to install argv[0], for Preflight
+	name   string
+	argv   []string // template, placeholders unexpanded
+	prompt string   // stdin | arg | file
+	model  string   // Options.Model
+	// modelArgs (a preset's Model) go in at modelAt when a session has a
+	// model; a custom command takes it through {model} instead.
+	modelArgs []string
+	modelAt   int
+	env       []string
+	install   string // how to install argv[0], for Preflight
 }
 
 var (
@@ -95,7 +111,7 @@ var (
 
 // New checks opts and builds the command template.
 func New(opts Options) (*Engine, error) {
-	e := &Engine{name: opts.Name, prompt: opts.Prompt, env: slices.Clone(opts.Env)}
+	e := &Engine{name: opts.Name, prompt: opts.Prompt, model: opts.Model, env: slices.Clone(opts.Env)}
 	if e.name == "" {
 		e.name = opts.Preset
 	}
@@ -116,6 +132,7 @@ func New(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("exec engine %s: unknown preset %q (valid: %s)", e.name, opts.Preset, strings.Join(slices.Sorted(maps.Keys(Presets)), ", "))
 		}
 		e.argv = append(slices.Clone(p.Command), opts.Args...)
+		e.modelArgs, e.modelAt = p.Model, len(p.Command)
 		switch e.prompt {
 		case config.PromptStdin:
 			e.argv = append(e.argv, p.Stdin...)
@@ -151,6 +168,8 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("exec engine %s: prompt = \"arg\" needs a %q argument in command", e.name, PromptPlaceholder)
 	case e.prompt == config.PromptFile && !strings.Contains(all, PromptFilePlaceholder):
 		return nil, fmt.Errorf("exec engine %s: prompt = \"file\" needs a %q argument in command", e.name, PromptFilePlaceholder)
+	case e.model != "" && e.modelArgs == nil && !strings.Contains(all, ModelPlaceholder):
+		return nil, fmt.Errorf("exec engine %s: model = %q cannot reach the command: add a %q argument to command, or remove model", e.name, e.model, ModelPlaceholder)
 	}
 	return e, nil
 }
@@ -178,12 +197,27 @@ func (e *Engine) Preflight(context.Context) error {
 	return nil
 }
 
-// Args expands the template for prompt: it substitutes {prompt} and
-// {prompt_file} and returns the argv, and the stdin to send (nil for
-// none). An argument the kernel would refuse is an error.
-func (e *Engine) Args(prompt, promptFile string) (argv []string, stdin []byte, err error) {
-	argv = make([]string, len(e.argv))
-	for i, a := range e.argv {
+// Args expands the template for a session: the engine's own model, else
+// model (the session's), goes in as the preset's model flag or for {model};
+// {prompt} and {prompt_file} are substituted. It returns the argv, and the
+// stdin to send (nil for none). An argument the kernel would refuse is an
+// error, and so is a {model} with no model to put there.
+func (e *Engine) Args(model, prompt, promptFile string) (argv []string, stdin []byte, err error) {
+	if e.model != "" {
+		model = e.model
+	}
+	tmpl := e.argv
+	if model != "" && e.modelArgs != nil {
+		tmpl = slices.Concat(e.argv[:e.modelAt], e.modelArgs, e.argv[e.modelAt:])
+	}
+	argv = make([]string, len(tmpl))
+	for i, a := range tmpl {
+		if strings.Contains(a, ModelPlaceholder) {
+			if model == "" {
+				return nil, nil, fmt.Errorf("exec engine %s: the command takes %q, but the session has no model; set model on the agent or in [engine.%s]", e.name, ModelPlaceholder, e.name)
+			}
+			a = strings.ReplaceAll(a, ModelPlaceholder, model)
+		}
 		a = strings.ReplaceAll(a, PromptPlaceholder, prompt)
 		a = strings.ReplaceAll(a, PromptFilePlaceholder, promptFile)
 		if len(a) >= MaxArgBytes {
@@ -205,8 +239,12 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	lw := &lockedWriter{w: logw}
 	fmt.Fprintf(lw, "=== session %d of %s · engine %s · exec %s\n", s.Seq, s.Agent, e.name, strings.Join(e.argv, " "))
+	meter := NewMeter(s.OnUsage)
 	defer func() {
 		fmt.Fprintf(lw, "\n=== end: %s", res.Outcome)
+		if u := res.Usage; !u.IsZero() {
+			fmt.Fprintf(lw, " · %s", FormatUsage(u))
+		}
 		switch {
 		case res.Err != nil:
 			fmt.Fprintf(lw, " · %v", res.Err)
@@ -215,6 +253,8 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		}
 		fmt.Fprintln(lw)
 	}()
+	// Runs first: every result carries what the stream reported.
+	defer func() { res.Usage = meter.Usage() }()
 
 	parent := ctx
 	if ctx.Err() != nil {
@@ -240,7 +280,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 			return fail(fmt.Errorf("exec engine %s: prompt file: %w", e.name, err))
 		}
 	}
-	argv, stdin, err := e.Args(s.Prompt, promptFile)
+	argv, stdin, err := e.Args(s.Model, s.Prompt, promptFile)
 	if err != nil {
 		return fail(err)
 	}
@@ -258,7 +298,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	stderrTail := &tail{max: 4 << 10}
 	stdoutTail := &tail{max: 4 << 10}
-	cmd.Stdout = io.MultiWriter(lw, stdoutTail)
+	cmd.Stdout = io.MultiWriter(lw, stdoutTail, meter)
 	cmd.Stderr = io.MultiWriter(lw, stderrTail)
 
 	if err := cmd.Start(); err != nil {

@@ -93,28 +93,30 @@ func readFile(t *testing.T, path string) string { return gittest.ReadFile(t, pat
 
 func TestPresetArgv(t *testing.T) {
 	cases := []struct {
-		preset, prompt string
-		args           []string
-		argv           []string
-		stdin          bool
+		preset, prompt, model string
+		args                  []string
+		argv                  []string
+		stdin                 bool
 	}{
-		{"claude", "", nil,
+		{"claude", "", "", nil,
 			[]string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}, true},
-		{"claude", config.PromptArg, []string{"--model", "sonnet"},
-			[]string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "--model", "sonnet", "--", "PROMPT"}, false},
-		{"codex", config.PromptStdin, nil,
-			[]string{"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "-"}, true},
-		{"codex", config.PromptArg, []string{"-m", "o3"},
-			[]string{"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "-m", "o3", "--", "PROMPT"}, false},
-		{"gemini-cli", config.PromptStdin, []string{"-m", "gemini-2.5-pro"},
-			[]string{"gemini", "--yolo", "--skip-trust", "-m", "gemini-2.5-pro", "-p", ""}, true},
-		{"gemini-cli", config.PromptArg, nil,
-			[]string{"gemini", "--yolo", "--skip-trust", "-p", "PROMPT"}, false},
+		{"claude", config.PromptArg, "", []string{"--max-turns", "5"},
+			[]string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "--max-turns", "5", "--", "PROMPT"}, false},
+		{"claude", config.PromptStdin, "sonnet", []string{"--max-turns", "5"},
+			[]string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "--model", "sonnet", "--max-turns", "5"}, true},
+		{"codex", config.PromptStdin, "", nil,
+			[]string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-"}, true},
+		{"codex", config.PromptArg, "o3", nil,
+			[]string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--model", "o3", "--", "PROMPT"}, false},
+		{"gemini-cli", config.PromptStdin, "gemini-2.5-pro", nil,
+			[]string{"gemini", "--yolo", "--skip-trust", "-o", "stream-json", "--model", "gemini-2.5-pro", "-p", ""}, true},
+		{"gemini-cli", config.PromptArg, "", nil,
+			[]string{"gemini", "--yolo", "--skip-trust", "-o", "stream-json", "-p", "PROMPT"}, false},
 	}
 	for _, c := range cases {
-		t.Run(c.preset+"/"+c.prompt, func(t *testing.T) {
+		t.Run(c.preset+"/"+c.prompt+"/"+c.model, func(t *testing.T) {
 			e := mustNew(t, execengine.Options{Name: "x", Preset: c.preset, Args: c.args, Prompt: c.prompt})
-			argv, stdin, err := e.Args("PROMPT", "")
+			argv, stdin, err := e.Args(c.model, "PROMPT", "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,6 +158,7 @@ func TestNewRefuses(t *testing.T) {
 		{"file without placeholder", execengine.Options{Name: "x", Command: []string{"agent", "{prompt}"}, Prompt: config.PromptFile}, `"{prompt_file}"`},
 		{"bad prompt", execengine.Options{Name: "x", Command: []string{"agent"}, Prompt: "pipe"}, "prompt must be"},
 		{"empty program", execengine.Options{Name: "x", Command: []string{""}}, "command[0]"},
+		{"model without placeholder", execengine.Options{Name: "x", Command: []string{"agent"}, Model: "big"}, `model = "big" cannot reach the command: add a "{model}" argument`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -183,7 +186,7 @@ prompt = "arg"
 		t.Fatal(err)
 	}
 	e := mustNew(t, execengine.FromConfig(cfg.Engines["claude"]))
-	argv, _, _ := e.Args("P", "")
+	argv, _, _ := e.Args("", "P", "")
 	if e.Name() != "claude" || !slices.Equal(argv[len(argv)-4:], []string{"--model", "sonnet", "--", "P"}) {
 		t.Fatalf("name %q argv %q", e.Name(), argv)
 	}
@@ -552,5 +555,37 @@ func TestPresetCredentials(t *testing.T) {
 		if len(p.Keys) == 0 || len(p.Logins) == 0 || p.Login == "" {
 			t.Errorf("preset %s does not say how it authenticates", name)
 		}
+	}
+}
+
+func TestModelArgs(t *testing.T) {
+	custom := execengine.Options{Name: "mine", Command: []string{"agent", "--model={model}", "-m", "{model}"}}
+	e := mustNew(t, custom)
+	argv, _, err := e.Args("big", "P", "")
+	if err != nil || !slices.Equal(argv, []string{"agent", "--model=big", "-m", "big"}) {
+		t.Fatalf("argv = %q, %v", argv, err)
+	}
+	if _, _, err := e.Args("", "P", ""); err == nil || !strings.Contains(err.Error(), `takes "{model}", but the session has no model; set model on the agent or in [engine.mine]`) {
+		t.Fatalf("no model: err = %v", err)
+	}
+	// The engine's own model wins over the session's.
+	custom.Model = "huge"
+	if argv, _, _ := mustNew(t, custom).Args("big", "P", ""); !slices.Equal(argv, []string{"agent", "--model=huge", "-m", "huge"}) {
+		t.Fatalf("engine model: argv = %q", argv)
+	}
+	codex := mustNew(t, execengine.Options{Name: "codex", Preset: "codex", Model: "o3"})
+	if argv, _, _ := codex.Args("", "P", ""); !slices.Contains(argv, "o3") {
+		t.Fatalf("codex engine model: argv = %q", argv)
+	}
+	// A model reaches the command line of a real session.
+	out := filepath.Join(t.TempDir(), "argv")
+	sh := mustNew(t, execengine.Options{Name: "sh", Command: shell(`printf '%s\n' "$@" > "$OUT"`, "--model", "{model}"), Env: []string{"OUT=" + out}})
+	s := newSession(t, "hi")
+	s.Model = "opus"
+	if res := sh.Run(context.Background(), s.Session); res.Outcome != engine.Success {
+		t.Fatalf("result %+v\n%s", res, s.log.String())
+	}
+	if got := readFile(t, out); got != "--model\nopus\n" {
+		t.Fatalf("argv seen = %q", got)
 	}
 }

@@ -33,9 +33,10 @@
 //     synthetic one for the loop; it is mapped back to the model's (empty)
 //     id when the result is sent. Consecutive user turns (tool results, then
 //     an interjected message) are merged into one content.
-//   - Usage: input = promptTokenCount + toolUsePromptTokenCount, output =
+//   - Usage: input = promptTokenCount + toolUsePromptTokenCount minus
+//     cachedContentTokenCount, which is the cache read; output =
 //     candidatesTokenCount + thoughtsTokenCount (thoughts are billed as
-//     output).
+//     output). Gemini has no cache-write charge.
 //   - A cancelled request returns an error wrapping context.Cause(ctx): the
 //     SDK's own error would not match errors.Is(err, context.Canceled) once
 //     a cause was given.
@@ -346,9 +347,11 @@ func resultPayload(r *engine.ToolResult) map[string]any {
 func fromResponse(resp *genai.GenerateContentResponse, turn int) (engine.Response, genai.FinishReason, error) {
 	var out engine.Response
 	if u := resp.UsageMetadata; u != nil {
+		cached := int64(u.CachedContentTokenCount)
 		out.Usage = engine.Usage{
-			InputTokens:  int64(u.PromptTokenCount) + int64(u.ToolUsePromptTokenCount),
+			InputTokens:  max(int64(u.PromptTokenCount)+int64(u.ToolUsePromptTokenCount)-cached, 0),
 			OutputTokens: int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount),
+			CacheRead:    cached,
 		}
 	}
 	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {

@@ -512,11 +512,13 @@ func testSessionEndSettlesMail(e *env) {
 	if err := s.AddSessionPgid(e.ctx, "backend", 9, 1); !errors.Is(err, mailbox.ErrNoSuchSession) {
 		t.Fatalf("pgid of a missing session: %v", err)
 	}
-	if err := e.endSession(mailbox.SessionEnd{Agent: "backend", Seq: 1, State: mailbox.SessionFailed, TokensIn: 10, TokensOut: 5, Error: "boom"}); err != nil {
+	if err := e.endSession(mailbox.SessionEnd{Agent: "backend", Seq: 1, State: mailbox.SessionFailed, TokensIn: 10, TokensOut: 5,
+		CacheWrite: 7, CacheRead: 1000, Error: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := s.Agent(e.ctx, "backend")
-	if a.ConsecutiveErrors != 1 || a.TotalErrors != 1 || a.Tokens != 15 {
+	// Lifetime tokens are work tokens: input, output and cache writes.
+	if a.ConsecutiveErrors != 1 || a.TotalErrors != 1 || a.Tokens != 22 {
 		t.Fatalf("after failure: %+v", a)
 	}
 	ms := e.startSession("backend", 2)
@@ -542,7 +544,8 @@ func testSessionEndSettlesMail(e *env) {
 	}
 	sess, err := s.Session(e.ctx, "backend", 1)
 	if err != nil || sess.State != mailbox.SessionFailed || !slices.Equal(sess.Pgids, []int{4242}) || sess.Prompt != "the prompt" ||
-		!slices.Equal(sess.Tasks, []string{"bd-1"}) || sess.EndedAt == nil || sess.Error != "boom" || sess.TokensIn != 10 {
+		!slices.Equal(sess.Tasks, []string{"bd-1"}) || sess.EndedAt == nil || sess.Error != "boom" || sess.TokensIn != 10 ||
+		sess.TokensOut != 5 || sess.CacheWrite != 7 || sess.CacheRead != 1000 {
 		t.Fatalf("session 1 = %+v, %v", sess, err)
 	}
 	last, err := s.LastSession(e.ctx, "backend", "")

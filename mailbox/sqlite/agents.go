@@ -236,8 +236,10 @@ func (t *txn) StartSession(st mailbox.SessionStart) error {
 // failure or timeout).
 func (t *txn) EndSession(e mailbox.SessionEnd) error {
 	ctx := t.ctx
-	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET state = ?, ended_at = ?, tokens_in = ?, tokens_out = ?, error = ?
-		WHERE agent = ? AND seq = ? AND state = 'running'`, e.State, t.now(), e.TokensIn, e.TokensOut, e.Error, e.Agent, e.Seq)
+	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET state = ?, ended_at = ?, tokens_in = ?, tokens_out = ?,
+		cache_write = ?, cache_read = ?, error = ?
+		WHERE agent = ? AND seq = ? AND state = 'running'`, e.State, t.now(), e.TokensIn, e.TokensOut,
+		e.CacheWrite, e.CacheRead, e.Error, e.Agent, e.Seq)
 	if err != nil {
 		return fmt.Errorf("end session %s/%d: %w", e.Agent, e.Seq, err)
 	}
@@ -254,7 +256,7 @@ func (t *txn) EndSession(e mailbox.SessionEnd) error {
 	case mailbox.SessionFailed, mailbox.SessionTimeout:
 		counters += `, consecutive_errors = consecutive_errors + 1, total_errors = total_errors + 1`
 	}
-	if _, err := t.tx.ExecContext(ctx, `UPDATE agents SET `+counters+` WHERE name = ?`, e.TokensIn+e.TokensOut, e.Agent); err != nil {
+	if _, err := t.tx.ExecContext(ctx, `UPDATE agents SET `+counters+` WHERE name = ?`, e.TokensIn+e.TokensOut+e.CacheWrite, e.Agent); err != nil {
 		return fmt.Errorf("count session %s/%d: %w", e.Agent, e.Seq, err)
 	}
 	return nil
@@ -273,7 +275,8 @@ func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgi
 	return nil
 }
 
-const sessionCols = `id, agent, seq, state, engine, started_at, ended_at, prompt, tasks, tokens_in, tokens_out, pgids, error`
+const sessionCols = `id, agent, seq, state, engine, started_at, ended_at, prompt, tasks, tokens_in, tokens_out,
+	cache_write, cache_read, pgids, error`
 
 func scanSession(sc interface{ Scan(...any) error }) (mailbox.Session, error) {
 	var (
@@ -284,7 +287,7 @@ func scanSession(sc interface{ Scan(...any) error }) (mailbox.Session, error) {
 		pgids   string
 	)
 	err := sc.Scan(&s.ID, &s.Agent, &s.Seq, &s.State, &s.Engine, &started, &ended, &s.Prompt, &tasks,
-		&s.TokensIn, &s.TokensOut, &pgids, &s.Error)
+		&s.TokensIn, &s.TokensOut, &s.CacheWrite, &s.CacheRead, &pgids, &s.Error)
 	if err != nil {
 		return s, err
 	}

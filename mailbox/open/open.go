@@ -1,0 +1,106 @@
+// Package open chooses and opens the swarm's store: PostgreSQL when a
+// database URL is set (SWARM_DB_URL, else swarm.toml's [mailbox] url),
+// else the SQLite file .swarm/swarm.db. It is the one place that knows
+// every backend; commands call it, never a backend directly.
+package open
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/postgres"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/migrations"
+)
+
+// EnvURL names the environment variable that chooses a PostgreSQL
+// database over swarm.toml's [mailbox] url.
+const EnvURL = "SWARM_DB_URL"
+
+// Target is the store to open.
+type Target struct {
+	URL  string // a PostgreSQL URL; empty means SQLite at Path
+	Path string // the SQLite file
+	Now  func() time.Time
+}
+
+// Choose picks the target: the environment's URL, else the configured
+// one, else the SQLite file.
+func Choose(getenv func(string) string, configURL, path string) Target {
+	u := getenv(EnvURL)
+	if u == "" {
+		u = configURL
+	}
+	return Target{URL: u, Path: path}
+}
+
+// Backend is "postgres" or "sqlite".
+func (t Target) Backend() string {
+	if t.URL != "" {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// String names the database: the file, or the URL (which never has a
+// password).
+func (t Target) String() string {
+	if t.URL != "" {
+		return postgres.Redact(t.URL)
+	}
+	return t.Path
+}
+
+// Open opens (creating or migrating as needed) the target's store.
+func (t Target) Open(ctx context.Context) (mailbox.Store, error) {
+	if t.URL != "" {
+		if err := postgres.CheckURL(t.URL); err != nil {
+			return nil, err
+		}
+		return postgres.Open(ctx, t.URL, postgres.Options{Now: t.Now})
+	}
+	return sqlite.Open(ctx, t.Path, sqlite.Options{Now: t.Now})
+}
+
+// Diagnosis is what `swarm doctor` reports about an open store.
+type Diagnosis struct {
+	Backend string
+	Server  string // the server's version; empty for SQLite
+	Schema  int    // the newest applied migration
+	Want    int    // the newest migration this binary has
+	Check   string // the store's own verdict, "ok" when healthy
+}
+
+// Diagnose inspects an open store.
+func Diagnose(ctx context.Context, st mailbox.Store) (Diagnosis, error) {
+	var d Diagnosis
+	switch s := st.(type) {
+	case *postgres.Store:
+		d.Backend = "postgres"
+		v, err := s.ServerVersion(ctx)
+		if err != nil {
+			return d, err
+		}
+		d.Server = v
+		if d.Schema, err = s.SchemaVersion(ctx); err != nil {
+			return d, err
+		}
+	case *sqlite.Store:
+		d.Backend = "sqlite"
+		var err error
+		if d.Schema, err = s.SchemaVersion(ctx); err != nil {
+			return d, err
+		}
+	default:
+		return d, fmt.Errorf("unknown store %T", st)
+	}
+	ms, err := migrations.For(d.Backend)
+	if err != nil {
+		return d, err
+	}
+	d.Want = len(ms)
+	d.Check, err = st.Check(ctx)
+	return d, err
+}

@@ -1,0 +1,334 @@
+// Package postgres is the Store for several hosts: one PostgreSQL database
+// per swarm, through pgx v5 (pure Go, no cgo, so the static binary stays
+// static) and its connection pool.
+//
+// It keeps mailbox/sqlite's semantics with PostgreSQL's means:
+//   - the same schema (migrations/postgres mirrors migrations/sqlite
+//     number for number), times in BIGINT nanoseconds;
+//   - each migration in its own transaction under an advisory lock, so
+//     concurrent openers apply each once;
+//   - compare-and-set transitions as UPDATE … WHERE state = $from;
+//   - a message stored by one statement (INSERT … RETURNING). Message
+//     inserts are serialised by a transaction-scoped advisory lock taken in
+//     that statement, so ids become visible in id order: the change feed's
+//     reader keeps "the newest id I read", and an id committed after a
+//     higher one would be skipped for ever;
+//   - the change feed hears other connections' commits through
+//     LISTEN/NOTIFY (a statement trigger on every table), polls the newest
+//     message id while its listening connection is down, and reports a
+//     change after reconnecting so the reader re-reads.
+//
+// The URL never carries a password: it comes from PGPASSWORD or ~/.pgpass,
+// which pgx reads itself.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/migrations"
+)
+
+// Advisory lock keys (pg_advisory_xact_lock), in swarm's own range.
+const (
+	lockMigrate  int64 = 0x5357_4152_4d00_0001 // "SWARM" 1: applying migrations
+	lockMessages int64 = 0x5357_4152_4d00_0002 // "SWARM" 2: one message insert at a time
+)
+
+// Channel is the LISTEN/NOTIFY channel the tables' triggers notify.
+const Channel = "swarm_changes"
+
+// Options configure a Store.
+type Options struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// MaxConns caps the pool; zero means 8.
+	MaxConns int32
+}
+
+// Store is an open PostgreSQL swarm database.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  *pgxpool.Config
+	loc  string
+	now  func() time.Time
+
+	mu   sync.Mutex
+	pids map[uint32]bool // backends of this store's pool: their NOTIFYs are not news
+}
+
+var _ mailbox.Store = (*Store)(nil)
+
+// IsURL reports whether s names a PostgreSQL database.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// CheckURL refuses a URL that is not PostgreSQL's or that carries a
+// password: swarm.toml and the command line are no place for one.
+func CheckURL(raw string) error {
+	if !IsURL(raw) {
+		return fmt.Errorf("database URL %q: want postgres://[user@]host[:port]/dbname[?sslmode=...]", Redact(raw))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("database URL %q: %w", Redact(raw), err)
+	}
+	if _, ok := u.User.Password(); ok || u.Query().Has("password") {
+		return fmt.Errorf("database URL %s carries a password: remove it, and put the password in PGPASSWORD or ~/.pgpass instead", Redact(raw))
+	}
+	return nil
+}
+
+// Redact returns the URL with any password replaced, for messages.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// Open connects to the database at rawURL and migrates it. The URL must
+// not carry a password (CheckURL).
+func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	if err := CheckURL(rawURL); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("database URL %s: %w", Redact(rawURL), err)
+	}
+	cfg.MaxConns = 8
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "swarm"
+	}
+	s := &Store{cfg: cfg, loc: Redact(rawURL), now: opts.Now, pids: map[uint32]bool{}}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		s.mu.Lock()
+		s.pids[c.PgConn().PID()] = true
+		s.mu.Unlock()
+		return nil
+	}
+	cfg.BeforeClose = func(c *pgx.Conn) {
+		s.mu.Lock()
+		delete(s.pids, c.PgConn().PID())
+		s.mu.Unlock()
+	}
+	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, s.explain(err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.pool.Close()
+		return nil, s.explain(err)
+	}
+	return s, nil
+}
+
+// explain names the database and says what to do about a failed open.
+func (s *Store) explain(err error) error {
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "28P01":
+		return fmt.Errorf("open database %s: %w; set the password in PGPASSWORD or ~/.pgpass", s.loc, err)
+	case errors.As(err, &pe) && pe.Code == "3D000":
+		return fmt.Errorf("open database %s: %w; create it first (createdb)", s.loc, err)
+	case errors.As(err, &pe):
+		return fmt.Errorf("open database %s: %w", s.loc, err)
+	}
+	return fmt.Errorf("open database %s: %w; is the server running and reachable? (try psql with the same URL)", s.loc, err)
+}
+
+// migrate brings the database up to the newest migration, each in its own
+// transaction that first takes the migration advisory lock, so concurrent
+// openers queue and each migration is applied once.
+func (s *Store) migrate(ctx context.Context) error {
+	all, err := migrations.For("postgres")
+	if err != nil {
+		return err
+	}
+	for _, m := range all {
+		if err := s.applyMigration(ctx, m); err != nil {
+			return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) applyMigration(ctx context.Context, m migrations.Migration) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockMigrate); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    BIGINT PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at BIGINT NOT NULL)`); err != nil {
+			return err
+		}
+		var done bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&done); err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		// No arguments: the simple protocol, which runs several statements.
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+			m.Version, m.Name, time.Now().UnixNano())
+		return err
+	})
+}
+
+// SchemaVersion returns the newest applied migration.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v *int64
+	if err := s.pool.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	if v == nil {
+		return 0, nil
+	}
+	return int(*v), nil
+}
+
+// ServerVersion is the server's version string ("15.18 (Debian …)").
+func (s *Store) ServerVersion(ctx context.Context) (string, error) {
+	var v string
+	if err := s.pool.QueryRow(ctx, `SHOW server_version`).Scan(&v); err != nil {
+		return "", fmt.Errorf("read the server version: %w", err)
+	}
+	return v, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Location is the URL, without a password.
+func (s *Store) Location() string { return s.loc }
+
+// Check verifies that the server answers and the schema is the newest
+// this binary knows.
+func (s *Store) Check(ctx context.Context) (string, error) {
+	if err := s.pool.Ping(ctx); err != nil {
+		return "", fmt.Errorf("reach %s: %w", s.loc, err)
+	}
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return "", err
+	}
+	all, err := migrations.For("postgres")
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case v < len(all):
+		return fmt.Sprintf("schema at migration %d of %d: open it with this swarm to migrate", v, len(all)), nil
+	case v > len(all):
+		return fmt.Sprintf("schema at migration %d, newer than this swarm (%d): upgrade swarm", v, len(all)), nil
+	}
+	return "ok", nil
+}
+
+// ownPID reports whether pid is one of this store's pooled backends.
+func (s *Store) ownPID(pid uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pids[pid]
+}
+
+// InTx runs fn in one transaction. fn must only use tx.
+func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
+		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }})
+	})
+}
+
+// Meta reads a swarm-wide setting.
+func (s *Store) Meta(ctx context.Context, key string) (string, bool, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read meta %s: %w", key, err)
+	}
+	return v, true, nil
+}
+
+// SetMeta writes a swarm-wide setting.
+func (s *Store) SetMeta(ctx context.Context, key, value string) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("write meta %s: %w", key, err)
+	}
+	return nil
+}
+
+// querier is what the pool and a transaction have in common, so each
+// operation is written once and used alone or inside InTx.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// txn is a transaction over the store's lifecycle operations.
+type txn struct {
+	tx  pgx.Tx
+	ctx context.Context // the InTx context: operations inside use it
+	now func() int64
+}
+
+var _ mailbox.Tx = (*txn)(nil)
+
+func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// pgCode returns the SQLSTATE of err, "" when it is not a server error.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+const (
+	codeForeignKey = "23503"
+	codeUnique     = "23505"
+)

@@ -1,0 +1,317 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmhq/swarm/internal/pgtest"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/mailboxtest"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/migrations"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(helper())
+	}
+	os.Exit(pgtest.Main(m))
+}
+
+func open(t testing.TB, url string, now func() time.Time) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), url, Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	mailboxtest.Run(t, func(t testing.TB, now func() time.Time) (mailbox.Store, func() mailbox.Store) {
+		url := pgtest.NewDB(t)
+		s := open(t, url, now)
+		return s, func() mailbox.Store {
+			o, err := Open(context.Background(), url, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o
+		}
+	})
+}
+
+func TestSchemaRejectsBadStates(t *testing.T) {
+	s := open(t, pgtest.NewDB(t), nil)
+	ctx := context.Background()
+	p := mailbox.NewPoster(s, []string{"backend"}, nil)
+	m, err := p.Post(ctx, message.Draft{From: "operator", To: "backend", Body: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE messages SET state = 'lost' WHERE id = $1`,
+		`UPDATE messages SET kind = 'memo' WHERE id = $1`,
+		`UPDATE messages SET state = 'delivered' WHERE id = $1`, // delivered needs a session
+	} {
+		if _, err := s.pool.Exec(ctx, q, m.ID); err == nil {
+			t.Errorf("%s: accepted", q)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO agents (name, state) VALUES ('x', 'Dancing')`,
+		`INSERT INTO events (at, subject_kind, subject, to_state) VALUES (1, 'planet', 'x', 'y')`,
+		`INSERT INTO events (at, subject_kind, subject, agent, to_state) VALUES (1, 'agent', 'x', 'y', 'Idle')`,
+	} {
+		if _, err := s.pool.Exec(ctx, q); err == nil {
+			t.Errorf("%s: accepted", q)
+		}
+	}
+}
+
+// TestConcurrentOpenersMigrateOnce opens one fresh database from several
+// goroutines (separate pools) at once: each migration is applied once.
+func TestConcurrentOpenersMigrateOnce(t *testing.T) {
+	url := pgtest.NewDB(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(context.Background(), url, Options{MaxConns: 2})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open(t, url, nil)
+	all, _ := migrations.For("postgres")
+	var n int
+	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(all) {
+		t.Fatalf("schema_migrations has %d rows, want %d (%v)", n, len(all), err)
+	}
+	if v, err := s.SchemaVersion(context.Background()); err != nil || v != len(all) {
+		t.Fatalf("SchemaVersion = %d, %v", v, err)
+	}
+}
+
+func TestURLWithAPasswordIsRefused(t *testing.T) {
+	for _, u := range []string{"postgres://me:secret@db.example/swarm", "postgres://db.example/swarm?password=secret"} {
+		_, err := Open(context.Background(), u, Options{})
+		if err == nil || !strings.Contains(err.Error(), "PGPASSWORD") || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%s) = %v; want a refusal that names PGPASSWORD and hides the password", u, err)
+		}
+	}
+	if err := CheckURL("mysql://db/x"); err == nil {
+		t.Error("a mysql URL accepted")
+	}
+}
+
+func TestUnreachableServerSaysWhatToDo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := Open(ctx, "postgres:///nope?host="+t.TempDir()+"&sslmode=disable&connect_timeout=2", Options{})
+	if err == nil || !strings.Contains(err.Error(), "reachable") {
+		t.Fatalf("Open on no server = %v", err)
+	}
+}
+
+func TestInsertsCommitInIDOrder(t *testing.T) {
+	// Many concurrent senders: every id a reader sees was committed after
+	// every lower id, so MessagesSince never skips one.
+	s := open(t, pgtest.NewDB(t), nil)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var missed []int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var last int64
+		seen := map[int64]bool{}
+		check := func() {
+			ms, err := s.MessagesSince(ctx, last, 1000)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, m := range ms {
+				seen[m.ID] = true
+				last = m.ID
+			}
+		}
+		for {
+			select {
+			case <-stop:
+				check()
+				all, _ := s.MessagesSince(ctx, 0, 100000)
+				for _, m := range all {
+					if !seen[m.ID] {
+						missed = append(missed, m.ID)
+					}
+				}
+				return
+			default:
+				check()
+			}
+		}
+	}()
+	var senders sync.WaitGroup
+	for i := range 4 {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			for j := range 50 {
+				if _, err := s.InsertMessages(ctx, []message.Draft{{From: "operator", To: "backend", Body: fmt.Sprintf("%d/%d", i, j)}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	senders.Wait()
+	close(stop)
+	wg.Wait()
+	if len(missed) > 0 {
+		t.Fatalf("the reader skipped %d ids: %v", len(missed), missed)
+	}
+}
+
+// The two-process test: a child process posts; the parent's feed, whose
+// polling interval is an hour, can only hear of it through NOTIFY.
+const helperEnv = "SWARM_PGTEST_HELPER_URL"
+
+func helper() int {
+	s, err := Open(context.Background(), os.Getenv(helperEnv), Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer s.Close()
+	if _, err := mailbox.NewPoster(s, []string{"backend"}, nil).Post(context.Background(),
+		message.Draft{From: "operator", To: "backend", Body: "from another process"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func TestFeedWakesOnAnotherProcessesWrite(t *testing.T) {
+	url := pgtest.NewDB(t)
+	s := open(t, url, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, err := s.Feed(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	woke := make(chan error, 1)
+	go func() { woke <- f.Wait(ctx) }()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+url)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the other process: %v\n%s", err, out)
+	}
+	if err := <-woke; err != nil {
+		t.Fatalf("the feed did not wake: %v", err)
+	}
+	ms, err := s.MessagesSince(ctx, 0, 10)
+	if err != nil || len(ms) != 1 || ms[0].Body != "from another process" {
+		t.Fatalf("messages = %+v, %v", ms, err)
+	}
+}
+
+func TestFeedIgnoresItsOwnStoresWrites(t *testing.T) {
+	s := open(t, pgtest.NewDB(t), nil)
+	ctx := context.Background()
+	f, err := s.Feed(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := s.SetMeta(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	// A marker from another connection: the first thing Wait may report.
+	other := open(t, s.loc, nil)
+	if err := other.SetMeta(ctx, "k", "w"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Exactly one notification was news; the own one was skipped, and
+	// nothing else is pending: a short wait ends by its deadline.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := f.Wait(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second Wait = %v, want the deadline", err)
+	}
+}
+
+// TestFeedReconnects kills the listening backend, commits meanwhile from
+// another connection, and checks the change is reported and later ones
+// are heard on the new listener.
+func TestFeedReconnects(t *testing.T) {
+	url := pgtest.NewDB(t)
+	s := open(t, url, nil)
+	other := open(t, url, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mf, err := s.Feed(ctx, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	f := mf.(*feed)
+	pid := f.listenerPID()
+	var killed bool
+	if err := other.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int32(pid)).Scan(&killed); err != nil || !killed {
+		t.Fatalf("terminate the listener %d: %v, %v", pid, killed, err)
+	}
+	post := func(body string) message.Message {
+		m, err := mailbox.NewPoster(other, []string{"backend"}, nil).Post(ctx, message.Draft{From: "operator", To: "backend", Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := post("while nobody listened")
+	if err := f.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.dropped != 1 || f.listenerPID() == 0 || f.listenerPID() == pid {
+		t.Fatalf("dropped=%d listener=%d (was %d): want one drop and a new listener", f.dropped, f.listenerPID(), pid)
+	}
+	if ms, err := s.MessagesSince(ctx, m.ID-1, 10); err != nil || len(ms) != 1 {
+		t.Fatalf("the reader re-reads: %+v, %v", ms, err)
+	}
+	// The new listener hears the next commit.
+	done := make(chan error, 1)
+	go func() { done <- f.Wait(ctx) }()
+	post("after the reconnect")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if f.dropped != 1 {
+		t.Fatalf("dropped = %d after the reconnect", f.dropped)
+	}
+}
