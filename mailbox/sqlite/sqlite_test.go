@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/mailboxtest"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/migrations"
 )
 
 func open(t testing.TB, path string, now func() time.Time) *Store {
@@ -123,8 +125,8 @@ func TestMigratesTheFirstRelease(t *testing.T) {
 	}
 	s := open(t, path, nil)
 	ctx := context.Background()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 2 {
-		t.Fatalf("schema version = %d, %v", v, err)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != newestMigration(t) {
+		t.Fatalf("schema version = %d, %v; want %d", v, err, newestMigration(t))
 	}
 	inbox, err := s.Inbox(ctx, "backend", mailbox.Filter{})
 	if err != nil || len(inbox) != 2 || inbox[0].Body != "first message" || inbox[0].State != message.Done || !inbox[1].IsUrgent() {
@@ -165,6 +167,41 @@ func TestMigratesTheFirstRelease(t *testing.T) {
 	if v, err := s.Check(ctx); err != nil || v != "ok" {
 		t.Fatalf("integrity = %q, %v", v, err)
 	}
+	// The rebuilt messages table (0003) kept threads and its foreign key,
+	// and lets mail to operator become done without a session.
+	all, err := s.MessagesSince(ctx, 0, 0)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("messages = %+v, %v", all, err)
+	}
+	p := mailbox.NewPoster(s, []string{"backend", "frontend"}, nil)
+	if _, err := p.Post(ctx, message.Draft{From: "operator", To: "backend", Body: "x", ReplyTo: 99}); !errors.Is(err, mailbox.ErrNoSuchMessage) {
+		t.Fatalf("reply to a missing message: %v", err)
+	}
+	q, err := p.Post(ctx, message.Draft{From: "backend", To: "operator", Body: "a question", ReplyTo: all[0].ID})
+	if err != nil || q.ThreadID != all[0].ThreadID {
+		t.Fatalf("reply after the rebuild = %+v, %v", q, err)
+	}
+	if n, err := s.MarkOperatorDone(ctx, []int64{q.ID}); err != nil || n != 1 {
+		t.Fatalf("MarkOperatorDone = %d, %v", n, err)
+	}
+	var fkProblems int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fkProblems); err != nil || fkProblems != 0 {
+		t.Fatalf("foreign key check: %d problem(s), %v", fkProblems, err)
+	}
+	var ddl string
+	s.db.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'messages'`).Scan(&ddl)
+	if !strings.Contains(ddl, `REFERENCES "messages"`) {
+		t.Fatalf("messages.reply_to no longer references messages:\n%s", ddl)
+	}
+}
+
+// newestMigration is the number of the last SQLite migration.
+func newestMigration(t testing.TB) int {
+	ms, err := migrations.For("sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms[len(ms)-1].Version
 }
 
 // The multi-process tests re-execute the test binary as children; the
@@ -281,7 +318,7 @@ func TestMigrationRace(t *testing.T) {
 		var n int
 		s.db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
 		s.Close()
-		if want := 2; n != want {
+		if want := newestMigration(t); n != want {
 			t.Fatalf("round %d: %d migration rows, want %d", round, n, want)
 		}
 	}
