@@ -210,7 +210,7 @@ type desk struct {
 func newDesk(s *Supervisor) *desk {
 	d := &desk{s: s, kick: make(chan struct{}, 1)}
 	if s.cfg.Notify.Enabled() {
-		d.notifier = newNotifier(s.cfg.Notify, s.store, s.clock, s.log, d.poke)
+		d.notifier = newNotifier(s.cfg.Notify, s.cfg.Root, s.store, s.clock, s.log, d.poke)
 	}
 	return d
 }

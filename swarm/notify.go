@@ -33,6 +33,7 @@ type notifier struct {
 	store  mailbox.Store
 	clock  Clock
 	log    *slog.Logger
+	dir    string // the command runs here: the repository root
 	done   func() // called after each delivery: the desk looks again
 	client *http.Client
 	queue  chan notifyJob
@@ -63,9 +64,9 @@ type notifyJob struct {
 	event string
 }
 
-func newNotifier(cfg config.Notify, st mailbox.Store, clock Clock, log *slog.Logger, done func()) *notifier {
+func newNotifier(cfg config.Notify, dir string, st mailbox.Store, clock Clock, log *slog.Logger, done func()) *notifier {
 	return &notifier{
-		cfg: cfg, store: st, clock: clock, log: log, done: done,
+		cfg: cfg, store: st, clock: clock, log: log, done: done, dir: dir,
 		client:   &http.Client{Timeout: cfg.Timeout},
 		queue:    make(chan notifyJob, notifyQueue),
 		attempts: notifyAttempts,
@@ -248,14 +249,15 @@ func (n *notifier) retry(ctx context.Context, fn func(context.Context) error) er
 	return fmt.Errorf("%d attempts: %w", n.attempts, err)
 }
 
-// runCommand runs the notify command with the event's JSON on stdin. It
-// gets the user's environment as it is (a notification may need a token),
-// plus SWARM_EVENT.
+// runCommand runs the notify command in the repository root with the
+// event's JSON on stdin. It gets the user's environment as it is (a
+// notification may need a token), plus SWARM_EVENT.
 func (n *notifier) runCommand(ctx context.Context, event string, payload []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
 	defer cancel()
 	argv := n.cfg.Command
 	cmd := proc.Command(ctx, 2*time.Second, argv[0], argv[1:]...)
+	cmd.Dir = n.dir
 	cmd.Env = append(os.Environ(), "SWARM_EVENT="+event)
 	cmd.Stdin = bytes.NewReader(payload)
 	var out bytes.Buffer

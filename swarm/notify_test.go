@@ -267,7 +267,7 @@ func TestNotifyRetriesAndFiltersBySeverity(t *testing.T) {
 
 	// A command that fails everywhere records nothing and waits to retry.
 	n := newNotifier(config.Notify{Command: []string{"sh", "-c", "echo nope >&2; exit 3"}, MinSeverity: escalation.Info, Timeout: 5 * time.Second},
-		h.store, realClock{}, h.sup.log, func() {})
+		t.TempDir(), h.store, realClock{}, h.sup.log, func() {})
 	n.backoff = time.Millisecond
 	var logs safeBuffer
 	n.log = slogTo(&logs)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -308,20 +309,29 @@ func doctorNotify(r *doctorReport, cfg *config.Config) {
 	}
 	var where []string
 	if len(n.Command) > 0 {
-		path, err := exec.LookPath(n.Command[0])
-		if err != nil {
-			why := "is not found on PATH"
-			var ee *exec.Error
-			if errors.As(err, &ee) && !errors.Is(ee.Err, exec.ErrNotFound) {
-				why = "is not executable"
-			} else if strings.ContainsRune(n.Command[0], os.PathSeparator) {
-				if fi, serr := os.Stat(n.Command[0]); serr == nil && !fi.IsDir() {
-					why = "is not executable"
-				} else {
-					why = "does not exist"
-				}
+		name := n.Command[0]
+		path, why := "", ""
+		if strings.ContainsRune(name, os.PathSeparator) {
+			// Run from the repository root, like the supervisor runs it.
+			path = name
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(cfg.Root, path)
 			}
-			r.add("notify", checkFail, "[notify] command %q %s; escalations would not reach you: fix command in swarm.toml (or chmod +x it)", n.Command[0], why)
+			switch fi, err := os.Stat(path); {
+			case err != nil:
+				why = "does not exist"
+			case fi.IsDir():
+				why = "is a directory"
+			case fi.Mode()&0o111 == 0:
+				why = "is not executable"
+			}
+		} else if p, err := exec.LookPath(name); err != nil {
+			why = "is not found on PATH"
+		} else {
+			path = p
+		}
+		if why != "" {
+			r.add("notify", checkFail, "[notify] command %q %s; escalations would not reach you: fix command in swarm.toml (or chmod +x it)", name, why)
 			return
 		}
 		where = append(where, "command "+path)
