@@ -28,6 +28,7 @@ type rawFile struct {
 	Mailbox  rawMailbox           `toml:"mailbox"`
 	Worktree rawWorktree          `toml:"worktree"`
 	Env      rawEnv               `toml:"env"`
+	Notify   rawNotify            `toml:"notify"`
 }
 
 type rawSettings struct {
@@ -73,6 +74,7 @@ type rawLiveness struct {
 	NudgeEvery *string `toml:"nudge_every"`
 	MaxNudges  *int    `toml:"max_nudges"`
 	TaskPoll   *string `toml:"task_poll"`
+	StallAfter *string `toml:"stall_after"`
 }
 
 type rawErrors struct {
@@ -172,6 +174,7 @@ func (b *builder) build(raw *rawFile) {
 		b.cfg.Worktree.Dir = filepath.Clean(dir)
 	}
 	b.env(raw.Env)
+	b.notify(raw.Notify)
 	b.agents(raw.Agent)
 	if len(raw.Agent) == 0 {
 		b.errs = append(b.errs, &Error{File: b.file, Msg: "no agents: add at least one [[agent]] with a name"})
@@ -525,6 +528,9 @@ func (b *builder) liveness(r rawLiveness) {
 	}
 	if r.TaskPoll != nil {
 		l.TaskPoll = b.duration("liveness.task_poll", *r.TaskPoll, false)
+	}
+	if r.StallAfter != nil {
+		l.StallAfter = b.duration("liveness.stall_after", *r.StallAfter, true)
 	}
 }
 

@@ -9,7 +9,8 @@
 // Engine directly.
 //
 // The engine never imports the mailbox or beads: it reaches them through the
-// Messenger and TaskBoard interfaces that the supervisor wires in.
+// Messenger, Escalator and TaskBoard interfaces that the supervisor wires
+// in.
 //
 // The loop offers the model exactly the tools the session's mode grants
 // (mode.Mode.Tools, with the beads tools only when a TaskBoard is wired)
@@ -80,6 +81,7 @@ type Session struct {
 	Env       []string      // the session environment (see Env)
 	EnvPass   []string      // names Scrub lets through to the tools ([env] pass)
 	Messenger Messenger
+	Escalator Escalator // nil: the escalate tool says so
 	Tasks     TaskBoard // nil when bd is not installed
 	Log       io.Writer // the session log; engines write the conversation here
 
@@ -118,6 +120,31 @@ type Mail struct {
 type Messenger interface {
 	// Send stores a message from the agent and returns its id.
 	Send(ctx context.Context, to, body string, urgent bool, replyTo int64) (int64, error)
+}
+
+// Escalator raises escalations for the operator, about the session's
+// agent (DESIGN §9.1).
+type Escalator interface {
+	Escalate(ctx context.Context, r EscalationRequest) (EscalationResult, error)
+}
+
+// EscalationRequest is what the escalate tool asks the operator.
+type EscalationRequest struct {
+	Summary  string
+	Severity string // info, warning or critical; "" for the default
+	Hold     bool   // hold the agent until the operator decides
+	Approval bool   // a yes/no question: approve or reject answers it
+	Ref      string // what it is about: msg:<id>, item:<id>
+	Details  json.RawMessage
+}
+
+// EscalationResult is the stored escalation, or the unresolved twin that
+// was counted instead.
+type EscalationResult struct {
+	ID      int64
+	Count   int  // 1 for a new escalation
+	Created bool // false: an unresolved twin was counted; nobody is notified again
+	Hold    bool
 }
 
 // TaskBoard is the beads task tracker, as the agent's actor.

@@ -109,6 +109,18 @@ var toolSpecs = map[string]ToolSpec{
 			"reply_to": prop("integer", "Id of the message this answers, to keep the thread."),
 		}),
 	},
+	mode.Escalate: {
+		Name:        mode.Escalate,
+		Description: "Escalate to the operator (the human) something only they can decide or must know now: a choice you cannot make, a risk, a blocker. The operator is notified at once and answers with a decision (resume, abort, approve or reject) and a note, which your next prompt shows under Operator Decision. With hold, you stop: this session ends and you start again only after the decision. A repeat of an open escalation only counts it.",
+		Parameters: object([]string{"summary"}, map[string]any{
+			"summary":  prop("string", "One line: what you need from the operator."),
+			"severity": map[string]any{"type": "string", "enum": []any{"info", "warning", "critical"}, "description": "How much it matters (default warning; info for an approval)."},
+			"hold":     prop("boolean", "Stop and wait for the decision."),
+			"approval": prop("boolean", "A yes/no question: the operator approves or rejects."),
+			"ref":      prop("string", "What it is about, such as msg:12 or item:bd-4."),
+			"details":  prop("object", "Facts the operator needs, as a JSON object (files, errors, options)."),
+		}),
+	},
 	mode.BDClaim: {
 		Name:        mode.BDClaim,
 		Description: "Claim a beads task so nobody else works on it. Fails if someone else already claimed it.",
@@ -230,6 +242,8 @@ func (tb *toolbox) dispatch(ctx context.Context, name string, args any) (string,
 		return tb.grep(ctx, a)
 	case sendArgs:
 		return tb.send(ctx, a)
+	case escalateArgs:
+		return tb.escalate(ctx, a)
 	case taskArgs:
 		return tb.task(ctx, name, a)
 	}
@@ -261,6 +275,8 @@ func summary(call ToolCall) string {
 		what = pick("pattern")
 	case mode.SendMessage:
 		what = "to " + pick("to")
+	case mode.Escalate:
+		what = pick("summary")
 	case mode.BDClaim, mode.BDClose, mode.BDShow:
 		what = pick("id")
 	}

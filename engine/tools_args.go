@@ -58,6 +58,12 @@ type sendArgs struct {
 	ReplyTo  int64
 }
 
+type escalateArgs struct {
+	Summary, Severity, Ref string
+	Hold, Approval         bool
+	Details                json.RawMessage
+}
+
 type taskArgs struct {
 	ID, Reason string
 }
@@ -159,6 +165,36 @@ func (r *argReader) integer(key string) (int64, bool) {
 	return int64(f), true
 }
 
+// object reads a JSON object argument: an object, or a string holding one
+// (models sometimes send JSON as text).
+func (r *argReader) object(key string) json.RawMessage {
+	v, ok := r.get(key)
+	if !ok {
+		return nil
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		b, err := json.Marshal(v)
+		if err != nil {
+			r.fail("argument %q: %v", key, err)
+			return nil
+		}
+		return b
+	case string:
+		var m map[string]any
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		if err := json.Unmarshal([]byte(v), &m); err != nil || m == nil {
+			r.fail("argument %q must be a JSON object, such as {\"file\": \"api/users.go\"}", key)
+			return nil
+		}
+		return json.RawMessage(v)
+	}
+	r.fail("argument %q must be an object, got %s", key, typeName(v))
+	return nil
+}
+
 func (r *argReader) boolean(key string) bool {
 	v, ok := r.get(key)
 	if !ok {
@@ -249,6 +285,15 @@ func parseArgs(tool string, args map[string]any) (any, error) {
 				r.fail("reply_to must be a message id, got %d", n)
 			}
 			a.ReplyTo = n
+		}
+		out = a
+	case mode.Escalate:
+		a := escalateArgs{Summary: strings.TrimSpace(r.nonEmpty("summary")), Severity: strings.TrimSpace(r.str("severity", false)),
+			Hold: r.boolean("hold"), Approval: r.boolean("approval"), Ref: strings.TrimSpace(r.str("ref", false)), Details: r.object("details")}
+		switch a.Severity {
+		case "", "info", "warning", "critical":
+		default:
+			r.fail("severity must be info, warning or critical, got %q", a.Severity)
 		}
 		out = a
 	case mode.BDClaim, mode.BDShow:

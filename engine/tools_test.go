@@ -424,3 +424,56 @@ func TestBeadsTools(t *testing.T) {
 		t.Errorf("board calls %q, want %q", got, want)
 	}
 }
+
+type fakeEscalator struct {
+	reqs []EscalationRequest
+	res  EscalationResult
+	err  error
+}
+
+func (f *fakeEscalator) Escalate(_ context.Context, r EscalationRequest) (EscalationResult, error) {
+	f.reqs = append(f.reqs, r)
+	return f.res, f.err
+}
+
+func TestEscalateTool(t *testing.T) {
+	wt := gitWorktree(t, "alice")
+	s := newSession(wt, nil)
+	esc := &fakeEscalator{res: EscalationResult{ID: 3, Count: 1, Created: true, Hold: true}}
+	s.Escalator = esc
+	r := runTool(t, s, "escalate", map[string]any{"summary": " which schema? ", "hold": true, "severity": "critical",
+		"ref": "msg:4", "details": map[string]any{"options": []any{"a", "b"}}})
+	if r.Error != "" || !strings.HasPrefix(r.Output, "escalation 3 opened") || !strings.Contains(r.Output, "You are held") {
+		t.Fatalf("escalate: %+v", r)
+	}
+	got := esc.reqs[0]
+	if got.Summary != "which schema?" || !got.Hold || got.Severity != "critical" || got.Ref != "msg:4" || string(got.Details) != `{"options":["a","b"]}` {
+		t.Fatalf("request = %+v (details %s)", got, got.Details)
+	}
+	// Details may come as JSON text; a repeat reports the count.
+	esc.res = EscalationResult{ID: 3, Count: 2}
+	r = runTool(t, s, "escalate", map[string]any{"summary": "which schema?", "details": `{"a": 1}`, "approval": "true"})
+	if r.Error != "" || !strings.Contains(r.Output, "already open: counted (2 times)") || strings.Contains(r.Output, "held") {
+		t.Fatalf("repeat: %+v", r)
+	}
+	if got := esc.reqs[1]; string(got.Details) != `{"a": 1}` || !got.Approval {
+		t.Fatalf("request = %+v", got)
+	}
+	for args, want := range map[string]map[string]any{
+		`argument "details" must be a JSON object`:           {"summary": "x", "details": "not json"},
+		`argument "details" must be an object, got a number`: {"summary": "x", "details": 3.0},
+		`severity must be info, warning or critical`:         {"summary": "x", "severity": "dire"},
+		`missing required argument "summary"`:                {"hold": true},
+	} {
+		if r := runTool(t, s, "escalate", want); !strings.Contains(r.Error, args) {
+			t.Errorf("%v: %+v", want, r)
+		}
+	}
+	if len(esc.reqs) != 2 {
+		t.Errorf("bad calls reached the escalator: %+v", esc.reqs)
+	}
+	s.Escalator = nil
+	if r := runTool(t, s, "escalate", map[string]any{"summary": "x"}); !strings.Contains(r.Error, "swarm escalate") {
+		t.Errorf("no escalator: %+v", r)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
@@ -36,6 +37,8 @@ var (
 	// ErrNoSuchSession means the session does not exist (or is not running,
 	// where a running one is needed).
 	ErrNoSuchSession = errors.New("no such session")
+	// ErrNoSuchEscalation means the escalation id does not exist.
+	ErrNoSuchEscalation = errors.New("no such escalation")
 )
 
 // Store is an open swarm database. It is safe for concurrent use.
@@ -62,6 +65,10 @@ type Store interface {
 	// keeping the newest message so ids are never reused, and lets the
 	// backend reclaim space.
 	Prune(ctx context.Context, cutoff time.Time) (int64, error)
+	// MarkOperatorDone marks mail to operator done (the operator replied
+	// to it or marked it read) and returns how many it changed. ids that
+	// are not mail to operator, or are done already, are skipped.
+	MarkOperatorDone(ctx context.Context, ids []int64) (int64, error)
 
 	// RegisterAgent creates the agent's row in Stopped, or refreshes its
 	// configured fields, keeping its state and counters.
@@ -91,6 +98,15 @@ type Store interface {
 	// Events returns events oldest first.
 	Events(ctx context.Context, f EventFilter) ([]fsm.Event, error)
 
+	// Escalation returns one escalation, or ErrNoSuchEscalation.
+	Escalation(ctx context.Context, id int64) (escalation.Escalation, error)
+	// Escalations lists escalations as f selects them, in the desk's
+	// order: the most severe first, then the newest first.
+	Escalations(ctx context.Context, f EscalationFilter) ([]escalation.Escalation, error)
+	// SetNotified records what the notifier sent about an escalation. It
+	// writes only that bookkeeping, never the escalation's state.
+	SetNotified(ctx context.Context, id int64, n escalation.Notified) error
+
 	// Meta reads a swarm-wide setting, such as the recorded base branch.
 	Meta(ctx context.Context, key string) (string, bool, error)
 	// SetMeta writes a swarm-wide setting.
@@ -119,7 +135,11 @@ type Tx interface {
 	// Agent returns one agent's row, or ErrNoSuchAgent.
 	Agent(name string) (Agent, error)
 	// Transition applies one compare-and-set change and records its
-	// event. The first event of a subject has no from state.
+	// event. The first event of a subject has no from state. Agent
+	// subjects move the agents row. Escalation subjects (the id in
+	// decimal) move the escalations row, stamping acked_at or resolved_at,
+	// and their events carry the escalation's agent; an escalation's first
+	// change (From "") finds the row InsertEscalation just stored in To.
 	Transition(c fsm.Change) (fsm.Event, error)
 	// ResetErrors starts an agent's error counts over.
 	ResetErrors(agent string) error
@@ -137,6 +157,26 @@ type Tx interface {
 	// running become crashed, and every message still delivered is queued
 	// again.
 	RecoverAgent(agent string) (Recovered, error)
+
+	// Escalation returns one escalation, or ErrNoSuchEscalation.
+	Escalation(id int64) (escalation.Escalation, error)
+	// UnresolvedTwin returns the unresolved (open or acked) escalation with
+	// this dedupe key, if there is one.
+	UnresolvedTwin(dedupeKey string) (escalation.Escalation, bool, error)
+	// InsertEscalation stores a validated, normalized draft as an open
+	// escalation with count 1. Its first transition (from nothing to open,
+	// through Transition) is the caller's to record.
+	InsertEscalation(d escalation.Draft) (escalation.Escalation, error)
+	// CountEscalation adds one to an unresolved escalation's count and
+	// returns the row.
+	CountEscalation(id int64) (escalation.Escalation, error)
+	// SetDecision writes the decision and the note of an escalation that
+	// Transition has just resolved, or only the note for an ack (decision
+	// empty). A decision on an unresolved escalation is refused.
+	SetDecision(id int64, d escalation.Decision, note string) error
+	// MarkShown records that session seq's prompt carried the decisions of
+	// escalations ids.
+	MarkShown(ids []int64, seq int64) error
 }
 
 // Feed reports changes made by other processes. One goroutine owns it.
@@ -250,6 +290,22 @@ type EventFilter struct {
 	Agent   string // only this agent's events
 	SinceID int64  // events with id > SinceID
 	Limit   int    // newest Limit; 0 means all
+	// Kind keeps only events about subjects of this kind; empty: all.
+	Kind fsm.SubjectKind
+}
+
+// EscalationFilter selects escalations. The zero filter lists the
+// unresolved ones (open and acked).
+type EscalationFilter struct {
+	All   bool   // resolved ones too
+	Agent string // only those about this agent
+	// Unshown lists instead the resolved escalations about Agent whose
+	// decision no prompt has carried yet.
+	Unshown bool
+	// Unsettled adds to the unresolved ones those resolved after an
+	// announcement of theirs was sent (notified state open or acked): what
+	// a notifier may still have to send.
+	Unsettled bool
 }
 
 // Counts is how much mail an agent has waiting.

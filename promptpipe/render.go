@@ -289,7 +289,44 @@ func sessionContext(pc PromptContext, limit int, now time.Time) string {
 		}
 		b.WriteString("Check `git status` and `git diff` for half-done edits before you go on.\n")
 	}
+	if len(pc.Decisions) > 0 {
+		b.WriteString("\n### Operator Decision\n")
+		ds := slices.Clone(pc.Decisions)
+		slices.SortFunc(ds, func(x, y OperatorDecision) int { return cmp.Compare(x.Escalation, y.Escalation) })
+		for i, d := range ds {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			summary := oneLine(d.Summary)
+			if len(summary) > 300 {
+				summary = cutBytes(summary, 300) + "…"
+			}
+			fmt.Fprintf(&b, "The operator decided escalation #%d (%s: %s) %s ago: %s. %s\n", d.Escalation, d.Kind,
+				summary, HumanAge(now.Sub(d.When)), d.Decision, decisionHint(d.Decision))
+			if note := strings.TrimSpace(d.Note); note != "" {
+				if limit > 0 && len(note) > limit {
+					note = cutBytes(note, limit) + " […]"
+				}
+				fmt.Fprintf(&b, "Their note:\n%s\n", nest(note))
+			}
+		}
+	}
 	return b.String()
+}
+
+// decisionHint says what a decision asks of the agent.
+func decisionHint(d string) string {
+	switch d {
+	case "resume":
+		return "Carry on with that work, following their note."
+	case "approve":
+		return "Approved: go ahead with what you asked."
+	case "abort":
+		return "Drop that work: do not redo it, and tell whoever asked for it."
+	case "reject":
+		return "Rejected: do not do what you asked."
+	}
+	return ""
 }
 
 func (pc PromptContext) branch() string {

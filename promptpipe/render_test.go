@@ -117,6 +117,11 @@ func richContext() PromptContext {
 	ms[2].Shown = 1
 	ms = append(ms, msg(9, "reviewer", false, 3*time.Hour+time.Minute, strings.Repeat("The handler in api/users.go:42 ignores the error from db.Query. ", 4)))
 	pc.Messages = ms
+	pc.Decisions = []OperatorDecision{
+		{Escalation: 12, Kind: "branch_violation", Summary: "backend committed on main", Decision: "abort", When: now.Add(-20 * time.Minute)},
+		{Escalation: 9, Kind: "agent", Summary: "need a decision on the schema:\nusers or accounts?", Decision: "resume",
+			Note: "Use plan B: keep the users table.\n# not a heading\nAsk lead about the migration.", When: now.Add(-2 * time.Minute)},
+	}
 	return pc
 }
 
@@ -189,6 +194,12 @@ func wholePrompts(t testing.TB) map[string]struct {
 	interrupted.Messages[2].Shown = 1
 	interrupted.Interrupt = &InterruptContext{MessageID: 7, From: "frontend", Body: mail()[2].Body, When: now.Add(-90 * time.Second), Reason: "urgent message"}
 
+	decided := freshContext()
+	decided.SessionSeq = 6
+	decided.Interrupt = &InterruptContext{When: now.Add(-5 * time.Minute), Reason: "held: escalation 4"}
+	decided.Decisions = []OperatorDecision{{Escalation: 4, Kind: "agent", Summary: "need a decision on the schema", Decision: "resume",
+		Note: "use plan B", When: now.Add(-30 * time.Second)}}
+
 	delegate := freshContext()
 	delegate.Agent = "lead"
 	delegate.Role = "You lead the team: split the roadmap into tasks and keep everyone unblocked."
@@ -209,6 +220,7 @@ func wholePrompts(t testing.TB) map[string]struct {
 		"fresh":       {fresh, Sources{Env: env()}},
 		"mail_tasks":  {withMail, Sources{Env: env(), Tasks: readyTasks(t), ProjectInstructions: agentsMD}},
 		"interrupted": {interrupted, Sources{Env: env()}},
+		"decision":    {decided, Sources{Env: env()}},
 		"delegate":    {delegate, Sources{Env: delegateEnv, Tasks: readyTasks(t)}},
 	}
 }

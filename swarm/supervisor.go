@@ -7,7 +7,11 @@
 //   - supervisor.go: options, construction and Run, which owns every
 //     goroutine: the runners, the control socket and the services;
 //   - services.go: named background services (heartbeats, pruning, the
-//     change feed, the stop request) that Run starts, cancels and waits for;
+//     change feed, the stop request, the escalation desk, the stalled
+//     check) that Run starts, cancels and waits for;
+//   - escalations.go, notify.go, held.go, stalled.go: the operator's desk
+//     (DESIGN §9.1): raising and deciding escalations, notifying, holding
+//     and releasing agents, and the stalled-session trigger;
 //   - recovery.go: level-based recovery of what a crash left;
 //   - wakeup.go: mail posted in this process or announced by a poke wakes
 //     exactly its recipients; the store's change feed is the fallback;
@@ -95,6 +99,7 @@ type Supervisor struct {
 
 	bus       noticeBus
 	mail      mailTracker
+	desk      *desk // escalations: notices, holds and notifications
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }
@@ -130,6 +135,7 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	s.bus.init(opts.Clock, opts.Notify)
 	s.poster = mailbox.NewPoster(opts.Store, opts.Config.AgentNames(), mailbox.WakerFunc(s.Wake))
+	s.desk = newDesk(s)
 	names := opts.Agents
 	if len(names) == 0 {
 		names = opts.Config.AgentNames()
@@ -195,6 +201,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	if err := s.mail.start(ctx, s.store); err != nil {
+		return err
+	}
+	if err := s.desk.start(ctx); err != nil {
 		return err
 	}
 	srv, err := s.opts.Listen(s.opts.Layout)
