@@ -84,6 +84,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AckClock", testAckClock},
 		{"AckStoredWithItsMessage", testAckStoredWithItsMessage},
 		{"AckResumeAndAbort", testAckResumeAndAbort},
+		{"PostProtocol", testPostProtocol},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

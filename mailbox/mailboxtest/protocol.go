@@ -1,12 +1,15 @@
 package mailboxtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/protocol"
 )
 
 // Protocol mail (DESIGN §9.2): msg_id lookups and uniqueness, the ACK
@@ -279,5 +282,99 @@ func testAckResumeAndAbort(e *env) {
 	}
 	if err := tx(func(tx mailbox.Tx) error { _, err := tx.RequeueAck("nope-1"); return err }); !errors.Is(err, mailbox.ErrNoSuchMessage) {
 		t.Fatalf("requeueing nothing: %v", err)
+	}
+}
+
+// builder builds protocol messages against the store, at the suite's
+// clock; commits are the hashes the repository has.
+func (e *env) builder(commits ...string) *protocol.Builder {
+	return &protocol.Builder{Now: e.clk.Now, BaseBranch: "main", Resolver: mailbox.Resolver{Store: e.s,
+		Commits: func(_ context.Context, hash string) (bool, error) { return slices.Contains(commits, hash), nil }}}
+}
+
+const dispatchPayload = `{"description": "Add pagination", "branch": "swarm/backend",
+	"acceptance_criteria": ["GET /users?page=2 works"], "risk_level": "low"}`
+
+func testPostProtocol(e *env) {
+	t, s, b := e.t, e.s, e.builder("abc1234")
+	newest := func() int64 { n, _ := s.NewestMessageID(e.ctx); return n }
+
+	// Refused drafts name their fields, and nothing is stored.
+	for name, d := range map[string]protocol.Draft{
+		"empty criteria": {Type: protocol.TypeTaskDispatch, From: "lead", To: "backend", TaskID: "T-1",
+			Payload: []byte(`{"description":"x","branch":"swarm/backend","acceptance_criteria":[],"risk_level":"low"}`)},
+		"made-up ref": {Type: protocol.TypeTaskDispatch, From: "lead", To: "backend", TaskID: "T-1",
+			Payload: []byte(dispatchPayload), ContextRef: []string{"task_result-T-1-1763900000000"}},
+	} {
+		before := newest()
+		_, _, err := e.p.PostProtocol(e.ctx, b, d)
+		var ve *protocol.ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("%s: %v, want a ValidationError", name, err)
+		}
+		if newest() != before {
+			t.Fatalf("%s: a refused message was stored", name)
+		}
+	}
+	// An unknown recipient is the mail service's refusal.
+	if _, _, err := e.p.PostProtocol(e.ctx, b, protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: "db",
+		TaskID: "T-1", Payload: []byte(dispatchPayload)}); !errors.Is(err, message.ErrUnknownRecipient) {
+		t.Fatalf("to an unknown agent: %v", err)
+	}
+
+	d, env, err := e.p.PostProtocol(e.ctx, b, protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: "backend",
+		TaskID: "T-1", Payload: []byte(dispatchPayload), AckTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.MsgID != env.MsgID || d.TaskID != "T-1" || d.Kind != message.KindProtocol || d.Body != protocol.Body(env) {
+		t.Fatalf("stored %+v for %+v", d, env)
+	}
+	if d.Ack == nil || d.Ack.Timeout != 2 || d.Ack.State != message.AckPending {
+		t.Fatalf("ACK record = %+v", d.Ack)
+	}
+	stored, err := mailbox.Envelope(d)
+	if err != nil || stored.MsgID != env.MsgID || string(stored.Payload) != string(env.Payload) {
+		t.Fatalf("stored envelope = %+v, %v", stored, err)
+	}
+	if st := mailbox.StoredOf(d); st.Type != protocol.TypeTaskDispatch || !st.RequiresAck || st.To != "backend" {
+		t.Fatalf("StoredOf = %+v", st)
+	}
+
+	// The same millisecond again: the id is bumped, never reused.
+	d2, _, err := e.p.PostProtocol(e.ctx, b, protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: "frontend",
+		TaskID: "T-1", Payload: []byte(dispatchPayload)})
+	if err != nil || d2.MsgID == d.MsgID {
+		t.Fatalf("second dispatch = %q, %v", d2.MsgID, err)
+	}
+
+	// An ACK is built against what is stored and marks it; a reply joins
+	// the thread of what it answers.
+	s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend"})
+	e.startSession("backend", 1)
+	a, _, err := e.p.PostProtocol(e.ctx, b, protocol.AckDraft(env, "backend"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ThreadID != d.ID || e.ackOf(d).State != message.AckAcked {
+		t.Fatalf("ack thread %d, dispatch ACK %+v", a.ThreadID, e.ackOf(d))
+	}
+	if _, _, err := e.p.PostProtocol(e.ctx, b, protocol.AckDraft(env, "frontend")); err == nil {
+		t.Fatal("an ACK by someone the message was not sent to was stored")
+	}
+	res := protocol.Draft{Type: protocol.TypeTaskResult, From: "backend", Payload: []byte(`{"status":"completed","summary":"done","commit_hash":"abc1234"}`)}
+	if err := res.ReplyTo(env); err != nil {
+		t.Fatal(err)
+	}
+	r, renv, err := e.p.PostProtocol(e.ctx, b, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.To != "lead" || r.TaskID != "T-1" || renv.ContextRef[0] != env.MsgID || r.ReplyTo == nil || *r.ReplyTo != d.ID {
+		t.Fatalf("result = %+v, envelope %+v", r, renv)
+	}
+	chain, _ := s.TaskMessages(e.ctx, "T-1")
+	if len(chain) != 4 {
+		t.Fatalf("chain of T-1 = %v", ids(chain))
 	}
 }
