@@ -170,7 +170,7 @@ var (
 	ErrBadUrgency       = errors.New("bad urgency")
 	ErrBadPayload       = errors.New("payload is not valid JSON")
 	ErrBadBody          = errors.New("message body is not valid UTF-8")
-	ErrNotProtocol      = errors.New("protocol fields on mail that is not of kind protocol")
+	ErrNotProtocol      = errors.New("protocol fields and kind disagree")
 	ErrBadAck           = errors.New("bad ACK request")
 )
 
@@ -223,7 +223,10 @@ func Validate(d Draft, known []string) error {
 		return ErrBadPayload
 	}
 	if d.Kind != KindProtocol && (d.MsgID != "" || d.TaskID != "" || d.AckTimeout != 0 || d.AckOf != "") {
-		return fmt.Errorf("%w (kind %s): send it with --type, which builds a protocol message", ErrNotProtocol, d.Kind)
+		return fmt.Errorf("%w: only mail of kind protocol has a msg_id, task_id or ACK, this is %s; send it with --type, which builds a protocol message", ErrNotProtocol, d.Kind)
+	}
+	if d.Kind == KindProtocol && d.MsgID == "" {
+		return fmt.Errorf("%w: protocol mail is built from an envelope; send it with 'swarm send <to> --type T --task ID --payload JSON'", ErrNotProtocol)
 	}
 	if d.Kind == KindProtocol && d.AckTimeout != 0 && (d.MsgID == "" || d.AckTimeout < time.Second) {
 		return fmt.Errorf("%w: an ACK needs a msg_id and a timeout of at least 1s, got %q and %s", ErrBadAck, d.MsgID, d.AckTimeout)

@@ -62,7 +62,7 @@ func TestSwarmIsReservedLikeOperator(t *testing.T) {
 	known := []string{"backend"}
 	for _, d := range []Draft{
 		{From: Swarm, To: "backend", Body: "reminder"},
-		{From: "backend", To: Swarm, Body: "result", Kind: KindProtocol},
+		{From: "backend", To: Swarm, Body: "result", Kind: KindProtocol, MsgID: "task_result-T-1-1", TaskID: "T-1"},
 	} {
 		if err := Validate(d, known); err != nil {
 			t.Errorf("Validate(%s → %s) = %v", d.From, d.To, err)
@@ -100,5 +100,12 @@ func TestAckStateOpen(t *testing.T) {
 		if got, want := s.Open(), s == AckPending || s == AckOverdue; got != want {
 			t.Errorf("%s.Open() = %v", s, got)
 		}
+	}
+}
+
+func TestProtocolMailNeedsAnEnvelope(t *testing.T) {
+	err := Validate(Draft{From: "lead", To: "backend", Body: "x", Kind: KindProtocol}, []string{"backend", "lead"})
+	if !errors.Is(err, ErrNotProtocol) || !strings.Contains(err.Error(), "--type") {
+		t.Fatalf("kind protocol without an envelope = %v", err)
 	}
 }

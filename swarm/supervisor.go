@@ -8,6 +8,9 @@
 //     goroutine: the runners, the control socket and the services;
 //   - services.go: named background services (heartbeats, pruning, the
 //     change feed, the stop request) that Run starts, cancels and waits for;
+//   - protocol.go, acks.go: protocol messages (DESIGN §9.2) for the CLI
+//     and the engines' tools, and the service that enforces their ACK
+//     deadlines;
 //   - recovery.go: level-based recovery of what a crash left;
 //   - wakeup.go: mail posted in this process or announced by a poke wakes
 //     exactly its recipients; the store's change feed is the fallback;
@@ -80,6 +83,10 @@ type Options struct {
 	Listen func(repo.Layout) (*control.Server, error)
 	// Services run beside the built-in ones, for as long as the swarm runs.
 	Services []Service
+	// PingTimeout is told of a ping whose ACK deadline passed (its ACK is
+	// marked overdue; no ack_timeout is raised): the team launch's hook.
+	// Nil logs it.
+	PingTimeout func(ctx context.Context, m message.Message)
 }
 
 // Supervisor runs one runner per agent.
@@ -95,6 +102,8 @@ type Supervisor struct {
 
 	bus       noticeBus
 	mail      mailTracker
+	protocol  *Protocol     // protocol messages and ACKs, for the engines' tools
+	acks      *ackDeadlines // the ack-deadlines service
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }
@@ -130,6 +139,8 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	s.bus.init(opts.Clock, opts.Notify)
 	s.poster = mailbox.NewPoster(opts.Store, opts.Config.AgentNames(), mailbox.WakerFunc(s.Wake))
+	s.acks = newAckDeadlines(s)
+	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	names := opts.Agents
 	if len(names) == 0 {
 		names = opts.Config.AgentNames()
@@ -157,6 +168,10 @@ func New(opts Options) (*Supervisor, error) {
 // Poster is the supervisor's mail service: mail posted through it wakes
 // its recipients at once. The live view in `swarm up` posts through it.
 func (s *Supervisor) Poster() *mailbox.Poster { return s.poster }
+
+// Protocol is the supervisor's protocol service: protocol messages and
+// ACKs, posted through Poster.
+func (s *Supervisor) Protocol() *Protocol { return s.protocol }
 
 // Preflight checks what every engine needs and what the worktrees need,
 // before anything is created. The error names everything missing.
