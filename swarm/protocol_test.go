@@ -235,7 +235,7 @@ func TestAckDeadlinesAreSwept(t *testing.T) {
 	res, _ := send(t, p, SendRequest{Draft: protocol.Draft{Type: protocol.TypeTaskResult, From: "backend", Payload: []byte(`{"status":"completed","summary":"done"}`)},
 		ReplyTo: d.MsgID, Session: "backend-1"})
 	rr, _ := send(t, p, SendRequest{Draft: protocol.Draft{Type: protocol.TypeReviewRequest, From: "lead", To: "critic", TaskID: "T-42",
-		Payload: []byte(`{"original_dispatch_ref":"` + d.MsgID + `","task_result_ref":"` + res.MsgID + `","reject_count":0,"acceptance_criteria":["pages"]}`),
+		Payload:    []byte(`{"original_dispatch_ref":"` + d.MsgID + `","task_result_ref":"` + res.MsgID + `","reject_count":0,"acceptance_criteria":["pages"]}`),
 		AckTimeout: 3 * time.Second}})
 	ping, _ := send(t, p, SendRequest{Draft: protocol.Draft{Type: protocol.TypePing, From: message.Swarm, To: "lead", TaskID: "team-core",
 		Payload: []byte(`{"code":"CORE_BOOTSTRAP_PING"}`), AckTimeout: time.Second}})
