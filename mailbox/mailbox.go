@@ -357,17 +357,17 @@ type Counts struct {
 	Waking    int // queued mail of a kind that wakes an idle agent
 }
 
-// Add counts n undone messages of one (state, kind, urgency) group. The
-// rule of which kinds wake an agent lives in message.Kind.Wakes, not in
-// each backend's SQL.
-func (c *Counts) Add(state message.State, kind message.Kind, urgency message.Urgency, n int) {
+// Add counts n undone messages of one (state, kind, protocol type,
+// urgency) group; pt is "" for mail that is not protocol. The rule of which
+// mail wakes an agent lives in message.Wakes, not in each backend's SQL.
+func (c *Counts) Add(state message.State, kind message.Kind, pt string, urgency message.Urgency, n int) {
 	switch state {
 	case message.Queued:
 		c.Queued += n
 		if urgency == message.Urgent {
 			c.Urgent += n
 		}
-		if kind.Wakes() {
+		if message.Wakes(kind, pt) {
 			c.Waking += n
 		}
 	case message.Delivered:

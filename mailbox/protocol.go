@@ -49,14 +49,9 @@ func (r Resolver) CommitExists(ctx context.Context, hash string) (bool, error) {
 	return r.Commits(ctx, hash)
 }
 
-// StoredOf is the protocol view of a stored protocol message: its ids and
-// addresses from the row, its type from the envelope.
+// StoredOf is the protocol view of a stored protocol message.
 func StoredOf(m message.Message) protocol.Stored {
-	var head struct {
-		Type protocol.Type `json:"type"`
-	}
-	_ = json.Unmarshal(m.Payload, &head) // a stored envelope was checked; a bad one has no type
-	return protocol.Stored{MsgID: m.MsgID, Type: head.Type, From: m.From, To: m.To, TaskID: m.TaskID,
+	return protocol.Stored{MsgID: m.MsgID, Type: protocol.Type(m.ProtocolType), From: m.From, To: m.To, TaskID: m.TaskID,
 		RequiresAck: m.Ack != nil && m.Ack.Required}
 }
 
@@ -90,7 +85,7 @@ func (p *Poster) PostProtocol(ctx context.Context, b *protocol.Builder, d protoc
 			return message.Message{}, env, err
 		}
 		md := message.Draft{From: env.From, To: env.To, Kind: message.KindProtocol, Body: protocol.Body(env),
-			Payload: data, MsgID: env.MsgID, TaskID: env.TaskID}
+			Payload: data, MsgID: env.MsgID, TaskID: env.TaskID, ProtocolType: string(env.Type)}
 		if env.RequiresAck {
 			md.AckTimeout = env.AckTimeout()
 		}

@@ -55,6 +55,16 @@ var Kinds = []Kind{KindMessage, KindTask, KindStatus, KindNudge, KindProtocol}
 // Status mail is informational and never starts a session on its own.
 func (k Kind) Wakes() bool { return k != KindStatus && k.Valid() }
 
+// AckType is the protocol type of an ACK.
+const AckType = "ack"
+
+// Wakes reports whether queued mail of kind k and protocol type pt ("" for
+// mail that is not protocol) counts as work waiting. An ACK is
+// informational like status mail: the recipient reads it in its next
+// session, but it never starts one (a dispatcher would otherwise spend a
+// whole session on every ACK).
+func Wakes(k Kind, pt string) bool { return k.Wakes() && !(k == KindProtocol && pt == AckType) }
+
 // Valid reports whether k is a known kind.
 func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
 
@@ -127,6 +137,9 @@ type Message struct {
 	// protocol; empty otherwise), stored as columns so they are indexed.
 	MsgID  string `json:"msg_id,omitempty"`
 	TaskID string `json:"task_id,omitempty"`
+	// ProtocolType is the envelope's type (task_dispatch, ack, ...); the
+	// envelope itself is the payload.
+	ProtocolType string `json:"-"`
 	// Ack is a protocol message's ACK record; nil for other mail.
 	Ack *Ack `json:"ack,omitempty"`
 }
@@ -152,10 +165,11 @@ type Draft struct {
 	// (AckTimeout > 0: an ACK is required within that time of the first
 	// delivery), and, for an ack, the msg_id it acknowledges, which the
 	// store marks acked in the same transaction.
-	MsgID      string
-	TaskID     string
-	AckTimeout time.Duration
-	AckOf      string
+	MsgID        string
+	TaskID       string
+	ProtocolType string
+	AckTimeout   time.Duration
+	AckOf        string
 }
 
 // Validation errors. Each is wrapped with the details of the failure.
@@ -222,7 +236,7 @@ func Validate(d Draft, known []string) error {
 	if len(d.Payload) > 0 && !json.Valid(d.Payload) {
 		return ErrBadPayload
 	}
-	if d.Kind != KindProtocol && (d.MsgID != "" || d.TaskID != "" || d.AckTimeout != 0 || d.AckOf != "") {
+	if d.Kind != KindProtocol && (d.MsgID != "" || d.TaskID != "" || d.ProtocolType != "" || d.AckTimeout != 0 || d.AckOf != "") {
 		return fmt.Errorf("%w: only mail of kind protocol has a msg_id, task_id or ACK, this is %s; send it with --type, which builds a protocol message", ErrNotProtocol, d.Kind)
 	}
 	if d.Kind == KindProtocol && d.MsgID == "" {

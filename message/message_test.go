@@ -109,3 +109,9 @@ func TestProtocolMailNeedsAnEnvelope(t *testing.T) {
 		t.Fatalf("kind protocol without an envelope = %v", err)
 	}
 }
+
+func TestAcksNeverWake(t *testing.T) {
+	if Wakes(KindProtocol, AckType) || !Wakes(KindProtocol, "task_dispatch") || !Wakes(KindMessage, "") || Wakes(KindStatus, "") {
+		t.Fatal("Wakes is wrong")
+	}
+}

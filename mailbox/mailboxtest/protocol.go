@@ -22,7 +22,7 @@ func protocolDraft(from, to, typ, task string, ms int64, ack time.Duration) mess
 	id := fmt.Sprintf("%s-%s-%d", typ, task, ms)
 	return message.Draft{From: from, To: to, Kind: message.KindProtocol, Body: typ + " " + task,
 		Payload: []byte(fmt.Sprintf(`{"msg_id":%q,"type":%q,"task_id":%q}`, id, typ, task)),
-		MsgID:   id, TaskID: task, AckTimeout: ack}
+		MsgID:   id, TaskID: task, ProtocolType: typ, AckTimeout: ack}
 }
 
 func (e *env) ackOf(m message.Message) message.Ack {
@@ -187,6 +187,13 @@ func testAckStoredWithItsMessage(e *env) {
 	got := e.ackOf(d)
 	if got.State != message.AckAcked || got.AckedAt == nil || !got.AckedAt.Equal(e.clk.Now()) {
 		t.Fatalf("after the ACK: %+v", got)
+	}
+	// An ACK is read in the recipient's next session but never starts one.
+	if c, err := s.Pending(e.ctx, "lead"); err != nil || c.Queued != 1 || c.Waking != 0 {
+		t.Fatalf("lead's mail after an ACK = %+v, %v; want 1 queued, none waking", c, err)
+	}
+	if a.ProtocolType != "ack" || mailbox.StoredOf(a).Type != "ack" {
+		t.Fatalf("the ACK's type = %q", a.ProtocolType)
 	}
 	if _, err := ack("backend", d.MsgID, 13); !errors.Is(err, mailbox.ErrAckClosed) {
 		t.Fatalf("a second ACK: %v, want ErrAckClosed", err)

@@ -13,21 +13,21 @@ import (
 )
 
 const messageCols = `id, coalesce(thread_id, id), reply_to, sender, recipient, kind, urgency, body, payload, created_at, state, session_seq, shown,
-	msg_id, task_id, ack_required, ack_timeout_sec, ack_state, ack_due_at, acked_at`
+	msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state, ack_due_at, acked_at`
 
 func scanMessage(sc interface{ Scan(...any) error }) (message.Message, error) {
 	var (
-		m             message.Message
-		replyTo       sql.NullInt64
-		payload       sql.NullString
-		created       int64
-		seq           sql.NullInt64
-		msgID, taskID sql.NullString
-		ack           message.Ack
-		due, ackedAt  sql.NullInt64
+		m                    message.Message
+		replyTo              sql.NullInt64
+		payload              sql.NullString
+		created              int64
+		seq                  sql.NullInt64
+		msgID, taskID, ptype sql.NullString
+		ack                  message.Ack
+		due, ackedAt         sql.NullInt64
 	)
 	err := sc.Scan(&m.ID, &m.ThreadID, &replyTo, &m.From, &m.To, &m.Kind, &m.Urgency, &m.Body, &payload, &created, &m.State, &seq, &m.Shown,
-		&msgID, &taskID, &ack.Required, &ack.Timeout, &ack.State, &due, &ackedAt)
+		&msgID, &taskID, &ptype, &ack.Required, &ack.Timeout, &ack.State, &due, &ackedAt)
 	if err != nil {
 		return m, err
 	}
@@ -42,7 +42,7 @@ func scanMessage(sc interface{ Scan(...any) error }) (message.Message, error) {
 	}
 	m.CreatedAt = fromNanos(created)
 	if m.Kind == message.KindProtocol {
-		m.MsgID, m.TaskID = msgID.String, taskID.String
+		m.MsgID, m.TaskID, m.ProtocolType = msgID.String, taskID.String, ptype.String
 		ack.DueAt, ack.AckedAt = optTime(due), optTime(ackedAt)
 		m.Ack = &ack
 	}
@@ -139,7 +139,7 @@ func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (mes
 	}
 	ackSecs := int64((d.AckTimeout + time.Second - 1) / time.Second)
 	row := q.QueryRowContext(ctx, replyTo, d.From, d.To, d.Kind, d.Urgency, d.Body, payload, nanos(now),
-		nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), ackSecs)
+		nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs)
 	m, err := scanMessage(row)
 	switch {
 	case err != nil && d.ReplyTo != 0 && isForeignKey(err):
@@ -152,9 +152,9 @@ func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (mes
 
 const insertSQL = `INSERT INTO messages
 	(thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at,
-	 msg_id, task_id, ack_required, ack_timeout_sec, ack_state)
+	 msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state)
 	VALUES ((SELECT coalesce(thread_id, id) FROM messages WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
-	 ?9, ?10, ?11 > 0, ?11, CASE WHEN ?11 > 0 THEN 'pending' ELSE 'none' END)
+	 ?9, ?10, ?11, ?12 > 0, ?12, CASE WHEN ?12 > 0 THEN 'pending' ELSE 'none' END)
 	RETURNING ` + messageCols
 
 // querier is the prepared insert, alone or bound to a transaction.
@@ -268,8 +268,8 @@ func (s *Store) Inbox(ctx context.Context, name string, f mailbox.Filter) ([]mes
 // the rule of which kinds wake.
 func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, error) {
 	var c mailbox.Counts
-	rows, err := s.db.QueryContext(ctx, `SELECT state, kind, urgency, count(*) FROM messages
-		WHERE recipient = ? AND state <> 'done' GROUP BY state, kind, urgency`, agent)
+	rows, err := s.db.QueryContext(ctx, `SELECT state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
+		WHERE recipient = ? AND state <> 'done' GROUP BY state, kind, protocol_type, urgency`, agent)
 	if err != nil {
 		return c, fmt.Errorf("count mail of %s: %w", agent, err)
 	}
@@ -278,13 +278,14 @@ func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, erro
 		var (
 			st message.State
 			k  message.Kind
+			pt string
 			u  message.Urgency
 			n  int
 		)
-		if err := rows.Scan(&st, &k, &u, &n); err != nil {
+		if err := rows.Scan(&st, &k, &pt, &u, &n); err != nil {
 			return c, err
 		}
-		c.Add(st, k, u, n)
+		c.Add(st, k, pt, u, n)
 	}
 	return c, rows.Err()
 }

@@ -4,6 +4,7 @@
 -- deadline sweep are indexed, and the rules hold in the database too:
 --
 --   msg_id, task_id   the envelope's ids; NULL for mail that is not protocol
+--   protocol_type     the envelope's type (an ack never wakes its recipient)
 --   ack_required      1 when the message asks its recipient for an ACK
 --   ack_timeout_sec   how long the recipient has, from the first delivery
 --   ack_state         none (no ACK asked for), pending, acked, overdue (the
@@ -38,6 +39,7 @@ CREATE TABLE messages_new (
     done_at         INTEGER,
     msg_id          TEXT,
     task_id         TEXT,
+    protocol_type   TEXT,
     ack_required    INTEGER NOT NULL DEFAULT 0 CHECK (ack_required IN (0, 1)),
     ack_timeout_sec INTEGER NOT NULL DEFAULT 0 CHECK (ack_timeout_sec >= 0),
     ack_state       TEXT NOT NULL DEFAULT 'none' CHECK (ack_state IN ('none', 'pending', 'acked', 'overdue', 'cancelled')),
@@ -47,21 +49,21 @@ CREATE TABLE messages_new (
     CHECK ((state = 'queued') = (session_seq IS NULL)
         OR (state = 'done' AND session_seq IS NULL AND (recipient = 'operator' OR ack_state = 'cancelled'))),
     CHECK ((kind = 'protocol') = (msg_id IS NOT NULL)),
-    CHECK (kind = 'protocol' OR task_id IS NULL),
+    CHECK (kind = 'protocol' OR (task_id IS NULL AND protocol_type IS NULL)),
     CHECK ((ack_required = 1) = (ack_state <> 'none')),
     CHECK (ack_required = 0 OR ack_timeout_sec > 0),
     CHECK ((ack_state = 'acked') = (acked_at IS NOT NULL)),
     CHECK (ack_state <> 'overdue' OR ack_due_at IS NOT NULL)
 );
 INSERT INTO messages_new (id, thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at,
-        state, session_seq, shown, delivered_at, done_at, msg_id, task_id)
+        state, session_seq, shown, delivered_at, done_at, msg_id, task_id, protocol_type)
     SELECT id, thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at,
         state, session_seq, shown, delivered_at, done_at,
         -- Mail of kind protocol stored before this migration was never
         -- checked as an envelope: it gets a msg_id of its own that no
         -- envelope can have, and no task.
         CASE WHEN kind = 'protocol' THEN 'legacy-' || id END,
-        NULL
+        NULL, NULL
     FROM messages ORDER BY id;
 DROP TABLE messages;
 ALTER TABLE messages_new RENAME TO messages;
