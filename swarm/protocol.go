@@ -34,6 +34,9 @@ type Protocol struct {
 	Commits func(ctx context.Context, hash string) (bool, error)
 	// Now is the clock of msg_ids and timestamps; nil means time.Now.
 	Now func() time.Time
+	// Base names the base branch while none is recorded yet (before the
+	// first swarm up): the branch checked out at the root. Nil: none.
+	Base func(ctx context.Context) string
 	// Raise raises an escalation: in the supervisor Supervisor.Raise, in
 	// a CLI process Raise plus a poke. Nil raises nothing.
 	Raise func(ctx context.Context, d escalation.Draft) (escalation.Escalation, bool, error)
@@ -113,6 +116,9 @@ func (p *Protocol) Builder(ctx context.Context) (*protocol.Builder, error) {
 	base, _, err := p.Store.Meta(ctx, worktree.MetaBaseBranch)
 	if err != nil {
 		return nil, fmt.Errorf("read the base branch: %w", err)
+	}
+	if base == "" && p.Base != nil {
+		base = p.Base(ctx)
 	}
 	return &protocol.Builder{Resolver: mailbox.Resolver{Store: p.Store, Commits: p.Commits}, BaseBranch: base, Now: p.Now}, nil
 }

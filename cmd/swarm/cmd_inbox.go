@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
@@ -39,6 +38,12 @@ oldest first, with each message's delivery state:
   queued         waiting for the agent's next session
   delivered (sN) shown in session N, which has not completed yet
   done (sN)      session N completed with it
+
+A protocol message shows its type, its msg_id and its ACK: pending (with
+the time left once delivered), acked, overdue or cancelled, or "-" when it
+asks for none. --json prints each message with its envelope under
+"protocol" and its ACK record under "ack" ({"required", "state",
+"timeout_sec", "due_at", "acked_at"}).
 
 With --sent, list the messages the agent sent instead, so a sender can see
 what became of each.`,
@@ -72,7 +77,7 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Name != config.Operator && !slices.Contains(cfg.AgentNames(), opts.Name) {
+	if !message.Reserved(opts.Name) && !slices.Contains(cfg.AgentNames(), opts.Name) {
 		return fmt.Errorf("unknown agent %q: known names are %s", opts.Name, strings.Join(cfg.Recipients(), ", "))
 	}
 	st, err := app.openStore(ctx, l)
@@ -85,10 +90,7 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 		return err
 	}
 	if app.JSON {
-		if ms == nil {
-			ms = []message.Message{}
-		}
-		return app.printJSON(ms)
+		return app.printJSON(withEnvelopes(ms))
 	}
 	if len(ms) == 0 {
 		fmt.Fprintf(app.Stdout, "no messages for %s\n", opts.Name)
@@ -110,7 +112,17 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 		if m.IsUrgent() {
 			body = "[URGENT] " + body
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.ID, who, m.Kind, stateLabel(m), humanAge(now.Sub(m.CreatedAt)), body)
+		kind := string(m.Kind)
+		if m.Kind == message.KindProtocol && m.MsgID != "" {
+			// A protocol message: its type, msg_id and ACK, then the summary.
+			kind = m.ProtocolType
+			body = m.MsgID
+			if l := ackLabel(m, now); l != "-" {
+				body += " · ACK " + l
+			}
+			body += " · " + firstLineCut(m.Body, 60)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.ID, who, kind, stateLabel(m), humanAge(now.Sub(m.CreatedAt)), body)
 	}
 	return tw.Flush()
 }
