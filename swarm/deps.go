@@ -6,6 +6,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/message"
 )
 
@@ -50,6 +51,9 @@ type PromptRequest struct {
 	Mail      []message.Message
 	Interrupt *Interrupt
 	BeadsOK   bool
+	// Decisions are the operator's decisions on escalations about the
+	// agent that no prompt has carried yet.
+	Decisions []escalation.Escalation
 }
 
 // Prompt is a built prompt.
@@ -63,6 +67,8 @@ type Interrupt struct {
 	Seq     int64 // the interrupted session
 	Message message.Message
 	Reason  string
+	// At is when it was interrupted; nil means when Message was sent.
+	At *time.Time
 }
 
 // Tasks is the shared `bd ready` call: the ids of ready tasks. ok is false

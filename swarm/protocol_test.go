@@ -368,7 +368,64 @@ func TestAckDeadlineServiceWakesOnDelivery(t *testing.T) {
 	if lag := esc.CreatedAt.Sub(due); lag < 0 || lag > time.Second {
 		t.Fatalf("raised %s after the deadline, want within 1s", lag)
 	}
+	// A dispatch's ack_timeout holds the recipient: its session is
+	// interrupted, and the dispatch waits in its queue.
+	h.waitFor("backend", lifecycle.Held)
+	if got, _ := h.store.ProtocolMessage(context.Background(), d.MsgID); got.State != message.Queued || got.Ack.State != message.AckOverdue {
+		t.Fatalf("while held: %s, ACK %+v", got.State, got.Ack)
+	}
+	// Resume: the same message is delivered again, with a fresh deadline.
+	if _, err := h.sup.Decide(context.Background(), esc.ID, escalation.Event(escalation.Resume), "go on"); err != nil {
+		t.Fatal(err)
+	}
+	r = h.nextRun()
+	if r.s.Agent != "backend" || len(r.s.Mail) != 1 || r.s.Mail[0].ID != d.ID {
+		t.Fatalf("after the resume: %s with %+v", r.s.Agent, r.s.Mail)
+	}
+	again, _ := h.store.ProtocolMessage(context.Background(), d.MsgID)
+	if again.Ack.State != message.AckPending || again.Ack.DueAt == nil || !again.Ack.DueAt.After(due) {
+		t.Fatalf("redelivered: ACK %+v, first deadline %s", again.Ack, due)
+	}
+	if _, err := r.s.Protocol.Ack(r.ctx, d.MsgID, false); err != nil {
+		t.Fatalf("ACK after the resume: %v", err)
+	}
 	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("backend", lifecycle.Idle)
+	if n := len(escalations(t, h.store)); n != 1 {
+		t.Fatalf("%d escalations; the acknowledged redelivery raised another", n)
+	}
+}
+
+func TestAbortCancelsTheDispatch(t *testing.T) {
+	h := newHarness(t, protocolAgents)
+	h.start()
+	for range 3 {
+		h.nextRun().finish <- engine.Result{Outcome: engine.Success}
+	}
+	h.waitFor("backend", lifecycle.Idle)
+	d, _ := send(t, h.sup.Protocol(), dispatchTo("backend", time.Second))
+	r := h.nextRun()
+	h.waitFor("backend", lifecycle.Held)
+	<-r.ctx.Done()
+	es := escalations(t, h.store)
+	if _, err := h.sup.Decide(context.Background(), es[0].ID, escalation.Event(escalation.Abort), ""); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("backend", lifecycle.Idle)
+	got, _ := h.store.ProtocolMessage(context.Background(), d.MsgID)
+	if got.State != message.Done || got.Ack.State != message.AckCancelled {
+		t.Fatalf("aborted dispatch: %s, ACK %+v", got.State, got.Ack)
+	}
+	// Cancelled: nothing to acknowledge, and no session for it (Idle means
+	// the runner found no work).
+	if _, err := h.sup.Protocol().Ack(context.Background(), "backend", "backend-2", d.MsgID); err == nil || !strings.Contains(err.Error(), "cancelled") {
+		t.Fatalf("ACK of a cancelled dispatch: %v", err)
+	}
+	select {
+	case r := <-h.eng.runs:
+		t.Fatalf("unexpected session %s/%d after the abort", r.s.Agent, r.s.Seq)
+	default:
+	}
 }
 
 func TestProtocolMailJoinsARunningSession(t *testing.T) {

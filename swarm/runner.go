@@ -32,7 +32,15 @@ type runner struct {
 	// checks the store; other wakes leave a running session alone.
 	urgentHint atomic.Bool
 	ctl        chan command
+	escal      chan struct{} // an escalation about the agent changed
 	done       chan struct{} // closed when run returns
+
+	// The running session's number (0 when none runs) and when it last
+	// showed activity (Unix nanoseconds), for the stalled check; stallSeq
+	// is the session already reported as stalled.
+	active       atomic.Int64
+	lastActivity atomic.Int64
+	stallSeq     atomic.Int64
 
 	state    lifecycle.State
 	seq      int64
@@ -61,6 +69,7 @@ func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
 		kind:  kind,
 		wake:  make(chan struct{}, 1),
 		ctl:   make(chan command, 4),
+		escal: make(chan struct{}, 1),
 		done:  make(chan struct{}),
 		state: lifecycle.Stopped,
 	}
@@ -184,6 +193,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 			err = r.coolDown(ctx)
 		case lifecycle.Paused:
 			err = r.paused(ctx)
+		case lifecycle.Held:
+			err = r.held(ctx)
 		default:
 			err = fmt.Errorf("runner in unexpected state %s", r.state)
 		}
@@ -211,10 +222,20 @@ func (r *runner) applyControl() {
 	for {
 		select {
 		case c := <-r.ctl:
-			r.pausePending = c == cmdPause
+			r.control(c)
 		default:
 			return
 		}
+	}
+}
+
+// control remembers a pause or resume request for when it can apply.
+func (r *runner) control(c command) {
+	switch c {
+	case cmdPause:
+		r.pausePending = true
+	case cmdResume:
+		r.pausePending = false
 	}
 }
 
@@ -249,6 +270,10 @@ func (r *runner) initialize(ctx context.Context) error {
 	case err == nil:
 		r.lastTasks = last.Tasks
 	case !errors.Is(err, mailbox.ErrNoSuchSession):
+		return err
+	}
+	// A hold survives restarts and crashes: it is the escalation's row.
+	if held, err := r.holdIfHeld(ctx); held || err != nil {
 		return err
 	}
 	return r.move(ctx, lifecycle.WorktreeReady, lifecycle.BuildingPrompt, "")

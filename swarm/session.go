@@ -10,6 +10,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
@@ -25,6 +26,11 @@ const killWait = 5 * time.Second
 // buildPrompt delivers the queued mail into the next session and builds
 // its prompt from nothing.
 func (r *runner) buildPrompt(ctx context.Context) error {
+	// No session starts while a holding escalation is open about the agent.
+	drain(r.escal)
+	if held, err := r.holdIfHeld(ctx); held || err != nil {
+		return err
+	}
 	// A pause asked for during an interrupted or failed session takes
 	// effect before the next session starts.
 	r.applyControl()
@@ -42,7 +48,13 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := r.sup.opts.Prompts.Build(ctx, r.sup.promptRequest(r.agent, seq, r.worktree, queued, r.interrupt))
+	decisions, err := r.decisions(ctx)
+	if err != nil {
+		return err
+	}
+	req := r.sup.promptRequest(r.agent, seq, r.worktree, queued, r.interrupt)
+	req.Decisions = decisions
+	p, err := r.sup.opts.Prompts.Build(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -60,6 +72,13 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 			return err
 		}
 		if err := tx.StartSession(mailbox.SessionStart{Agent: r.agent.Name, Seq: seq, Engine: r.eng.Name(), Prompt: p.Text, Tasks: p.TaskIDs}); err != nil {
+			return err
+		}
+		shown := make([]int64, len(decisions))
+		for i, d := range decisions {
+			shown[i] = d.ID
+		}
+		if err := tx.MarkShown(shown, seq); err != nil {
 			return err
 		}
 		r.seq = seq
@@ -143,8 +162,9 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		Grace:     r.agent.InterruptGrace,
 		Mail:      mail,
 		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name},
+		Escalator: escalator{sup: r.sup, agent: r.agent.Name},
 		Protocol:  protocolTool{p: r.sup.protocol, agent: r.agent.Name, session: SessionID(r.agent.Name, r.seq)},
-		Log:       logf,
+		Log:       activityLog{w: logf, touch: r.touch},
 		OnProcess: func(pgid int) {
 			if err := r.sup.store.AddSessionPgid(context.Background(), r.agent.Name, s.seq, pgid); err != nil {
 				r.sup.log.Warn("record process group", "agent", r.agent.Name, "err", err)
@@ -155,6 +175,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 			}
 		},
 		OnActivity: func(summary string) {
+			r.touch()
 			if err := r.sup.store.SetActivity(context.Background(), r.agent.Name, summary); err != nil {
 				r.sup.log.Warn("record activity", "agent", r.agent.Name, "err", err)
 			}
@@ -207,6 +228,9 @@ func (r *runner) follow(ctx context.Context, s *session) error {
 			r.sup.log.Warn("clear activity", "agent", r.agent.Name, "err", err)
 		}
 	}()
+	r.touch()
+	r.active.Store(s.seq)
+	defer r.active.Store(0)
 	boundary := r.agent.Interrupt == config.InterruptBoundary && r.kind != config.EngineExec
 	// Urgent mail that came in while spawning interrupts at once.
 	if !boundary {
@@ -221,6 +245,15 @@ func (r *runner) follow(ctx context.Context, s *session) error {
 			return r.sessionEnded(ctx, s, res)
 		case pg := <-s.pgids:
 			s.groups = append(s.groups, pg)
+		case <-r.escal:
+			e, held, err := r.openHold(ctx)
+			if err != nil {
+				r.sup.log.Warn("read holds", "agent", r.agent.Name, "err", err)
+				continue
+			}
+			if held {
+				return r.holdSession(ctx, s, e)
+			}
 		case <-r.wake:
 			// The engine takes urgent mail at its next tool boundary; and
 			// only urgent mail interrupts, so other wakes need no query.
@@ -235,6 +268,14 @@ func (r *runner) follow(ctx context.Context, s *session) error {
 		case <-ctx.Done():
 			return r.shutdownSession(ctx, s)
 		}
+	}
+}
+
+// drain empties a signal channel.
+func drain(c chan struct{}) {
+	select {
+	case <-c:
+	default:
 	}
 }
 
@@ -259,22 +300,14 @@ func (r *runner) interruptSession(ctx context.Context, s *session, m message.Mes
 		r.waitEngine(s)
 		return err
 	}
-	grace := r.sup.clock.NewTimer(r.agent.InterruptGrace)
-	defer grace.Stop()
-	for {
-		select {
-		case res := <-s.done:
-			return r.settleInterrupted(ctx, s, res, lifecycle.SessionExited, "session ended after interrupt")
-		case pg := <-s.pgids:
-			s.groups = append(s.groups, pg)
-		case <-grace.C:
-			r.killGroups(s)
-			res := r.waitEngine(s)
-			return r.settleInterrupted(ctx, s, res, lifecycle.GraceExceeded, fmt.Sprintf("still running after %s: process groups killed", r.agent.InterruptGrace))
-		case <-ctx.Done():
-			return r.shutdownSession(ctx, s)
-		}
+	res, grace, stopped := r.awaitCancelled(ctx, s)
+	switch {
+	case stopped:
+		return r.shutdownSession(ctx, s)
+	case grace:
+		return r.settleInterrupted(ctx, s, res, lifecycle.GraceExceeded, lifecycle.BuildingPrompt, fmt.Sprintf("still running after %s: process groups killed", r.agent.InterruptGrace))
 	}
+	return r.settleInterrupted(ctx, s, res, lifecycle.SessionExited, lifecycle.BuildingPrompt, "session ended after interrupt")
 }
 
 // waitEngine waits for a cancelled session's engine, at most killWait:
@@ -308,14 +341,16 @@ func (r *runner) killGroups(s *session) {
 	}
 }
 
-func (r *runner) settleInterrupted(ctx context.Context, s *session, res engine.Result, ev lifecycle.Event, cause string) error {
+// settleInterrupted ends an interrupted session (its mail queued again)
+// and moves the agent by ev to to, in one transaction.
+func (r *runner) settleInterrupted(ctx context.Context, s *session, res engine.Result, ev lifecycle.Event, to lifecycle.State, cause string) error {
 	r.logResult(s, res)
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
 			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, Error: r.interrupt.Reason}); err != nil {
 			return err
 		}
-		return r.moveTx(tx, ev, lifecycle.BuildingPrompt, cause)
+		return r.moveTx(tx, ev, to, cause)
 	})
 }
 
@@ -395,7 +430,8 @@ func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result
 // endFailed records a failed session and moves to CoolingDown, or to
 // Stopped once the error thresholds are reached.
 func (r *runner) endFailed(ctx context.Context, ev lifecycle.Event, state mailbox.SessionState, cause error, u engine.Usage) error {
-	return r.inTx(ctx, func(tx mailbox.Tx) error {
+	var stopped *mailbox.Agent
+	err := r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: r.seq, State: state,
 			TokensIn: u.InputTokens, TokensOut: u.OutputTokens, Error: cause.Error()}); err != nil {
 			return err
@@ -411,9 +447,21 @@ func (r *runner) endFailed(ctx context.Context, ev lifecycle.Event, state mailbo
 			to = lifecycle.Stopped
 			text = fmt.Sprintf("%s; stopping after %d consecutive / %d total errors", text, a.ConsecutiveErrors, a.TotalErrors)
 			r.stopReason = text
+			stopped = &a
 		}
 		return r.moveTx(tx, ev, to, truncate(text, 500))
 	})
+	if err == nil && stopped != nil {
+		// Nobody restarts it but the operator: tell them.
+		a := stopped
+		r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindErrors, Agent: r.agent.Name,
+			Summary: fmt.Sprintf("%s stopped after %d consecutive / %d total failed sessions; the last: %s",
+				r.agent.Name, a.ConsecutiveErrors, a.TotalErrors, truncate(cause.Error(), 300)),
+			Details: details(map[string]any{"session_seq": r.seq, "consecutive_errors": a.ConsecutiveErrors,
+				"total_errors": a.TotalErrors, "last_error": truncate(cause.Error(), 2000)}),
+			DedupeKey: escalation.DefaultDedupeKey(escalation.KindErrors, r.agent.Name, "", "stopped at the error thresholds")})
+	}
+	return err
 }
 
 // reportGuard tells the operator what the base-branch guard found.
@@ -423,6 +471,14 @@ func (r *runner) reportGuard(ctx context.Context, seq int64, finding error) {
 	if _, err := r.sup.poster.Post(bg(ctx), message.Draft{From: r.agent.Name, To: message.Operator, Kind: message.KindStatus, Body: body}); err != nil {
 		r.sup.log.Error("report guard finding", "agent", r.agent.Name, "err", err)
 	}
+	// The agent is held until the operator has looked: resume once the
+	// base branch is put right, abort to drop the work.
+	r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindBranchViolation, Agent: r.agent.Name, Hold: true,
+		Ref:     "session:" + SessionID(r.agent.Name, seq),
+		Summary: truncate(fmt.Sprintf("session %d of %s broke the base-branch guard: %v", seq, r.agent.Name, finding), 500),
+		Details: details(map[string]any{"session_seq": seq, "finding": finding.Error(), "branch": r.branch, "worktree": r.worktree}),
+		// One open violation per agent: repeats count it.
+		DedupeKey: escalation.DefaultDedupeKey(escalation.KindBranchViolation, r.agent.Name, "", "base-branch guard")})
 }
 
 // interject hands queued mail to an in-process session at a tool

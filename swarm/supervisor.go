@@ -7,7 +7,11 @@
 //   - supervisor.go: options, construction and Run, which owns every
 //     goroutine: the runners, the control socket and the services;
 //   - services.go: named background services (heartbeats, pruning, the
-//     change feed, the stop request) that Run starts, cancels and waits for;
+//     change feed, the stop request, the escalation desk, the stalled
+//     check, the ACK deadlines) that Run starts, cancels and waits for;
+//   - escalations.go, notify.go, held.go, stalled.go: the operator's desk
+//     (DESIGN §9.1): raising and deciding escalations, notifying, holding
+//     and releasing agents, and the stalled-session trigger;
 //   - protocol.go, acks.go: protocol messages (DESIGN §9.2) for the CLI
 //     and the engines' tools, and the service that enforces their ACK
 //     deadlines;
@@ -102,6 +106,7 @@ type Supervisor struct {
 
 	bus       noticeBus
 	mail      mailTracker
+	desk      *desk         // escalations: notices, holds and notifications
 	protocol  *Protocol     // protocol messages and ACKs, for the engines' tools
 	acks      *ackDeadlines // the ack-deadlines service
 	stopOnce  sync.Once
@@ -139,6 +144,7 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	s.bus.init(opts.Clock, opts.Notify)
 	s.poster = mailbox.NewPoster(opts.Store, opts.Config.AgentNames(), mailbox.WakerFunc(s.Wake))
+	s.desk = newDesk(s)
 	s.acks = newAckDeadlines(s)
 	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	names := opts.Agents
@@ -210,6 +216,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	if err := s.mail.start(ctx, s.store); err != nil {
+		return err
+	}
+	if err := s.desk.start(ctx); err != nil {
 		return err
 	}
 	srv, err := s.opts.Listen(s.opts.Layout)

@@ -262,7 +262,7 @@ func (h *harness) send(d message.Draft) message.Message {
 }
 
 func (h *harness) states(agent string) []string {
-	evs, err := h.store.Events(context.Background(), mailbox.EventFilter{Agent: agent})
+	evs, err := h.store.Events(context.Background(), mailbox.EventFilter{Agent: agent, Kind: fsm.SubjectAgent})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -49,7 +49,10 @@ then deal with each agent's worktree and branch, in swarm.toml order:
 (the branch that was checked out when the worktrees were created) with no
 uncommitted changes to tracked files. A conflict is aborted cleanly: that
 agent's branch and worktree are kept, the others carry on, and swarm down
-exits 1 naming the agent and the files.`,
+exits 1 naming the agent and the files.
+
+It refuses to run inside an agent session ($SWARM_SESSION_ID set): stopping
+the swarm is the operator's.`,
 		Example: `  swarm down
   swarm down --merge
   swarm down --squash --json
@@ -105,6 +108,9 @@ var stdinIsTerminal = func(r io.Reader) bool {
 
 func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error {
 	app := opts.App
+	if err := operatorOnly(app, "swarm down"); err != nil {
+		return err
+	}
 	l, cfg, err := app.loadConfig()
 	if err != nil {
 		return err

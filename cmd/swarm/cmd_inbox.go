@@ -22,7 +22,9 @@ type InboxOptions struct {
 	State string
 	Sent  bool
 	Limit int
-	Now   func() time.Time
+	// MarkRead marks the listed mail to operator done.
+	MarkRead bool
+	Now      func() time.Time
 }
 
 func init() { commands = append(commands, newInboxCmd) }
@@ -46,10 +48,14 @@ asks for none. --json prints each message with its envelope under
 "timeout_sec", "due_at", "acked_at"}).
 
 With --sent, list the messages the agent sent instead, so a sender can see
-what became of each.`,
+what became of each.
+
+Mail to operator stays queued until you answer it ('swarm reply <id>') or
+mark it read: 'swarm inbox operator --mark-read' marks what it lists done.`,
 		Example: `  swarm inbox backend
   swarm inbox operator --state queued
-  swarm inbox backend --sent --json --limit 0`,
+  swarm inbox backend --sent --json --limit 0
+  swarm inbox operator --state queued --mark-read`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: app.completeAgents(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,6 +67,7 @@ what became of each.`,
 	f.StringVar(&opts.State, "state", "", "only messages in this state: queued, delivered or done")
 	f.BoolVar(&opts.Sent, "sent", false, "list the messages this agent sent")
 	f.IntVar(&opts.Limit, "limit", 50, "show the newest N messages (0 means all)")
+	f.BoolVar(&opts.MarkRead, "mark-read", false, "with operator: mark the mail listed done")
 	cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]cobra.Completion{"queued", "delivered", "done"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -72,6 +79,9 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	}
 	if opts.State != "" && !slices.Contains(message.States, message.State(opts.State)) {
 		return usagef("--state must be queued, delivered or done, got %q", opts.State)
+	}
+	if opts.MarkRead && (opts.Name != message.Operator || opts.Sent) {
+		return usagef("--mark-read marks mail to operator read: use it with 'swarm inbox operator' (without --sent); an agent's mail becomes done when its session completes")
 	}
 	l, cfg, err := app.loadConfig()
 	if err != nil {
@@ -88,6 +98,21 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	ms, err := st.Inbox(ctx, opts.Name, mailbox.Filter{State: message.State(opts.State), Sent: opts.Sent, Limit: opts.Limit})
 	if err != nil {
 		return err
+	}
+	marked := int64(0)
+	if opts.MarkRead {
+		var ids []int64
+		for _, m := range ms {
+			if m.State != message.Done {
+				ids = append(ids, m.ID)
+			}
+		}
+		if marked, err = st.MarkOperatorDone(ctx, ids); err != nil {
+			return err
+		}
+		for i := range ms {
+			ms[i].State = message.Done
+		}
 	}
 	if app.JSON {
 		return app.printJSON(withEnvelopes(ms))
@@ -124,7 +149,13 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.ID, who, kind, stateLabel(m), humanAge(now.Sub(m.CreatedAt)), body)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if opts.MarkRead {
+		fmt.Fprintf(app.Stdout, "marked %d message(s) read (done)\n", marked)
+	}
+	return nil
 }
 
 func stateLabel(m message.Message) string {

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
-	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -188,7 +187,7 @@ func (a *App) protocol(st mailbox.Store, l repo.Layout, cfg *config.Config) *swa
 		Raise: func(ctx context.Context, d escalation.Draft) (escalation.Escalation, bool, error) {
 			e, created, err := swarm.Raise(ctx, st, d)
 			if err == nil {
-				control.Poke(l, nil) // a running supervisor applies the hold now
+				pokeEscalation(ctx, l, e.ID) // a running supervisor applies the hold now
 			}
 			return e, created, err
 		},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/worktree"
@@ -36,7 +37,9 @@ supervisor is gone or stuck. Works with or without a running supervisor.
 
 --json prints {"running", "pid", "agents": [{"name", "state", "session_seq",
 "mode", "engine", "branch", "worktree", "pending", "heartbeat_at", "stale",
-"consecutive_errors", "total_errors", "tokens"}]}.`,
+"consecutive_errors", "total_errors", "tokens"}], "escalations": [...]},
+the escalations not resolved yet as 'swarm escalations --json' prints them.
+Each of those is also a line above the agents table.`,
 		Example: `  swarm status
   swarm status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
@@ -50,6 +53,9 @@ type statusJSON struct {
 	Running bool          `json:"running"`
 	Pid     *int          `json:"pid"`
 	Agents  []agentStatus `json:"agents"`
+	// Escalations are the unresolved ones (open and acked), as 'swarm
+	// escalations --json' lists them.
+	Escalations []escalation.Escalation `json:"escalations"`
 }
 
 type agentStatus struct {
@@ -126,6 +132,13 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 		}
 		out.Agents = append(out.Agents, s)
 	}
+	out.Escalations, err = st.Escalations(ctx, mailbox.EscalationFilter{})
+	if err != nil {
+		return out, err
+	}
+	if out.Escalations == nil {
+		out.Escalations = []escalation.Escalation{}
+	}
 	return out, nil
 }
 
@@ -152,6 +165,12 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		fmt.Fprintf(app.Stdout, "swarm is running (pid %d)\n\n", *s.Pid)
 	} else {
 		fmt.Fprintf(app.Stdout, "swarm is not running ('swarm up' starts it)\n\n")
+	}
+	for _, e := range s.Escalations {
+		fmt.Fprintln(app.Stdout, escalationLine(e, now))
+	}
+	if len(s.Escalations) > 0 {
+		fmt.Fprintf(app.Stdout, "('swarm escalations' lists them; 'swarm escalation show N' shows one)\n\n")
 	}
 	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSTATE\tSESSION\tMODE\tENGINE\tMAIL\tERRORS\tTOKENS\tHEARTBEAT")

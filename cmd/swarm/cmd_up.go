@@ -24,6 +24,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -59,7 +60,8 @@ cancelled, waiting up to interrupt_grace, mail they had is queued again, and
 swarm exits 0. A second Ctrl-C forces the stop. After a crash, the next
 'swarm up' recovers: nothing is lost and session numbers continue.
 
-Only one supervisor runs per repository.`,
+Only one supervisor runs per repository. It refuses to start inside an
+agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 		Example: `  swarm up
   swarm up --engine script            # offline, with scripted agents
   swarm up --agents backend,frontend  # only some agents`,
@@ -78,6 +80,9 @@ Only one supervisor runs per repository.`,
 
 func runUp(ctx context.Context, opts *UpOptions) error {
 	app := opts.App
+	if err := operatorOnly(app, "swarm up"); err != nil {
+		return err
+	}
 	l, cfg, err := app.loadConfig()
 	if err != nil {
 		return err
@@ -263,6 +268,8 @@ func newLinePrinter(w io.Writer, asJSON bool, logger *slog.Logger) func(lifecycl
 			logger.Info("message", "id", n.Message.ID, "from", n.Message.From, "to", n.Message.To, "urgency", string(n.Message.Urgency), "kind", string(n.Message.Kind))
 		case lifecycle.NoticeInfo:
 			logger.Info(n.Text, "agent", n.Agent)
+		case lifecycle.NoticeEscalation:
+			logger.Warn(n.Text, "agent", n.Agent, "cause", n.Cause)
 		}
 	}
 }
@@ -285,6 +292,8 @@ func formatNotice(n lifecycle.Notice) string {
 		return fmt.Sprintf("%s  %-12s mail #%d %s → %s: %s%s", ts, "", m.ID, m.From, m.To, urgent, firstLineCut(m.Body, 70))
 	case "info":
 		return fmt.Sprintf("%s  %-12s %s", ts, n.Agent, n.Text)
+	case "escalation":
+		return fmt.Sprintf("%s  %-12s ! %s", ts, n.Agent, termsafe.String(n.Text))
 	}
 	return ""
 }

@@ -47,8 +47,9 @@ func cmdWaitDue(ts *testscript.TestScript, neg bool, args []string) {
 	})
 }
 
-// cmdAckEscalated waits for the ack_timeout escalation of message n and
-// checks it: exactly one, raised at most <max> after the reference:
+// cmdAckEscalated waits for the unresolved ack_timeout escalation of
+// message n and checks it: exactly one, raised once, at most <max> after
+// the reference:
 // ackescalated <n> <max> due|restart. "due" is the message's deadline;
 // "restart" is the supervisor's last start (its newest "recovered" event,
 // or its first Initializing when nothing was recovered), for a deadline
@@ -67,7 +68,7 @@ func cmdAckEscalated(ts *testscript.TestScript, neg bool, args []string) {
 	m := scriptMessage(ts, st, args[0])
 	var found []escalation.Escalation
 	poll(ts, "the ack_timeout of "+m.MsgID, func() (bool, string) {
-		es, err := st.Escalations(ctx, mailbox.EscalationFilter{All: true})
+		es, err := st.Escalations(ctx, mailbox.EscalationFilter{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -80,7 +81,7 @@ func cmdAckEscalated(ts *testscript.TestScript, neg bool, args []string) {
 		return len(found) > 0, fmt.Sprintf("%d escalation(s)", len(es))
 	})
 	if len(found) != 1 || found[0].Count != 1 {
-		ts.Fatalf("%d ack_timeout escalation(s) of %s (count %d); want exactly one, raised once", len(found), m.MsgID, found[0].Count)
+		ts.Fatalf("%d unresolved ack_timeout escalation(s) of %s (count %d); want exactly one, raised once", len(found), m.MsgID, found[0].Count)
 	}
 	e := found[0]
 	m = scriptMessage(ts, st, args[0])

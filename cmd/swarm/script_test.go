@@ -61,7 +61,7 @@ func setupRepo(env *testscript.Env) error {
 	env.Setenv("GIT_AUTHOR_EMAIL", "op@example.com")
 	env.Setenv("GIT_COMMITTER_NAME", "Test Operator")
 	env.Setenv("GIT_COMMITTER_EMAIL", "op@example.com")
-	for _, k := range []string{"SWARM_ROOT", "SWARM_DB", "SWARM_AGENT", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
+	for _, k := range []string{"SWARM_ROOT", "SWARM_DB", "SWARM_AGENT", "SWARM_SESSION_ID", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
 		env.Setenv(k, "")
 	}
 	run := func(args ...string) error {
