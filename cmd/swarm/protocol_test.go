@@ -107,3 +107,18 @@ func cmdAckEscalated(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Setenv("ESC", strconv.FormatInt(e.ID, 10))
 }
+
+// cmdMsgID sets an environment variable to the msg_id of message n:
+// msgid <n> <VAR>.
+func cmdMsgID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: msgid <message number> <VAR>")
+	}
+	st := openScriptStore(ts)
+	defer st.Close()
+	m := scriptMessage(ts, st, args[0])
+	if m.MsgID == "" {
+		ts.Fatalf("message #%s is not a protocol message", args[0])
+	}
+	ts.Setenv(args[1], m.MsgID)
+}

@@ -40,6 +40,7 @@ func TestScripts(t *testing.T) {
 			"waitmatch":    cmdWaitMatch,
 			"waitdue":      cmdWaitDue,
 			"ackescalated": cmdAckEscalated,
+			"msgid":        cmdMsgID,
 		},
 	})
 }
