@@ -230,6 +230,8 @@ func (b *builder) agents(raws []rawAgent) {
 			b.errorf(at, "agent has no name")
 		case ra.Name == Operator:
 			b.errorf(at+".name", "%q is reserved for the human operator; pick another name", Operator)
+		case ra.Name == message.Swarm:
+			b.errorf(at+".name", "%q is reserved for the runtime, which sends the supervisor's own messages from it; pick another name", message.Swarm)
 		case !message.ValidName(ra.Name):
 			b.errorf(at+".name", "bad agent name %q: use lower-case letters, digits and '-', starting with a letter", ra.Name)
 		default:

@@ -57,6 +57,47 @@ func (tb *toolbox) escalate(ctx context.Context, a escalateArgs) (string, error)
 	return b.String(), nil
 }
 
+// sendProtocol sends a protocol message through the supervisor.
+func (tb *toolbox) sendProtocol(ctx context.Context, a protocolArgs) (string, error) {
+	if tb.s.Protocol == nil {
+		return "", errors.New("send_protocol: protocol messages are not wired into this session; run `swarm send <to> --type T --task ID --payload JSON` with bash, or tell the operator in your final answer")
+	}
+	sent, err := tb.s.Protocol.Send(ctx, a.ProtocolMessage)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", errCancelled
+		}
+		return "", fmt.Errorf("send_protocol refused, nothing was sent:\n%v", err)
+	}
+	out := fmt.Sprintf("sent %s (message %d) to %s", sent.MsgID, sent.ID, sent.To)
+	if sent.AckTimeout > 0 {
+		out += fmt.Sprintf("; %s must acknowledge it within %s of its delivery", sent.To, sent.AckTimeout)
+	}
+	return out, nil
+}
+
+// ack acknowledges protocol messages through the supervisor.
+func (tb *toolbox) ack(ctx context.Context, a ackArgs) (string, error) {
+	if tb.s.Protocol == nil {
+		return "", errors.New("ack: protocol messages are not wired into this session; run `swarm ack <msg_id>` with bash")
+	}
+	sent, err := tb.s.Protocol.Ack(ctx, a.Ref, a.All)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", errCancelled
+		}
+		return "", fmt.Errorf("ack failed: %v", err)
+	}
+	if len(sent) == 0 {
+		return "no message awaits your ACK", nil
+	}
+	var b strings.Builder
+	for _, s := range sent {
+		fmt.Fprintf(&b, "acknowledged: sent %s (message %d) to %s\n", s.MsgID, s.ID, s.To)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
 // task runs one beads tool. bd's own error text (a claim lost to another
 // actor is an exit 1 with plain text on stderr) goes back to the model.
 func (tb *toolbox) task(ctx context.Context, tool string, a taskArgs) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swarmhq/swarm/mode"
 )
@@ -475,5 +476,89 @@ func TestEscalateTool(t *testing.T) {
 	s.Escalator = nil
 	if r := runTool(t, s, "escalate", map[string]any{"summary": "x"}); !strings.Contains(r.Error, "swarm escalate") {
 		t.Errorf("no escalator: %+v", r)
+	}
+}
+
+type fakeProtocol struct {
+	sent []ProtocolMessage
+	acks []string
+	err  error
+}
+
+func (f *fakeProtocol) Send(_ context.Context, m ProtocolMessage) (ProtocolSent, error) {
+	if f.err != nil {
+		return ProtocolSent{}, f.err
+	}
+	f.sent = append(f.sent, m)
+	return ProtocolSent{ID: 7, MsgID: m.Type + "-" + m.TaskID + "-1763900000123", To: m.To, AckTimeout: m.AckTimeout}, nil
+}
+
+func (f *fakeProtocol) Ack(_ context.Context, ref string, all bool) ([]ProtocolSent, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if all {
+		ref = "*"
+	}
+	f.acks = append(f.acks, ref)
+	return []ProtocolSent{{ID: 8, MsgID: "ack-T-1-1763900000124", To: "lead"}}, nil
+}
+
+func TestProtocolTools(t *testing.T) {
+	wt := gitWorktree(t, "alice")
+	s := newSession(wt, nil)
+	p := &fakeProtocol{}
+	s.Protocol = p
+	r := runTool(t, s, "send_protocol", map[string]any{"type": "task_dispatch", "to": "bob", "task_id": "T-1",
+		"payload":     map[string]any{"description": "x && y < z", "acceptance_criteria": []any{"a"}},
+		"context_ref": []any{"task_result-T-1-1763900000000"}, "ack_timeout_seconds": 120})
+	if r.Error != "" || !strings.HasPrefix(r.Output, "sent task_dispatch-T-1-1763900000123 (message 7) to bob") || !strings.Contains(r.Output, "within 2m0s") {
+		t.Fatalf("send_protocol: %+v", r)
+	}
+	got := p.sent[0]
+	if got.Type != "task_dispatch" || got.AckTimeout != 2*time.Minute || len(got.ContextRef) != 1 ||
+		string(got.Payload) != `{"acceptance_criteria":["a"],"description":"x && y < z"}` {
+		t.Fatalf("message = %+v (payload %s)", got, got.Payload)
+	}
+	// A reply needs neither to nor task_id; the payload may come as text.
+	r = runTool(t, s, "send_protocol", map[string]any{"type": "task_result", "reply_to": "12", "payload": `{"status": "completed"}`})
+	if r.Error != "" || p.sent[1].ReplyTo != "12" || string(p.sent[1].Payload) != `{"status": "completed"}` {
+		t.Fatalf("reply: %+v, %+v", r, p.sent[1])
+	}
+	for want, args := range map[string]map[string]any{
+		`give "to"`:                                 {"type": "task_dispatch", "task_id": "T-1", "payload": map[string]any{}},
+		`give "task_id"`:                            {"type": "task_dispatch", "to": "bob", "payload": map[string]any{}},
+		`missing required argument "payload"`:       {"type": "task_dispatch", "to": "bob", "task_id": "T-1"},
+		`ack_timeout_seconds must be between`:       {"type": "ping", "to": "bob", "task_id": "team-x", "payload": map[string]any{}, "ack_timeout_seconds": 0},
+		`"context_ref" must be an array of strings`: {"type": "ping", "to": "bob", "task_id": "T", "payload": map[string]any{}, "context_ref": []any{1.0}},
+	} {
+		if r := runTool(t, s, "send_protocol", args); !strings.Contains(r.Error, want) {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	if len(p.sent) != 2 {
+		t.Errorf("bad calls reached the service: %+v", p.sent)
+	}
+	// A refusal from the service goes back whole: every failing field.
+	p.err = errors.New("payload.acceptance_criteria: must contain at least 1 item\npayload.branch: must not be blank")
+	if r := runTool(t, s, "send_protocol", map[string]any{"type": "task_dispatch", "to": "bob", "task_id": "T-1", "payload": map[string]any{}}); !strings.Contains(r.Error, "nothing was sent") || !strings.Contains(r.Error, "payload.branch") {
+		t.Errorf("refusal: %+v", r)
+	}
+	p.err = nil
+
+	if r := runTool(t, s, "ack", map[string]any{"msg_id": "task_dispatch-T-1-1"}); r.Error != "" || !strings.Contains(r.Output, "acknowledged") || p.acks[0] != "task_dispatch-T-1-1" {
+		t.Fatalf("ack: %+v", r)
+	}
+	if r := runTool(t, s, "ack", map[string]any{"all": true}); r.Error != "" || p.acks[1] != "*" {
+		t.Fatalf("ack all: %+v", r)
+	}
+	for _, args := range []map[string]any{{}, {"msg_id": "x", "all": true}} {
+		if r := runTool(t, s, "ack", args); !strings.Contains(r.Error, `either "msg_id"`) {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	s.Protocol = nil
+	if r := runTool(t, s, "ack", map[string]any{"all": true}); !strings.Contains(r.Error, "swarm ack") {
+		t.Errorf("no protocol: %+v", r)
 	}
 }

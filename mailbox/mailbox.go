@@ -39,13 +39,26 @@ var (
 	ErrNoSuchSession = errors.New("no such session")
 	// ErrNoSuchEscalation means the escalation id does not exist.
 	ErrNoSuchEscalation = errors.New("no such escalation")
+	// ErrDuplicateMsgID means a protocol message with the same msg_id is
+	// stored already: another process built the same id at the same
+	// millisecond. Build the message again (the id is bumped).
+	ErrDuplicateMsgID = errors.New("msg_id already stored")
+	// ErrAckClosed means a message's ACK is not awaited: it was
+	// acknowledged or cancelled already, asks for none, or was sent to
+	// someone else.
+	ErrAckClosed = errors.New("no ACK awaited")
 )
 
 // Store is an open swarm database. It is safe for concurrent use.
 type Store interface {
 	// InsertMessages stores drafts that Poster has validated, all or
 	// none, in order. A draft with ReplyTo joins its parent's thread; a
-	// missing parent is ErrNoSuchMessage.
+	// missing parent is ErrNoSuchMessage. A protocol draft stores its
+	// msg_id (ErrDuplicateMsgID when it is taken), task_id and ACK
+	// request (ACK pending, with no deadline until the first delivery). An
+	// ack (AckOf set) marks the message it acknowledges acked in the same
+	// transaction: ErrNoSuchMessage when there is none, ErrAckClosed when
+	// its ACK is not awaited from the ack's sender.
 	InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error)
 	// Message returns one message.
 	Message(ctx context.Context, id int64) (message.Message, error)
@@ -65,6 +78,30 @@ type Store interface {
 	// keeping the newest message so ids are never reused, and lets the
 	// backend reclaim space.
 	Prune(ctx context.Context, cutoff time.Time) (int64, error)
+	// ProtocolMessage returns the protocol message with this msg_id, or
+	// ErrNoSuchMessage.
+	ProtocolMessage(ctx context.Context, msgID string) (message.Message, error)
+	// TaskMessages returns the protocol messages about a task (by the
+	// envelope's task_id), oldest first.
+	TaskMessages(ctx context.Context, taskID string) ([]message.Message, error)
+	// ProtocolMessages returns protocol messages oldest first: the newest
+	// limit of them, or all when limit is 0.
+	ProtocolMessages(ctx context.Context, limit int) ([]message.Message, error)
+	// PendingAcks returns the messages to agent whose ACK is awaited
+	// (pending or overdue) and whose clock has started (they were
+	// delivered into one of its sessions), oldest first.
+	PendingAcks(ctx context.Context, agent string) ([]message.Message, error)
+	// DueAcks returns up to limit messages whose ACK is pending with a
+	// deadline at or before now, the earliest deadline first: what the
+	// deadline sweeper must escalate.
+	DueAcks(ctx context.Context, now time.Time, limit int) ([]message.Message, error)
+	// NextAckDeadline returns the earliest deadline of a pending ACK; ok is
+	// false when no ACK clock runs.
+	NextAckDeadline(ctx context.Context) (due time.Time, ok bool, err error)
+	// MarkAckOverdue moves the ACK of msgID from pending to overdue when its
+	// deadline is at or before now, and reports whether it did (false: it
+	// was acknowledged or moved meanwhile).
+	MarkAckOverdue(ctx context.Context, msgID string, now time.Time) (bool, error)
 	// MarkOperatorDone marks mail to operator done (the operator replied
 	// to it or marked it read) and returns how many it changed. ids that
 	// are not mail to operator, or are done already, are skipped.
@@ -145,7 +182,9 @@ type Tx interface {
 	ResetErrors(agent string) error
 	// Deliver moves the agent's queued messages ids (every queued message
 	// when ids is nil) into session seq and returns the ones it moved, in
-	// prompt order. Messages no longer queued are skipped.
+	// prompt order. Messages no longer queued are skipped. A message whose
+	// ACK is pending and has no deadline gets one: now plus its ACK
+	// timeout. A redelivery keeps the deadline it has.
 	Deliver(agent string, seq int64, ids []int64) ([]message.Message, error)
 	// StartSession records a session as running.
 	StartSession(s SessionStart) error
@@ -177,6 +216,16 @@ type Tx interface {
 	// MarkShown records that session seq's prompt carried the decisions of
 	// escalations ids.
 	MarkShown(ids []int64, seq int64) error
+
+	// RequeueAck queues the protocol message msgID again for its
+	// recipient, with its ACK pending and no deadline (the next delivery
+	// starts a fresh one): the operator resumed its ack_timeout.
+	// ErrAckClosed when its ACK is not awaited.
+	RequeueAck(msgID string) (message.Message, error)
+	// CancelAck ends the protocol message msgID: delivery done, ACK
+	// cancelled; the operator aborted its ack_timeout. ErrAckClosed when its
+	// ACK is not awaited.
+	CancelAck(msgID string) (message.Message, error)
 }
 
 // Feed reports changes made by other processes. One goroutine owns it.
@@ -316,17 +365,17 @@ type Counts struct {
 	Waking    int // queued mail of a kind that wakes an idle agent
 }
 
-// Add counts n undone messages of one (state, kind, urgency) group. The
-// rule of which kinds wake an agent lives in message.Kind.Wakes, not in
-// each backend's SQL.
-func (c *Counts) Add(state message.State, kind message.Kind, urgency message.Urgency, n int) {
+// Add counts n undone messages of one (state, kind, protocol type,
+// urgency) group; pt is "" for mail that is not protocol. The rule of which
+// mail wakes an agent lives in message.Wakes, not in each backend's SQL.
+func (c *Counts) Add(state message.State, kind message.Kind, pt string, urgency message.Urgency, n int) {
 	switch state {
 	case message.Queued:
 		c.Queued += n
 		if urgency == message.Urgent {
 			c.Urgent += n
 		}
-		if kind.Wakes() {
+		if message.Wakes(kind, pt) {
 			c.Waking += n
 		}
 	case message.Delivered:

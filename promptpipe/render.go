@@ -12,6 +12,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/protocol"
 )
 
 // Caps on gathered text, so one huge file or status cannot crowd out the
@@ -186,13 +187,43 @@ func messages(pc PromptContext, limit int, now time.Time) string {
 		if m.IsUrgent() {
 			b.WriteString("[URGENT] ")
 		}
-		fmt.Fprintf(&b, "From %s (%s ago):\n", m.From, HumanAge(now.Sub(m.CreatedAt)))
+		fmt.Fprintf(&b, "#%d From %s (%s ago):\n", m.ID, m.From, HumanAge(now.Sub(m.CreatedAt)))
 		if m.Shown > 0 {
 			b.WriteString("(Shown before, to a session that did not finish: check what you already did about it.)\n")
+		}
+		if text, ok := protocolMail(m, limit, pc.Agent, now); ok {
+			b.WriteString(text)
+			continue
 		}
 		b.WriteString(capBody(m.Body, limit, m.ID, pc.Agent) + "\n")
 	}
 	return b.String()
+}
+
+// protocolMail renders a protocol message (DESIGN §9.2) with
+// protocol.RenderPrompt: type, msg_id, task and sender, the payload as
+// compact JSON exactly as stored, and what is expected by when. A payload
+// over the cap is cut like a body, keeping what is expected.
+func protocolMail(m message.Message, limit int, agent string, now time.Time) (string, bool) {
+	if m.Kind != message.KindProtocol {
+		return "", false
+	}
+	env, err := protocol.Parse(m.Payload)
+	if err != nil || env.MsgID == "" {
+		return "", false // not an envelope: shown as its body
+	}
+	if limit > 0 && len(env.Payload) > limit {
+		cut := cutBytes(string(env.Payload), limit)
+		env.Payload = []byte(fmt.Sprintf("%s [… cut: %d more bytes. Read the whole payload of message #%d with `swarm inbox %s --json`.]", cut, len(env.Payload)-len(cut), m.ID, agent))
+	}
+	var ack protocol.AckState
+	if a := m.Ack; a != nil {
+		if a.DueAt != nil {
+			ack.Deadline = *a.DueAt
+		}
+		ack.Acked = a.State == message.AckAcked
+	}
+	return protocol.RenderPrompt(env, ack, now), true
 }
 
 // capBody cuts a body longer than limit bytes (0: no limit) at a rune

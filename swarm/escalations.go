@@ -120,7 +120,11 @@ func Decide(ctx context.Context, st mailbox.Store, id int64, action escalation.E
 				return err
 			}
 		}
-		out, err = tx.Escalation(id)
+		if out, err = tx.Escalation(id); err != nil {
+			return err
+		}
+		// A decision on an ack_timeout moves its message (DESIGN §9.2).
+		_, err = SettleAckDecision(tx, out)
 		return err
 	})
 	if errors.Is(err, mailbox.ErrNoSuchEscalation) {

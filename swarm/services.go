@@ -27,6 +27,7 @@ func (s *Supervisor) services() []Service {
 		{Name: "prune", Run: func(ctx context.Context) error { return every(ctx, time.Hour, s.prune) }},
 		{Name: "escalations", Run: s.desk.run},
 		{Name: "stalled", Run: s.watchStalls},
+		{Name: "ack-deadlines", Run: s.acks.run},
 	}, s.opts.Services...)
 }
 

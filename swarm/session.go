@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/swarmhq/swarm/config"
@@ -15,6 +16,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/proc"
+	"github.com/swarmhq/swarm/protocol"
 )
 
 // killWait bounds the wait for an engine after its process groups were
@@ -84,6 +86,7 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	r.sup.acks.stored(mail)
 	r.interrupt = nil
 	r.sessionTasks = p.TaskIDs
 	r.sessionMail = mail
@@ -160,6 +163,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		Mail:      mail,
 		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name},
 		Escalator: escalator{sup: r.sup, agent: r.agent.Name},
+		Protocol:  protocolTool{p: r.sup.protocol, agent: r.agent.Name, session: SessionID(r.agent.Name, r.seq)},
 		Log:       activityLog{w: logf, touch: r.touch},
 		OnProcess: func(pgid int) {
 			if err := r.sup.store.AddSessionPgid(context.Background(), r.agent.Name, s.seq, pgid); err != nil {
@@ -181,8 +185,9 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 	if r.sup.opts.Tasks != nil {
 		es.Tasks = r.sup.opts.Tasks.Board(r.agent.Name, r.worktree)
 	}
-	if r.agent.Interrupt == config.InterruptBoundary && r.kind != config.EngineExec {
-		es.Interject = func(ictx context.Context) []string { return r.interject(ictx, s.seq) }
+	if r.kind != config.EngineExec {
+		boundary := r.agent.Interrupt == config.InterruptBoundary
+		es.Interject = func(ictx context.Context) []string { return r.interject(ictx, s.seq, boundary) }
 	}
 	es.Env = engine.SessionEnv(os.Environ(), es)
 	es.EnvPass = r.sup.cfg.Env.Pass
@@ -477,10 +482,12 @@ func (r *runner) reportGuard(ctx context.Context, seq int64, finding error) {
 		DedupeKey: escalation.DefaultDedupeKey(escalation.KindBranchViolation, r.agent.Name, "", "base-branch guard")})
 }
 
-// interject hands queued urgent mail to an in-process session at a tool
-// boundary (interrupt = "boundary"): the mail is delivered into the running
-// session and recorded as an UrgentInjected self-transition.
-func (r *runner) interject(ctx context.Context, seq int64) []string {
+// interject hands queued mail to an in-process session at a tool
+// boundary: urgent mail with interrupt = "boundary", and protocol mail
+// that asks for an ACK in any mode, so its clock starts while the agent
+// can still act. The mail is delivered into the running session and each
+// message is recorded as an UrgentInjected self-transition.
+func (r *runner) interject(ctx context.Context, seq int64, boundary bool) []string {
 	q, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
 	if err != nil {
 		r.sup.log.Warn("read queued mail", "agent", r.agent.Name, "err", err)
@@ -488,7 +495,7 @@ func (r *runner) interject(ctx context.Context, seq int64) []string {
 	}
 	var ids []int64
 	for _, m := range q {
-		if m.IsUrgent() {
+		if (boundary && m.IsUrgent()) || m.NeedsAck() {
 			ids = append(ids, m.ID)
 		}
 	}
@@ -499,14 +506,17 @@ func (r *runner) interject(ctx context.Context, seq int64) []string {
 	// fields, so it uses the store directly and announces after commit.
 	var texts []string
 	var notices []lifecycle.Notice
+	var delivered []message.Message
 	err = r.sup.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
 		ms, err := tx.Deliver(r.agent.Name, seq, ids)
 		if err != nil {
 			return err
 		}
+		delivered = ms
 		for _, m := range ms {
-			texts = append(texts, fmt.Sprintf("[URGENT] From %s: %s", m.From, m.Body))
-			cause := fmt.Sprintf("urgent mail #%d from %s injected", m.ID, m.From)
+			text, what := interjection(m, r.sup.clock.Now())
+			texts = append(texts, text)
+			cause := fmt.Sprintf("%s #%d from %s injected", what, m.ID, m.From)
 			// A self-transition: recorded, but the runner's state is unchanged.
 			e, err := fsm.Apply(tx, lifecycle.Table, fsm.SubjectAgent, r.agent.Name, lifecycle.Running, lifecycle.UrgentInjected, lifecycle.Running, cause, seq)
 			if err != nil {
@@ -517,13 +527,37 @@ func (r *runner) interject(ctx context.Context, seq int64) []string {
 		return nil
 	})
 	if err != nil {
-		r.sup.log.Warn("inject urgent mail", "agent", r.agent.Name, "err", err)
+		r.sup.log.Warn("inject mail", "agent", r.agent.Name, "err", err)
 		return nil
 	}
+	r.sup.acks.stored(delivered)
 	for _, n := range notices {
 		r.sup.bus.emit(n)
 	}
 	return texts
+}
+
+// interjection is how mail joining a running session reads, and what it
+// is called in the event's cause.
+func interjection(m message.Message, now time.Time) (text, what string) {
+	if m.Kind == message.KindProtocol {
+		if env, err := mailbox.Envelope(m); err == nil {
+			return fmt.Sprintf("[PROTOCOL] From %s (#%d):\n%s", m.From, m.ID, strings.TrimRight(protocol.RenderPrompt(env, ackState(m), now), "\n")), "protocol mail"
+		}
+	}
+	return fmt.Sprintf("[URGENT] From %s: %s", m.From, m.Body), "urgent mail"
+}
+
+// ackState is what the prompt shows of a message's ACK record.
+func ackState(m message.Message) protocol.AckState {
+	var a protocol.AckState
+	if m.Ack != nil {
+		if m.Ack.DueAt != nil {
+			a.Deadline = *m.Ack.DueAt
+		}
+		a.Acked = m.Ack.State == message.AckAcked
+	}
+	return a
 }
 
 // messenger is the engine's way to send mail as the agent, through the

@@ -8,10 +8,13 @@
 //     goroutine: the runners, the control socket and the services;
 //   - services.go: named background services (heartbeats, pruning, the
 //     change feed, the stop request, the escalation desk, the stalled
-//     check) that Run starts, cancels and waits for;
+//     check, the ACK deadlines) that Run starts, cancels and waits for;
 //   - escalations.go, notify.go, held.go, stalled.go: the operator's desk
 //     (DESIGN §9.1): raising and deciding escalations, notifying, holding
 //     and releasing agents, and the stalled-session trigger;
+//   - protocol.go, acks.go: protocol messages (DESIGN §9.2) for the CLI
+//     and the engines' tools, and the service that enforces their ACK
+//     deadlines;
 //   - recovery.go: level-based recovery of what a crash left;
 //   - wakeup.go: mail posted in this process or announced by a poke wakes
 //     exactly its recipients; the store's change feed is the fallback;
@@ -84,6 +87,10 @@ type Options struct {
 	Listen func(repo.Layout) (*control.Server, error)
 	// Services run beside the built-in ones, for as long as the swarm runs.
 	Services []Service
+	// PingTimeout is told of a ping whose ACK deadline passed (its ACK is
+	// marked overdue; no ack_timeout is raised): the team launch's hook.
+	// Nil logs it.
+	PingTimeout func(ctx context.Context, m message.Message)
 }
 
 // Supervisor runs one runner per agent.
@@ -99,7 +106,9 @@ type Supervisor struct {
 
 	bus       noticeBus
 	mail      mailTracker
-	desk      *desk // escalations: notices, holds and notifications
+	desk      *desk         // escalations: notices, holds and notifications
+	protocol  *Protocol     // protocol messages and ACKs, for the engines' tools
+	acks      *ackDeadlines // the ack-deadlines service
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }
@@ -136,6 +145,8 @@ func New(opts Options) (*Supervisor, error) {
 	s.bus.init(opts.Clock, opts.Notify)
 	s.poster = mailbox.NewPoster(opts.Store, opts.Config.AgentNames(), mailbox.WakerFunc(s.Wake))
 	s.desk = newDesk(s)
+	s.acks = newAckDeadlines(s)
+	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	names := opts.Agents
 	if len(names) == 0 {
 		names = opts.Config.AgentNames()
@@ -163,6 +174,10 @@ func New(opts Options) (*Supervisor, error) {
 // Poster is the supervisor's mail service: mail posted through it wakes
 // its recipients at once. The live view in `swarm up` posts through it.
 func (s *Supervisor) Poster() *mailbox.Poster { return s.poster }
+
+// Protocol is the supervisor's protocol service: protocol messages and
+// ACKs, posted through Poster.
+func (s *Supervisor) Protocol() *Protocol { return s.protocol }
 
 // Preflight checks what every engine needs and what the worktrees need,
 // before anything is created. The error names everything missing.

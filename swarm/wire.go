@@ -57,6 +57,28 @@ func (w GitWorktrees) Guard(ctx context.Context, agent string) (Guard, error) {
 	return guard{g}, nil
 }
 
+// CommitExists reports whether the repository has the commit.
+func (w GitWorktrees) CommitExists(ctx context.Context, hash string) (bool, error) {
+	return w.M.CommitExists(ctx, hash)
+}
+
+// commitChecker is how the supervisor checks a task_result's commit_hash:
+// through its worktrees when they can, else with git at the repo root.
+func commitChecker(opts Options) func(context.Context, string) (bool, error) {
+	if c, ok := opts.Worktrees.(interface {
+		CommitExists(ctx context.Context, hash string) (bool, error)
+	}); ok {
+		return c.CommitExists
+	}
+	return func(ctx context.Context, hash string) (bool, error) {
+		m, err := worktree.New(ctx, worktree.Options{Root: opts.Layout.Root})
+		if err != nil {
+			return false, err
+		}
+		return m.CommitExists(ctx, hash)
+	}
+}
+
 type guard struct{ g *worktree.SessionGuard }
 
 func (g guard) Check(ctx context.Context) error { return g.g.Err(ctx) }

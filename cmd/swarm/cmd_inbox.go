@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
@@ -42,6 +41,12 @@ oldest first, with each message's delivery state:
   queued         waiting for the agent's next session
   delivered (sN) shown in session N, which has not completed yet
   done (sN)      session N completed with it
+
+A protocol message shows its type, its msg_id and its ACK: pending (with
+the time left once delivered), acked, overdue or cancelled, or "-" when it
+asks for none. --json prints each message with its envelope under
+"protocol" and its ACK record under "ack" ({"required", "state",
+"timeout_sec", "due_at", "acked_at"}).
 
 With --sent, list the messages the agent sent instead, so a sender can see
 what became of each.
@@ -76,14 +81,14 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	if opts.State != "" && !slices.Contains(message.States, message.State(opts.State)) {
 		return usagef("--state must be queued, delivered or done, got %q", opts.State)
 	}
-	if opts.MarkRead && (opts.Name != config.Operator || opts.Sent) {
+	if opts.MarkRead && (opts.Name != message.Operator || opts.Sent) {
 		return usagef("--mark-read marks mail to operator read: use it with 'swarm inbox operator' (without --sent); an agent's mail becomes done when its session completes")
 	}
 	l, cfg, err := app.loadConfig()
 	if err != nil {
 		return err
 	}
-	if opts.Name != config.Operator && !slices.Contains(cfg.AgentNames(), opts.Name) {
+	if !message.Reserved(opts.Name) && !slices.Contains(cfg.AgentNames(), opts.Name) {
 		return fmt.Errorf("unknown agent %q: known names are %s", opts.Name, strings.Join(cfg.Recipients(), ", "))
 	}
 	st, err := app.openStore(ctx, l, cfg)
@@ -111,10 +116,7 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 		}
 	}
 	if app.JSON {
-		if ms == nil {
-			ms = []message.Message{}
-		}
-		return app.printJSON(ms)
+		return app.printJSON(withEnvelopes(ms))
 	}
 	if len(ms) == 0 {
 		fmt.Fprintf(app.Stdout, "no messages for %s\n", opts.Name)
@@ -136,7 +138,17 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 		if m.IsUrgent() {
 			body = "[URGENT] " + body
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.ID, who, m.Kind, stateLabel(m), humanAge(now.Sub(m.CreatedAt)), body)
+		kind := string(m.Kind)
+		if m.Kind == message.KindProtocol && m.MsgID != "" {
+			// A protocol message: its type, msg_id and ACK, then the summary.
+			kind = m.ProtocolType
+			body = m.MsgID
+			if l := ackLabel(m, now); l != "-" {
+				body += " · ACK " + l
+			}
+			body += " · " + firstLineCut(m.Body, 60)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.ID, who, kind, stateLabel(m), humanAge(now.Sub(m.CreatedAt)), body)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -10,11 +10,13 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/swarm"
 )
 
 // ReplyOptions are the inputs of `swarm reply`.
 type ReplyOptions struct {
 	App    *App
+	Ref    string // the message answered: 12, #12 or a protocol msg_id
 	ID     int64
 	Body   string
 	Urgent bool
@@ -27,8 +29,8 @@ func newReplyCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reply <id> <body>",
 		Short: "Answer a message in its thread",
-		Long: `Answer message <id> (12 or #12): the reply goes to its sender, in its
-thread. The sender is $SWARM_AGENT (inside an agent session), else operator.
+		Long: `Answer message <id> (12 or #12, or a protocol message's msg_id): the
+reply goes to its sender, in its thread. The sender is $SWARM_AGENT (inside an agent session), else operator.
 <body> of "-" reads the body from stdin.
 
 When operator replies to mail sent to operator, that mail becomes done
@@ -40,11 +42,14 @@ When operator replies to mail sent to operator, that mail becomes done
   swarm reply '#12' "stop: the schema changed" --urgent`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID("the message", args[0])
-			if err != nil {
-				return err
+			opts.Ref, opts.Body = args[0], args[1]
+			if looksNumeric.MatchString(strings.TrimSpace(opts.Ref)) {
+				id, err := parseID("the message", opts.Ref)
+				if err != nil {
+					return err
+				}
+				opts.ID = id
 			}
-			opts.ID, opts.Body = id, args[1]
 			return runReply(cmd.Context(), opts)
 		},
 	}
@@ -75,6 +80,13 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 		return err
 	}
 	defer st.Close()
+	if opts.ID == 0 {
+		m, err := swarm.ResolveMessage(ctx, st, opts.Ref) // a protocol msg_id
+		if err != nil {
+			return err
+		}
+		opts.ID = m.ID
+	}
 	orig, err := st.Message(ctx, opts.ID)
 	if err != nil {
 		return fmt.Errorf("no message #%d to reply to: 'swarm inbox %s' lists the mail with its ids", opts.ID, from)

@@ -33,9 +33,14 @@ func TestScripts(t *testing.T) {
 		Dir:                 filepath.Join("testdata", "script"),
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
-		Setup:               setupRepo,
+		Setup:               setupJourney,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"jsonq": cmdJSONQ,
+			"jsonq":        cmdJSONQ,
+			"waitjson":     cmdWaitJSON,
+			"waitmatch":    cmdWaitMatch,
+			"waitdue":      cmdWaitDue,
+			"ackescalated": cmdAckEscalated,
+			"msgid":        cmdMsgID,
 		},
 	})
 }

@@ -1,7 +1,7 @@
 // Package mailboxtest is the conformance suite every mailbox.Store
 // implementation must pass: delivery semantics, compare-and-set
 // transitions, sessions, recovery, events, meta, the change feed,
-// escalations and operator mail. Each
+// escalations, operator mail and protocol mail with its ACKs. Each
 // backend's tests call Run with a factory that opens a fresh, empty store.
 package mailboxtest
 
@@ -80,6 +80,11 @@ func Run(t *testing.T, newStore Factory) {
 		{"EscalationLists", testEscalationLists},
 		{"EscalationRefusals", testEscalationRefusals},
 		{"OperatorMailDone", testOperatorMailDone},
+		{"ProtocolLookups", testProtocolLookups},
+		{"AckClock", testAckClock},
+		{"AckStoredWithItsMessage", testAckStoredWithItsMessage},
+		{"AckResumeAndAbort", testAckResumeAndAbort},
+		{"PostProtocol", testPostProtocol},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
