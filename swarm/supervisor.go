@@ -95,6 +95,7 @@ type Supervisor struct {
 
 	bus       noticeBus
 	mail      mailTracker
+	book      sessionBook // when sessions ran, and their process groups
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }
