@@ -8,13 +8,17 @@
 //     goroutine: the runners, the control socket and the services;
 //   - services.go: named background services (heartbeats, pruning, the
 //     change feed, the stop request) that Run starts, cancels and waits for;
-//   - recovery.go: level-based recovery of what a crash left;
+//   - recovery.go: level-based recovery of what a crash left, in the store
+//     and in the worktrees;
 //   - wakeup.go: mail posted in this process or announced by a poke wakes
 //     exactly its recipients; the store's change feed is the fallback;
 //   - control.go: the control socket's requests as typed commands;
 //   - notices.go: the notice bus the live view and watchers read;
 //   - runner.go, session.go, idle.go: one agent's lifecycle, its sessions
 //     and interrupts, and what it does between sessions;
+//   - guarding.go: the record of when sessions ran and their process
+//     groups, to charge a guard finding to the right agents and to kill
+//     every session on a forced stop;
 //   - prompt.go: the one prompt wiring that `swarm up` and `swarm prompt`
 //     share, so the preview is byte for byte what the agent gets;
 //   - down.go: `swarm down`'s stop-then-merge use case.
