@@ -30,10 +30,34 @@ type Worktrees interface {
 	RemoveStaleLock(agent string) (bool, error)
 }
 
-// Guard checks, after a session, that the agent stayed on its branch and
-// did not commit on the base branch. A non-nil error describes what it found.
+// Guard is one session's base-branch guard (worktree.SessionGuard): made
+// before the session, checked after it, also after an interrupted one.
 type Guard interface {
-	Check(ctx context.Context) error
+	// Prior lists what the guard found, when it was made, about the time
+	// since the agent's previous session: changes no session of it made
+	// (a detached commit that landed after the last check, a move made
+	// while swarm was down).
+	Prior() []Finding
+	// Check lists, after the session, Prior and every finding that concerns
+	// the agent in what changed during it. The error is for failing to
+	// look, not for what was found.
+	Check(ctx context.Context) ([]Finding, error)
+}
+
+// Finding is one thing the guard found (worktree.Violation or
+// worktree.Tamper).
+type Finding interface {
+	// Escalation is the kind of escalation it raises: "branch_violation"
+	// or "repo_tamper".
+	Escalation() string
+	// Blame lists the agents the evidence names; empty means every agent
+	// whose session overlapped the change.
+	Blame() []string
+	// Dedupe names the event, the same whichever agent's guard found it.
+	Dedupe() string
+	// String is one sentence for the operator: what happened and how to
+	// undo it.
+	String() string
 }
 
 // Prompts builds the prompt of a session.

@@ -105,6 +105,8 @@ type session struct {
 	cancel context.CancelCauseFunc
 	done   chan engine.Result
 	guard  Guard
+	tick   uint64          // when it opened in the supervisor's session book
+	prior  map[string]bool // dedupe keys of the findings its guard's Prior had
 	log    *os.File
 	pgids  chan int
 	groups []int
@@ -121,15 +123,32 @@ func (r *runner) spawn(ctx context.Context) error {
 		sess.cancel(err)
 		<-sess.done
 		sess.log.Close()
+		r.sup.book.close(r.agent.Name, sess.seq)
 		return err
 	}
 	return r.follow(ctx, sess)
 }
 
-func (r *runner) startSession(ctx context.Context) (*session, error) {
+func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
+	since := r.sup.book.lastEnd(r.agent.Name, r.seq)
+	tick := r.sup.book.open(r.agent.Name, r.seq)
+	defer func() {
+		if err != nil {
+			r.sup.book.close(r.agent.Name, r.seq)
+		}
+	}()
 	guard, err := r.sup.opts.Worktrees.Guard(ctx, r.agent.Name)
 	if err != nil {
 		return nil, fmt.Errorf("guard the base branch: %w", err)
+	}
+	// What changed since the agent's previous session (a late background
+	// commit, a move made while swarm was down) is reported now, charged
+	// to whoever ran in that time; it does not fail this session.
+	prior := guard.Prior()
+	r.chargeFindings(ctx, prior, since, tick)
+	priorKeys := map[string]bool{}
+	for _, f := range prior {
+		priorKeys[f.Dedupe()] = true
 	}
 	path := r.sup.opts.Layout.SessionLog(r.agent.Name, r.seq)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -144,7 +163,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		mail = append(mail, engine.Mail{ID: m.ID, From: m.From, Body: m.Body, Urgent: m.IsUrgent()})
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &session{seq: r.seq, cancel: cancel, done: make(chan engine.Result, 1), guard: guard, log: logf, pgids: make(chan int, 64)}
+	s := &session{seq: r.seq, cancel: cancel, done: make(chan engine.Result, 1), guard: guard, tick: tick, prior: priorKeys, log: logf, pgids: make(chan int, 64)}
 	es := &engine.Session{
 		Agent:     r.agent.Name,
 		ID:        SessionID(r.agent.Name, r.seq),
@@ -166,6 +185,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		Protocol:  protocolTool{p: r.sup.protocol, agent: r.agent.Name, session: SessionID(r.agent.Name, r.seq)},
 		Log:       activityLog{w: logf, touch: r.touch},
 		OnProcess: func(pgid int) {
+			r.sup.book.addGroup(r.agent.Name, s.seq, pgid)
 			if err := r.sup.store.AddSessionPgid(context.Background(), r.agent.Name, s.seq, pgid); err != nil {
 				r.sup.log.Warn("record process group", "agent", r.agent.Name, "err", err)
 			}
@@ -224,6 +244,7 @@ func absPath(p string) string {
 func (r *runner) follow(ctx context.Context, s *session) error {
 	defer func() {
 		s.log.Close()
+		r.sup.book.close(r.agent.Name, s.seq)
 		// The last tool call belongs to the session that ended.
 		if err := r.sup.store.SetActivity(bg(ctx), r.agent.Name, ""); err != nil {
 			r.sup.log.Warn("clear activity", "agent", r.agent.Name, "err", err)
@@ -346,6 +367,7 @@ func (r *runner) killGroups(s *session) {
 // and moves the agent by ev to to, in one transaction.
 func (r *runner) settleInterrupted(ctx context.Context, s *session, res engine.Result, ev lifecycle.Event, to lifecycle.State, cause string) error {
 	r.logResult(s, res)
+	r.checkCut(ctx, s)
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
 			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead, Error: r.interrupt.Reason}); err != nil {
@@ -368,6 +390,7 @@ func (r *runner) shutdownSession(ctx context.Context, s *session) error {
 		res = r.waitEngine(s)
 	}
 	r.logResult(s, res)
+	r.checkCut(ctx, s)
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
 			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead, Error: "stopped: " + causeText(ctx)}); err != nil {
@@ -398,8 +421,7 @@ func (r *runner) logResult(s *session, res engine.Result) {
 // sessionEnded settles a session that ended on its own.
 func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result) error {
 	r.logResult(s, res)
-	if ferr := s.guard.Check(bg(ctx)); ferr != nil {
-		r.reportGuard(ctx, s.seq, ferr)
+	if ferr := r.checkGuard(ctx, s); ferr != nil {
 		res = engine.Result{Outcome: engine.Failed, Err: fmt.Errorf("base-branch guard: %w", ferr), Usage: res.Usage, Turns: res.Turns}
 	}
 	if res.Outcome == engine.Success {
@@ -465,21 +487,35 @@ func (r *runner) endFailed(ctx context.Context, ev lifecycle.Event, state mailbo
 	return err
 }
 
-// reportGuard tells the operator what the base-branch guard found.
-func (r *runner) reportGuard(ctx context.Context, seq int64, finding error) {
-	body := fmt.Sprintf("Session %d of %s was failed by the base-branch guard: %v. The agent retries after a back-off and stops after repeated failures; put its worktree back on %s (git -C %q switch %s), undo any commit it made on the base branch, and restart swarm up if it stopped.",
-		seq, r.agent.Name, finding, r.branch, r.worktree, r.branch)
-	if _, err := r.sup.poster.Post(bg(ctx), message.Draft{From: r.agent.Name, To: message.Operator, Kind: message.KindStatus, Body: body}); err != nil {
-		r.sup.log.Error("report guard finding", "agent", r.agent.Name, "err", err)
+// checkCut checks the guard of a session that was interrupted or stopped:
+// what it found is reported, and the session keeps its state.
+func (r *runner) checkCut(ctx context.Context, s *session) {
+	if err := r.checkGuard(ctx, s); err != nil {
+		fmt.Fprintf(s.log, "# base-branch guard: %v\n", err)
 	}
-	// The agent is held until the operator has looked: resume once the
-	// base branch is put right, abort to drop the work.
-	r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindBranchViolation, Agent: r.agent.Name, Hold: true,
-		Ref:     "session:" + SessionID(r.agent.Name, seq),
-		Summary: truncate(fmt.Sprintf("session %d of %s broke the base-branch guard: %v", seq, r.agent.Name, finding), 500),
-		Details: details(map[string]any{"session_seq": seq, "finding": finding.Error(), "branch": r.branch, "worktree": r.worktree}),
-		// One open violation per agent: repeats count it.
-		DedupeKey: escalation.DefaultDedupeKey(escalation.KindBranchViolation, r.agent.Name, "", "base-branch guard")})
+}
+
+// reportFinding tells the operator what the base-branch guard found,
+// charged to agent: a status message from the agent whose body is the
+// finding's sentence (what happened and how to undo it), and an
+// escalation of the finding's kind (branch_violation or repo_tamper) that
+// holds the agent until the operator has looked: resume once the base
+// branch is put right, abort to drop the work. f.Dedupe() names the event,
+// so the same event charged again only counts. It is called once per
+// event and agent.
+func (s *Supervisor) reportFinding(ctx context.Context, agent string, f Finding) {
+	body := fmt.Sprintf("The base-branch guard found (%s, charged to %s): %s", f.Escalation(), agent, f.String())
+	if _, err := s.poster.Post(bg(ctx), message.Draft{From: agent, To: message.Operator, Kind: message.KindStatus, Body: body}); err != nil {
+		s.log.Error("report guard finding", "agent", agent, "err", err)
+	}
+	kind := escalation.KindBranchViolation
+	if f.Escalation() == string(escalation.KindRepoTamper) {
+		kind = escalation.KindRepoTamper
+	}
+	s.raise(ctx, escalation.Draft{Kind: kind, Agent: agent, Hold: true,
+		Summary:   truncate(f.String(), 500),
+		Details:   details(map[string]any{"finding": f.String(), "charged_to": agent}),
+		DedupeKey: escalation.DefaultDedupeKey(kind, agent, "", f.Dedupe())})
 }
 
 // interject hands queued mail to an in-process session at a tool

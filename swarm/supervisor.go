@@ -15,13 +15,17 @@
 //   - protocol.go, acks.go: protocol messages (DESIGN §9.2) for the CLI
 //     and the engines' tools, and the service that enforces their ACK
 //     deadlines;
-//   - recovery.go: level-based recovery of what a crash left;
+//   - recovery.go: level-based recovery of what a crash left, in the store
+//     and in the worktrees;
 //   - wakeup.go: mail posted in this process or announced by a poke wakes
 //     exactly its recipients; the store's change feed is the fallback;
 //   - control.go: the control socket's requests as typed commands;
 //   - notices.go: the notice bus the live view and watchers read;
 //   - runner.go, session.go, idle.go: one agent's lifecycle, its sessions
 //     and interrupts, and what it does between sessions;
+//   - guarding.go: the record of when sessions ran and their process
+//     groups, to charge a guard finding to the right agents and to kill
+//     every session on a forced stop;
 //   - prompt.go: the one prompt wiring that `swarm up` and `swarm prompt`
 //     share, so the preview is byte for byte what the agent gets;
 //   - down.go: `swarm down`'s stop-then-merge use case.
@@ -109,6 +113,7 @@ type Supervisor struct {
 	desk      *desk         // escalations: notices, holds and notifications
 	protocol  *Protocol     // protocol messages and ACKs, for the engines' tools
 	acks      *ackDeadlines // the ack-deadlines service
+	book      sessionBook   // when sessions ran, and their process groups
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }

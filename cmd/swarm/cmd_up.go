@@ -57,8 +57,10 @@ to .swarm/logs/<agent>/<session>.log.
 
 Ctrl-C (or q in the view, SIGTERM, or 'swarm down') stops gracefully: running sessions are
 cancelled, waiting up to interrupt_grace, mail they had is queued again, and
-swarm exits 0. A second Ctrl-C forces the stop. After a crash, the next
-'swarm up' recovers: nothing is lost and session numbers continue.
+swarm exits 0. A second Ctrl-C forces the stop: every session's processes
+are killed at once. After a crash, the next 'swarm up' recovers: nothing is
+lost, session numbers continue, and what an interrupted 'swarm down' left
+half done in the worktrees is finished first ("recovered: ...").
 
 Only one supervisor runs per repository. It refuses to start inside an
 agent session ($SWARM_SESSION_ID set): that is the operator's.`,
@@ -156,6 +158,15 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if err := sup.Preflight(ctx); err != nil {
 		return err
 	}
+	// What an interrupted run left half done is finished before any
+	// runner starts, under the lock; what was done is said, and logged.
+	recoverOut := io.Writer(app.Stdout)
+	if useTUI {
+		recoverOut = io.Discard
+	} else if app.JSON {
+		recoverOut = app.Stderr
+	}
+	recoverWorktrees(ctx, wtm, st, sup.AgentNames(), recoverOut, logger)
 
 	// The first signal stops gracefully; a second one forces the stop. The
 	// watcher ends with runUp, which waits for it.
@@ -188,7 +199,9 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		select {
 		case <-endWatch:
 		case <-sigs:
-			fmt.Fprintln(app.Stderr, "swarm: forced stop; the next 'swarm up' recovers")
+			// Nothing of a session may outlive a forced stop.
+			n := sup.KillSessions()
+			fmt.Fprintf(app.Stderr, "swarm: forced stop: killed %d session process group(s); the next 'swarm up' recovers\n", n)
 			os.Exit(exitError)
 		}
 	}()
@@ -220,7 +233,7 @@ func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *wor
 		Agents:         opts.Agents,
 		EngineOverride: opts.Engine,
 		Engines:        swarm.EngineFactory(cfg, opts.Engine),
-		Worktrees:      swarm.GitWorktrees{M: wtm},
+		Worktrees:      swarm.GitWorktrees{M: wtm, Meta: st},
 		Prompts:        swarm.NewPipePrompts(cfg, l, st, tasks, time.Now, logger),
 		Logger:         logger,
 		Notify:         notify,
@@ -229,6 +242,21 @@ func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *wor
 		o.Tasks = tasks
 	}
 	return swarm.New(o)
+}
+
+// recoverWorktrees finishes what an interrupted run left half done in the
+// worktrees, printing each line to w (the supervisor log has them already);
+// a problem it could not solve is printed and logged, and the agents it
+// concerns fail on their own when they start.
+func recoverWorktrees(ctx context.Context, wtm *worktree.Manager, st mailbox.Store, agents []string, w io.Writer, logger *slog.Logger) {
+	lines, err := swarm.RecoverWorktrees(ctx, wtm, st, agents)
+	for _, l := range lines {
+		fmt.Fprintf(w, "swarm up: recovered: %s\n", l)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "swarm up: could not finish what an interrupted run left: %v\n", err)
+		logger.Error("could not finish what an interrupted run left", "err", err)
+	}
 }
 
 // stoppedLine is what swarm up says last. It cannot know what a 'swarm
