@@ -20,7 +20,9 @@ test: ## run every test with the race detector (offline; the PostgreSQL half nee
 	$(GO) test -race ./...
 
 .PHONY: demo
-demo: build ## a whole swarm run, offline: three scripted agents in a temporary repo
+demo: ## a whole swarm run, offline: three scripted agents in a temporary repo
+	@echo "building swarm… (the first build takes a minute or so)"
+	@$(MAKE) --no-print-directory build
 	$(GO) run ./demo -swarm $(BIN)
 
 lint: ## go vet, gofmt, and staticcheck when it can be installed
@@ -36,7 +38,7 @@ bench: build ## measure P1-P7: print one table, write bench/results.json (~1-2 m
 bench-go: ## run the Go micro-benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-reliability: build ## the slow reliability suite (R1-R7) against bin/swarm (<3 min)
+reliability: build ## the slow reliability suite (R1-R7) against bin/swarm (about 40 s on 2 CPUs)
 	SWARM_BIN=$(abspath $(BIN)) $(GO) test -tags reliability -count=1 -timeout 10m -v ./reliability/
 
 # Fuzz targets, package:name; each runs for FUZZTIME. They live in packages

@@ -141,6 +141,9 @@ type errKey struct {
 func (b *builder) unknownEngine(name string) string {
 	names := b.cfg.EngineNames()
 	msg := fmt.Sprintf("unknown engine %q (valid: %s)", name, strings.Join(names, ", "))
+	if slices.Contains(Presets, name) {
+		return msg + fmt.Sprintf("; %s is an external CLI agent: define it with an [engine.%s] table holding kind = \"exec\" and preset = %q", name, name, name)
+	}
 	if s := Suggest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}

@@ -43,7 +43,29 @@ const (
 	// OpEscalation says escalation Escalation was raised or decided: the
 	// supervisor applies its hold or releases it now, and notifies.
 	OpEscalation = "escalation"
+	// OpMail announces mail just stored, like OpPoke, and is answered:
+	// the recipients are woken first, then Data is a []Delivery.
+	OpMail = "mail"
 )
+
+// Delivery is what the supervisor says about one message of an OpMail:
+// what its recipient was doing when the message came.
+type Delivery struct {
+	ID int64  `json:"id"`
+	To string `json:"to"`
+	// Started is true when the supervisor runs the recipient; false for
+	// operator, and for an agent it did not start (one added to swarm.toml
+	// after it started).
+	Started bool `json:"started"`
+	// State is the recipient's lifecycle state when the message came.
+	State string `json:"state,omitempty"`
+	// Interrupted is true when the message is urgent and cuts the
+	// recipient's running session short (interrupt = "cancel").
+	Interrupted bool `json:"interrupted"`
+	// Joins is true when the message is urgent and joins the running
+	// session at its next tool call instead (interrupt = "boundary").
+	Joins bool `json:"joins,omitempty"`
+}
 
 // ErrNoSupervisor means nothing listens on the control socket.
 var ErrNoSupervisor = errors.New("no supervisor is running")
@@ -51,6 +73,48 @@ var ErrNoSupervisor = errors.New("no supervisor is running")
 // pokeBodyCap bounds each body a poke carries: the supervisor only needs
 // the head of a message for its notices, and the wire stays small.
 const pokeBodyCap = 1 << 10
+
+// announceBatch bounds the messages of one OpMail request, so a broadcast
+// to thousands of agents stays well under the server's line limit.
+const announceBatch = 200
+
+// Announce tells a running supervisor that mail was just stored and
+// returns its answer, one Delivery per message, in order. The supervisor
+// wakes the recipients before it answers. With no supervisor it fails
+// with ErrNoSupervisor (wrapped): the mail waits in the database. ctx
+// bounds the wait.
+func Announce(ctx context.Context, l repo.Layout, mail []message.Message) ([]Delivery, error) {
+	var out []Delivery
+	cut := cutBodies(mail)
+	for len(cut) > 0 {
+		n := min(len(cut), announceBatch)
+		resp, err := Call(ctx, l, Request{Op: OpMail, Mail: cut[:n]})
+		if err != nil {
+			return out, err
+		}
+		var ds []Delivery
+		if err := json.Unmarshal(resp.Data, &ds); err != nil {
+			return out, fmt.Errorf("control %s: bad answer: %w", OpMail, err)
+		}
+		out = append(out, ds...)
+		cut = cut[n:]
+	}
+	return out, nil
+}
+
+// cutBodies copies mail with each body cut to pokeBodyCap and no payload:
+// the supervisor needs only the head of a message for its notices.
+func cutBodies(mail []message.Message) []message.Message {
+	cut := make([]message.Message, len(mail))
+	for i, m := range mail {
+		if len(m.Body) > pokeBodyCap {
+			m.Body = strings.ToValidUTF8(m.Body[:pokeBodyCap], "") + "…"
+		}
+		m.Payload = nil
+		cut[i] = m
+	}
+	return cut
+}
 
 // Poke tells a running supervisor that mail was just stored. It does not
 // wait for an answer and reports only whether the poke was delivered:
@@ -62,15 +126,7 @@ func Poke(l repo.Layout, mail []message.Message) bool {
 		return false
 	}
 	defer c.Close()
-	cut := make([]message.Message, len(mail))
-	for i, m := range mail {
-		if len(m.Body) > pokeBodyCap {
-			m.Body = strings.ToValidUTF8(m.Body[:pokeBodyCap], "") + "…"
-		}
-		m.Payload = nil
-		cut[i] = m
-	}
-	b, err := json.Marshal(Request{Op: OpPoke, Mail: cut})
+	b, err := json.Marshal(Request{Op: OpPoke, Mail: cutBodies(mail)})
 	if err != nil {
 		return false
 	}

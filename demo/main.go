@@ -587,11 +587,17 @@ func (d *demo) report(ctx context.Context) error {
 	fmt.Fprintf(d.out, "\nThe repository: %s\n", d.repo)
 	fmt.Fprintf(d.out, "  branches    swarm/lead, swarm/backend, swarm/docs (git log swarm/backend; swarm down --merge brings them in)\n")
 	fmt.Fprintf(d.out, "  logs        .swarm/logs/supervisor.log, .swarm/logs/up.out, .swarm/logs/<agent>/<session>.log\n")
-	swarm := "swarm"
-	if p, err := exec.LookPath("swarm"); err != nil || p != d.bin {
-		swarm = d.bin
+	// From here, with --dir: no cd, and no path of this machine's build
+	// beyond what the reader typed (bin/swarm under the checkout).
+	swarm := d.bin
+	if p, err := exec.LookPath("swarm"); err == nil && p == d.bin {
+		swarm = "swarm"
+	} else if wd, err := os.Getwd(); err == nil {
+		if r, err := filepath.Rel(wd, d.bin); err == nil && filepath.IsLocal(r) {
+			swarm = r
+		}
 	}
-	fmt.Fprintf(d.out, "  look around cd %s && %s events && %[2]s logs backend --session 2 && %[2]s inbox operator\n", d.repo, swarm)
+	fmt.Fprintf(d.out, "  look around %s --dir %s events && %[1]s --dir %[2]s logs backend --session 2 && %[1]s --dir %[2]s inbox operator\n", swarm, d.repo)
 	if len(problems) > 0 {
 		return fmt.Errorf("%d thing(s) did not happen:\n  - %s", len(problems), strings.Join(problems, "\n  - "))
 	}

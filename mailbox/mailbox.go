@@ -69,6 +69,10 @@ type Store interface {
 	Inbox(ctx context.Context, name string, f Filter) ([]message.Message, error)
 	// Pending counts the agent's undone mail.
 	Pending(ctx context.Context, agent string) (Counts, error)
+	// PendingAll counts the undone mail of every recipient (operator
+	// included) at once, as Pending would for each: one read however
+	// many agents there are. A name with no undone mail is absent.
+	PendingAll(ctx context.Context) (map[string]Counts, error)
 	// MessagesSince returns up to limit messages with id > after, oldest
 	// first: what the change feed's reader has not seen yet.
 	MessagesSince(ctx context.Context, after int64, limit int) ([]message.Message, error)

@@ -103,6 +103,9 @@ type PromptContext struct {
 	Branch     string // the agent's branch; empty means swarm/<agent>
 	BaseBranch string // the branch agents must not commit to, if known
 	Teammates  []string
+	// MoreTeammates counts the teammates not named in Teammates (a big
+	// swarm names only some); the identity section says how many.
+	MoreTeammates int
 	// Beads reports whether bd is installed, so the mode's beads tools are
 	// offered. It must agree with what the engine offers.
 	Beads     bool

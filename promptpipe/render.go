@@ -76,7 +76,11 @@ func identity(pc PromptContext) string {
 	if len(pc.Teammates) == 0 {
 		b.WriteString("You have no teammates in this swarm. ")
 	} else {
-		fmt.Fprintf(&b, "Your teammates: %s. ", strings.Join(pc.Teammates, ", "))
+		fmt.Fprintf(&b, "Your teammates: %s", strings.Join(pc.Teammates, ", "))
+		if pc.MoreTeammates > 0 {
+			fmt.Fprintf(&b, ", and %d more (`swarm status` lists every agent; $SWARM_AGENTS names them)", pc.MoreTeammates)
+		}
+		b.WriteString(". ")
 	}
 	b.WriteString("The human who runs the swarm is `operator`.")
 	return b.String()

@@ -584,3 +584,14 @@ func TestEnvironmentFields(t *testing.T) {
 		t.Fatalf("status not capped:\n%s", got)
 	}
 }
+
+func TestIdentityCountsTeammatesNotNamed(t *testing.T) {
+	pc := freshContext()
+	if got := identity(pc); !strings.Contains(got, "Your teammates: frontend, lead, reviewer. ") {
+		t.Fatalf("identity = %q", got)
+	}
+	pc.MoreTeammates = 9947
+	if got := identity(pc); !strings.Contains(got, "Your teammates: frontend, lead, reviewer, and 9947 more (`swarm status` lists every agent; $SWARM_AGENTS names them). ") {
+		t.Fatalf("identity = %q", got)
+	}
+}

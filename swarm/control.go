@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/lifecycle"
 )
 
 // command is what the control API asks a runner to do.
@@ -22,21 +23,67 @@ const (
 // ErrAgentStopped means a command reached an agent whose runner ended.
 var ErrAgentStopped = errors.New("agent is stopped")
 
-// Pause asks the agent to pause: a running session finishes first.
-func (s *Supervisor) Pause(ctx context.Context, agent string) error {
-	return s.command(ctx, agent, cmdPause)
+// ErrNotPaused means a resume reached an agent that is not paused and has
+// no pause pending.
+var ErrNotPaused = errors.New("not paused")
+
+// What a pause or resume does, as Pause and Resume report it.
+const (
+	PauseNow          = "now"           // between sessions: it pauses at once
+	PauseAfterSession = "after_session" // its session finishes first
+	PauseAlready      = "already"       // it was paused already
+	Resumed           = "resumed"       // it was paused and carries on
+	PauseCancelled    = "cancelled"     // the pause had not taken effect yet
+)
+
+// Pause asks the agent to pause: a running session finishes first. It
+// reports which of PauseNow, PauseAfterSession or PauseAlready applies.
+func (s *Supervisor) Pause(ctx context.Context, agent string) (string, error) {
+	r, err := s.runner(agent)
+	if err != nil {
+		return "", err
+	}
+	effect := PauseNow
+	switch st := r.liveState(); {
+	case st == lifecycle.Paused:
+		effect = PauseAlready
+	case st.Active() || st == lifecycle.SessionComplete:
+		effect = PauseAfterSession
+	}
+	r.wantPause.Store(true)
+	return effect, s.command(ctx, r, cmdPause)
 }
 
-// Resume asks a paused agent to carry on.
-func (s *Supervisor) Resume(ctx context.Context, agent string) error {
-	return s.command(ctx, agent, cmdResume)
+// Resume asks a paused agent to carry on, or cancels a pause that has not
+// taken effect. It reports Resumed or PauseCancelled, and fails with
+// ErrNotPaused for an agent that is neither paused nor pausing.
+func (s *Supervisor) Resume(ctx context.Context, agent string) (string, error) {
+	r, err := s.runner(agent)
+	if err != nil {
+		return "", err
+	}
+	st := r.liveState()
+	if st != lifecycle.Paused && !r.wantPause.Load() {
+		return "", fmt.Errorf("%s is %w (it is %s)", agent, ErrNotPaused, st)
+	}
+	effect := Resumed
+	if st != lifecycle.Paused {
+		effect = PauseCancelled
+	}
+	r.wantPause.Store(false)
+	return effect, s.command(ctx, r, cmdResume)
 }
 
-func (s *Supervisor) command(ctx context.Context, agent string, c command) error {
+func (s *Supervisor) runner(agent string) (*runner, error) {
 	r, ok := s.runners[agent]
 	if !ok {
-		return fmt.Errorf("unknown agent %q (running: %s)", agent, strings.Join(s.order, ", "))
+		return nil, fmt.Errorf("unknown agent %q (running: %s)", agent, strings.Join(s.order, ", "))
 	}
+	return r, nil
+}
+
+func (s *Supervisor) command(ctx context.Context, r *runner, c command) error {
+	agent := r.agent.Name
 	stopped := fmt.Errorf("%w: %s; a new 'swarm up' starts it again", ErrAgentStopped, agent)
 	select {
 	case <-r.done: // checked first: the buffered ctl would take the request
@@ -67,8 +114,15 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 			}
 		}
 		return control.Response{OK: true}
+	case control.OpMail:
+		// What the recipients were doing is read first, the wake comes
+		// next (an urgent interrupt waits for nothing else), the answer
+		// last.
+		ds := s.deliveries(req.Mail)
+		s.Wake(ctx, req.Mail)
+		return answer(ds)
 	case control.OpPing:
-		d, err := json.Marshal(map[string]any{"pid": os.Getpid(), "agents": s.order, "watchers": s.bus.count()})
+		d, err := json.Marshal(map[string]any{"pid": os.Getpid(), "agents": s.order, "engine": s.opts.EngineOverride, "watchers": s.bus.count()})
 		if err != nil {
 			return control.Response{Error: err.Error()}
 		}
@@ -77,9 +131,9 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		s.RequestStop()
 		return control.Response{OK: true}
 	case control.OpPause:
-		return result(s.Pause(ctx, req.Agent))
+		return effect(s.Pause(ctx, req.Agent))
 	case control.OpResume:
-		return result(s.Resume(ctx, req.Agent))
+		return effect(s.Resume(ctx, req.Agent))
 	case control.OpWatch:
 		return s.serveWatch(ctx, send)
 	case control.OpEscalation:
@@ -89,11 +143,21 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
 }
 
-func result(err error) control.Response {
+// answer is a successful response carrying v as its data.
+func answer(v any) control.Response {
+	d, err := json.Marshal(v)
 	if err != nil {
 		return control.Response{Error: err.Error()}
 	}
-	return control.Response{OK: true}
+	return control.Response{OK: true, Data: d}
+}
+
+// effect answers a pause or resume: {"effect": ...}.
+func effect(what string, err error) control.Response {
+	if err != nil {
+		return control.Response{Error: err.Error()}
+	}
+	return answer(map[string]string{"effect": what})
 }
 
 func (s *Supervisor) serveWatch(ctx context.Context, send func(any) error) control.Response {

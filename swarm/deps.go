@@ -72,9 +72,12 @@ type PromptRequest struct {
 	Seq       int64
 	Worktree  string
 	Teammates []string
-	Mail      []message.Message
-	Interrupt *Interrupt
-	BeadsOK   bool
+	// MoreTeammates counts the teammates beyond Teammates, which names at
+	// most 50.
+	MoreTeammates int
+	Mail          []message.Message
+	Interrupt     *Interrupt
+	BeadsOK       bool
 	// Decisions are the operator's decisions on escalations about the
 	// agent that no prompt has carried yet.
 	Decisions []escalation.Escalation

@@ -246,11 +246,15 @@ func TestHoldSurvivesCrashAndRestart(t *testing.T) {
 // with a critical branch_violation.
 func TestGuardRaisesBranchViolation(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
-	h.wt.guardErr = func(string) error { return errors.New("alpha committed on main") }
+	h.wt.guard = func(string) *fakeGuard {
+		return &fakeGuard{check: func() ([]Finding, error) {
+			return []Finding{fakeFinding{kind: "branch_violation", key: "main moved", text: "alpha committed on main"}}, nil
+		}}
+	}
 	h.start()
 	h.nextRun().finish <- engine.Result{Outcome: engine.Success}
 	e := h.waitEscalation(escalation.KindBranchViolation, escalation.Open)
-	if e.Severity != escalation.Critical || !e.Holds() || e.AgentName() != "alpha" || e.RefText() != "session:alpha-1" ||
+	if e.Severity != escalation.Critical || !e.Holds() || e.AgentName() != "alpha" ||
 		!strings.Contains(e.Summary, "alpha committed on main") || !strings.Contains(string(e.Details), `"finding":"alpha committed on main"`) {
 		t.Fatalf("escalation = %+v (details %s)", e, e.Details)
 	}

@@ -13,6 +13,9 @@ import (
 
 // afterSession decides between another session and Idle.
 func (r *runner) afterSession(ctx context.Context) error {
+	// A pause and a resume that came while the session ended are both
+	// taken before deciding.
+	r.applyControl()
 	if r.pausePending {
 		r.pausePending = false
 		return r.move(ctx, lifecycle.Pause, lifecycle.Paused, "paused by operator")

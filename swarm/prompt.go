@@ -24,20 +24,49 @@ import (
 
 // promptRequest is what session seq of agent a is built from.
 func (s *Supervisor) promptRequest(a config.Agent, seq int64, dir string, mail []message.Message, in *Interrupt) PromptRequest {
-	return newPromptRequest(s.cfg, a, seq, dir, mail, in, s.opts.Tasks != nil)
+	return newPromptRequest(s.names, a, seq, dir, mail, in, s.opts.Tasks != nil)
 }
 
-func newPromptRequest(cfg *config.Config, a config.Agent, seq int64, dir string, mail []message.Message, in *Interrupt, beadsOK bool) PromptRequest {
+// maxTeammates is how many teammates a prompt names; the rest are counted.
+// Every prompt naming every agent would make a big swarm's startup
+// quadratic, and the model gains nothing from a list of thousands.
+const maxTeammates = 50
+
+// newPromptRequest builds the request from names, every agent of the swarm
+// in config order, which it does not change.
+func newPromptRequest(names []string, a config.Agent, seq int64, dir string, mail []message.Message, in *Interrupt, beadsOK bool) PromptRequest {
+	mates, more := teammates(names, a.Name, maxTeammates)
 	return PromptRequest{
-		Agent:     a,
-		SessionID: SessionID(a.Name, seq),
-		Seq:       seq,
-		Worktree:  dir,
-		Teammates: slices.DeleteFunc(cfg.AgentNames(), func(n string) bool { return n == a.Name }),
-		Mail:      mail,
-		Interrupt: in,
-		BeadsOK:   beadsOK,
+		Agent:         a,
+		SessionID:     SessionID(a.Name, seq),
+		Seq:           seq,
+		Worktree:      dir,
+		Teammates:     mates,
+		MoreTeammates: more,
+		Mail:          mail,
+		Interrupt:     in,
+		BeadsOK:       beadsOK,
 	}
+}
+
+// teammates returns up to limit of names other than self, in order, and how
+// many others there are beyond them. It reads only as far as it needs.
+func teammates(names []string, self string, limit int) ([]string, int) {
+	var out []string
+	for i, n := range names {
+		if n == self {
+			continue
+		}
+		if len(out) == limit {
+			more := len(names) - i
+			if slices.Contains(names[i:], self) {
+				more--
+			}
+			return out, more
+		}
+		out = append(out, n)
+	}
+	return out, 0
 }
 
 // InterruptFor is the Interrupt Context of the session after seq, which
@@ -90,8 +119,10 @@ func (p PipePrompts) render(ctx context.Context, req PromptRequest) (promptpipe.
 		Worktree:   req.Worktree,
 		Root:       p.Layout.Root,
 		Teammates:  req.Teammates,
-		Messages:   req.Mail,
-		Beads:      req.BeadsOK,
+		// More teammates than the prompt names.
+		MoreTeammates: req.MoreTeammates,
+		Messages:      req.Mail,
+		Beads:         req.BeadsOK,
 	}
 	if in := req.Interrupt; in != nil {
 		m := in.Message
@@ -173,7 +204,7 @@ func Preview(ctx context.Context, req PreviewRequest) (promptpipe.Prompt, error)
 		defer tasks.Close()
 	}
 	p := NewPipePrompts(req.Config, req.Layout, st, tasks, req.Now, req.Logger)
-	pr := newPromptRequest(req.Config, a, seq, dir, mail, in, tasks != nil)
+	pr := newPromptRequest(req.Config.AgentNames(), a, seq, dir, mail, in, tasks != nil)
 	pr.Decisions = decisions
 	return p.render(ctx, pr)
 }

@@ -34,6 +34,12 @@ type runner struct {
 	ctl        chan command
 	escal      chan struct{} // an escalation about the agent changed
 	done       chan struct{} // closed when run returns
+	// live is the agent's state as last committed, for other goroutines
+	// (the control socket): state itself belongs to the runner goroutine.
+	live atomic.Value // lifecycle.State
+	// wantPause is the operator's last word, pause (true) or resume,
+	// set when the request is made, before the runner takes it.
+	wantPause atomic.Bool
 
 	// The running session's number (0 when none runs) and when it last
 	// showed activity (Unix nanoseconds), for the stalled check; stallSeq
@@ -55,6 +61,7 @@ type runner struct {
 	pausePending  bool
 	pending       []lifecycle.Notice // transitions made in the open transaction
 	stopReason    string             // why the agent stopped, when not by shutdown
+	stopErr       error              // the error that stopped it, if one did
 }
 
 func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
@@ -62,7 +69,7 @@ func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
 	if e, err := s.cfg.EngineFor(a, s.opts.EngineOverride); err == nil {
 		kind = e.Kind
 	}
-	return &runner{
+	r := &runner{
 		sup:   s,
 		agent: a,
 		eng:   eng,
@@ -73,6 +80,18 @@ func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
 		done:  make(chan struct{}),
 		state: lifecycle.Stopped,
 	}
+	r.live.Store(lifecycle.Stopped)
+	return r
+}
+
+// liveState is the agent's state as last committed; safe from any
+// goroutine.
+func (r *runner) liveState() lifecycle.State { return r.live.Load().(lifecycle.State) }
+
+// boundary reports whether urgent mail joins a running session at its
+// next tool call instead of cancelling it.
+func (r *runner) boundary() bool {
+	return r.agent.Interrupt == config.InterruptBoundary && r.kind != config.EngineExec
 }
 
 // poke wakes the runner; urgent says the news may be urgent mail.
@@ -112,6 +131,7 @@ func (r *runner) inTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
 		r.pending = r.pending[:0]
 		return err
 	}
+	r.live.Store(r.state)
 	for _, n := range r.pending {
 		r.sup.bus.emit(n)
 	}
@@ -141,8 +161,13 @@ func (r *runner) run(ctx context.Context) (err error) {
 				r.sup.log.Warn("unlock worktree", "agent", r.agent.Name, "err", uerr)
 			}
 		}
+		if err != nil {
+			// Why the agent stopped, whatever state it was left in: a
+			// runner that failed while still Stopped (its first
+			// transition, say) has a reason too.
+			r.stopReason, r.stopErr = err.Error(), err
+		}
 		if err != nil && r.state != lifecycle.Stopped {
-			r.stopReason = err.Error()
 			if merr := r.inTx(ctx, func(tx mailbox.Tx) error {
 				if err := r.settleUnstarted(tx, "stopped: "+err.Error()); err != nil {
 					return err

@@ -170,7 +170,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		Seq:       r.seq,
 		Root:      r.sup.opts.Layout.Root,
 		DB:        absPath(r.sup.opts.Layout.DB),
-		Agents:    r.sup.cfg.AgentNames(),
+		Agents:    r.sup.names,
 		Worktree:  r.worktree,
 		Branch:    r.branch,
 		Prompt:    r.sessionPrompt,

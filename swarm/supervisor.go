@@ -107,6 +107,7 @@ type Supervisor struct {
 	log     *slog.Logger
 	runners map[string]*runner
 	order   []string
+	names   []string // every configured agent, in config order; read-only
 
 	bus       noticeBus
 	mail      mailTracker
@@ -148,19 +149,20 @@ func New(opts Options) (*Supervisor, error) {
 		requested: make(chan struct{}),
 	}
 	s.bus.init(opts.Clock, opts.Notify)
-	s.poster = mailbox.NewPoster(opts.Store, opts.Config.AgentNames(), mailbox.WakerFunc(s.Wake))
+	s.names = opts.Config.AgentNames()
+	s.poster = mailbox.NewPoster(opts.Store, s.names, mailbox.WakerFunc(s.Wake))
 	s.desk = newDesk(s)
 	s.acks = newAckDeadlines(s)
 	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	names := opts.Agents
 	if len(names) == 0 {
-		names = opts.Config.AgentNames()
+		names = s.names
 	}
 	var problems []string
 	for _, name := range names {
 		a, ok := opts.Config.Agent(name)
 		if !ok {
-			return nil, fmt.Errorf("unknown agent %q: swarm.toml has %s", name, strings.Join(opts.Config.AgentNames(), ", "))
+			return nil, fmt.Errorf("unknown agent %q: swarm.toml has %s", name, strings.Join(s.names, ", "))
 		}
 		eng, err := opts.Engines(a)
 		if err != nil {
@@ -267,10 +269,19 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	var allStopped error
 	if ctx.Err() == nil {
 		var reasons []string
+		var errs []error
 		for _, name := range s.order {
-			reasons = append(reasons, fmt.Sprintf("%s: %s", name, s.runners[name].stopReason))
+			r := s.runners[name]
+			why := r.stopReason
+			if why == "" {
+				why = s.lastCause(name)
+			}
+			reasons = append(reasons, fmt.Sprintf("%s: %s", name, why))
+			if r.stopErr != nil {
+				errs = append(errs, r.stopErr)
+			}
 		}
-		allStopped = fmt.Errorf("every agent stopped: %s; see 'swarm events' and 'swarm logs <agent>'", strings.Join(reasons, "; "))
+		allStopped = &stoppedError{msg: fmt.Sprintf("every agent stopped: %s; see 'swarm events' and 'swarm logs <agent>'", strings.Join(reasons, "; ")), errs: errs}
 	}
 	// A shared bd call outlives the runners that started it; end it too.
 	if c, ok := s.opts.Tasks.(interface{ Close() }); ok {
@@ -285,6 +296,27 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.bus.waitWatchers(2*time.Second, s.log)
 	stopServer()
 	return errors.Join(allStopped, svcErr, <-served)
+}
+
+// stoppedError is Run's error when every agent stopped on its own: one
+// line naming each agent's reason, wrapping the errors that stopped them
+// (so a damaged database is still recognised as such).
+type stoppedError struct {
+	msg  string
+	errs []error
+}
+
+func (e *stoppedError) Error() string   { return e.msg }
+func (e *stoppedError) Unwrap() []error { return e.errs }
+
+// lastCause is the cause of the agent's newest event, for a runner that
+// ended without saying why.
+func (s *Supervisor) lastCause(agent string) string {
+	evs, err := s.store.Events(context.Background(), mailbox.EventFilter{Agent: agent, Limit: 1})
+	if err == nil && len(evs) > 0 && evs[0].Cause != "" {
+		return fmt.Sprintf("%s (%s)", evs[0].To, evs[0].Cause)
+	}
+	return "stopped without a recorded reason"
 }
 
 // shutdownCause is why ctx ended, as sessions should see it: a bare

@@ -2,10 +2,12 @@ package swarm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -774,5 +776,137 @@ func TestStopInSpawningRequeuesMail(t *testing.T) {
 	s1, _ := h.store.Session(ctx, "alpha", 1)
 	if s1.State == mailbox.SessionRunning {
 		t.Fatal("session 1 left running")
+	}
+}
+
+// OpMail wakes the recipients, then answers what each was doing: only the
+// first urgent message for a running session interrupts it.
+func TestMailAnswerSaysWhatHappened(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n[[agent]]\nname = \"soft\"\ninterrupt = \"boundary\"\n")
+	h.start()
+	runs := map[string]*fakeRun{}
+	for range 3 {
+		r := h.nextRun()
+		runs[r.s.Agent] = r
+	}
+	h.waitFor("alpha", lifecycle.Running)
+	h.waitFor("soft", lifecycle.Running)
+	runs["bravo"].finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("bravo", lifecycle.Idle)
+
+	p := mailbox.NewPoster(h.store, []string{"alpha", "bravo", "soft"}, nil)
+	var ms []message.Message
+	for _, d := range []message.Draft{
+		{To: "alpha", Urgency: message.Urgent},
+		{To: "alpha", Urgency: message.Urgent},
+		{To: "alpha"},
+		{To: "bravo", Urgency: message.Urgent},
+		{To: "soft", Urgency: message.Urgent},
+		{To: "operator", From: "alpha"},
+	} {
+		if d.From == "" {
+			d.From = "operator"
+		}
+		d.Body = "x"
+		m, err := p.Post(context.Background(), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	ms = append(ms, message.Message{ID: 99, From: "operator", To: "gamma", Urgency: message.Urgent})
+	resp := h.sup.handle(context.Background(), control.Request{Op: control.OpMail, Mail: ms}, nil)
+	var got []control.Delivery
+	if err := json.Unmarshal(resp.Data, &got); !resp.OK || err != nil {
+		t.Fatalf("answer %+v: %v", resp, err)
+	}
+	want := []control.Delivery{
+		{ID: ms[0].ID, To: "alpha", Started: true, State: "Running", Interrupted: true},
+		{ID: ms[1].ID, To: "alpha", Started: true, State: "Running"},
+		{ID: ms[2].ID, To: "alpha", Started: true, State: "Running"},
+		{ID: ms[3].ID, To: "bravo", Started: true, State: "Idle"},
+		{ID: ms[4].ID, To: "soft", Started: true, State: "Running", Joins: true},
+		{ID: ms[5].ID, To: "operator"},
+		{ID: 99, To: "gamma"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("deliveries:\n got %+v\nwant %+v", got, want)
+	}
+	// The wake happened: alpha's session was cut short by the first one.
+	h.waitFor("alpha", lifecycle.Interrupting)
+	<-runs["alpha"].ctx.Done()
+}
+
+func TestPauseAndResumeSayWhatTheyDo(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.start()
+	ctx := context.Background()
+	r := h.nextRun()
+	h.waitFor("alpha", lifecycle.Running)
+	do := func(pause bool, want string) {
+		t.Helper()
+		var got string
+		var err error
+		if pause {
+			got, err = h.sup.Pause(ctx, "alpha")
+		} else {
+			got, err = h.sup.Resume(ctx, "alpha")
+		}
+		if err != nil || got != want {
+			t.Fatalf("pause=%v: %q, %v; want %q", pause, got, err, want)
+		}
+	}
+	do(true, PauseAfterSession)
+	do(false, PauseCancelled) // the session had not ended
+	if _, err := h.sup.Resume(ctx, "alpha"); !errors.Is(err, ErrNotPaused) || !strings.Contains(err.Error(), "alpha is not paused (it is Running)") {
+		t.Fatalf("resume of a running agent: %v", err)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", lifecycle.Idle)
+	do(true, PauseNow)
+	h.waitFor("alpha", lifecycle.Paused)
+	do(true, PauseAlready)
+	do(false, Resumed)
+	h.waitFor("alpha", lifecycle.Idle)
+	if _, err := h.sup.Resume(ctx, "alpha"); !errors.Is(err, ErrNotPaused) {
+		t.Fatalf("resume of an idle agent: %v", err)
+	}
+}
+
+// failStart is a store whose agents cannot leave Stopped: the runner fails
+// on its very first transition.
+type failStart struct{ mailbox.Store }
+
+func (f failStart) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
+	return f.Store.InTx(ctx, func(tx mailbox.Tx) error { return fn(failStartTx{tx}) })
+}
+
+type failStartTx struct{ mailbox.Tx }
+
+func (t failStartTx) Transition(c fsm.Change) (fsm.Event, error) {
+	if c.To == string(lifecycle.Initializing) {
+		return fsm.Event{}, errors.New("database is locked")
+	}
+	return t.Tx.Transition(c)
+}
+
+// Every agent stopped: the error names each one's reason, also for a
+// runner that failed while still Stopped.
+func TestEveryAgentStoppedSaysWhy(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n")
+	cfg := h.sup.cfg
+	h.store = failStart{h.store}
+	h.sup = h.newSupervisor(cfg)
+	err := h.sup.Run(context.Background())
+	if err == nil {
+		t.Fatal("Run returned nil")
+	}
+	for _, want := range []string{"every agent stopped: alpha: ", "bravo: "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), ": ;") || !strings.Contains(err.Error(), "database is locked") {
+		t.Fatalf("a reason is missing: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -21,6 +22,35 @@ func (s *Supervisor) Wake(ctx context.Context, posted []message.Message) {
 		}
 	}
 	s.announce(posted)
+}
+
+// deliveries says, for mail just stored, what each recipient is doing:
+// whether this supervisor runs it, its state, and whether urgent mail cuts
+// its running session short (the first urgent message for it does) or
+// joins it at the next tool call. It only reads: call it just before Wake,
+// so the answer describes the moment the mail came.
+func (s *Supervisor) deliveries(ms []message.Message) []control.Delivery {
+	out := make([]control.Delivery, len(ms))
+	hit := map[string]bool{}
+	for i, m := range ms {
+		d := control.Delivery{ID: m.ID, To: m.To}
+		if r, ok := s.runners[m.To]; ok {
+			d.Started = true
+			st := r.liveState()
+			d.State = string(st)
+			inSession := st == lifecycle.Running || st == lifecycle.Spawning
+			if m.IsUrgent() && inSession && !hit[m.To] {
+				if r.boundary() {
+					d.Joins = true
+				} else {
+					d.Interrupted = true
+					hit[m.To] = true
+				}
+			}
+		}
+		out[i] = d
+	}
+	return out
 }
 
 // wakeAll wakes every runner as if urgent mail had come: a poke that does

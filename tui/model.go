@@ -98,7 +98,6 @@ type Model struct {
 	agents           []Agent
 	escalations      []escalation.Escalation
 	escSel           int               // the selected escalation
-	confirm          *escalation.Event // an action on escSel waiting for y/n
 	mail             []message.Message // oldest first
 	tokens, sessions int64
 	selected         int
@@ -127,6 +126,9 @@ type Model struct {
 
 	flash    string
 	flashBad bool
+	// confirm is a question waiting for y (anything else is no): q and i
+	// ask before they stop the swarm or interrupt a session.
+	confirm  *confirmation
 	stopping bool
 	ended    error // why the source's stream ended; nil while it runs
 
@@ -439,9 +441,28 @@ func (m *Model) current() *Agent {
 
 func (m *Model) setFlash(s string, bad bool) { m.flash, m.flashBad = s, bad }
 
+// confirmation is a question on the status line and what y does.
+type confirmation struct {
+	question string
+	no       string // the flash when the answer is not y
+	yes      func() tea.Cmd
+}
+
+func (m *Model) ask(question, no string, yes func() tea.Cmd) {
+	m.confirm = &confirmation{question: question, no: no, yes: yes}
+}
+
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
-	if m.confirm != nil && m.screen == screenMain {
-		return m.confirmKey(k)
+	if c := m.confirm; c != nil {
+		m.confirm = nil
+		switch k.String() {
+		case "y", "Y":
+			return c.yes()
+		case "ctrl+c":
+			return m.quit()
+		}
+		m.setFlash(c.no, false)
+		return nil
 	}
 	switch m.screen {
 	case screenInput:
@@ -457,8 +478,13 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	}
 	a := m.current()
 	switch k.String() {
-	case "ctrl+c", "q":
+	case "ctrl+c":
 		return m.quit()
+	case "q":
+		if m.opts.Stop == nil || m.stopping {
+			return m.quit() // swarm watch leaves; a second q leaves too
+		}
+		m.ask("stop the swarm? [y/N]", "not stopped: the swarm keeps running", m.quit)
 	case "?":
 		m.screen = screenHelp
 	case "esc":
@@ -496,7 +522,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		if a == nil {
 			return nil
 		}
-		return m.send(a.Name, interruptBody, true, true)
+		name := a.Name
+		m.ask(fmt.Sprintf("interrupt %s (urgent mail %q)? [y/N]", name, interruptBody), "nothing sent: "+name+" was not interrupted",
+			func() tea.Cmd { return m.send(name, interruptBody, true, true) })
 	case "e":
 		if len(m.escalations) > 0 {
 			m.escSel = (m.escSel + 1) % len(m.escalations)
@@ -508,8 +536,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		action := map[string]escalation.Event{"a": escalation.Ack, "r": escalation.Event(escalation.Resume), "x": escalation.Event(escalation.Abort)}[k.String()]
-		m.confirm = &action
-		m.setFlash(fmt.Sprintf("%s escalation %d (%s)? y/n", action, e.ID, oneLine(e.Summary)), false)
+		id := e.ID
+		m.ask(fmt.Sprintf("%s escalation %d (%s)? [y/N]", action, id, oneLine(e.Summary)), "cancelled: nothing was decided",
+			func() tea.Cmd { return m.decide(id, action) })
 	case "p":
 		if a == nil {
 			return nil
@@ -536,10 +565,7 @@ func (m *Model) setEscalations(es []escalation.Escalation) {
 			m.escSel = i
 		}
 	}
-	if m.confirm != nil && (id == 0 || m.selectedEscalation() == nil || m.selectedEscalation().ID != id) {
-		m.confirm = nil // what was asked about is gone
-		m.setFlash("", false)
-	}
+	_ = id
 }
 
 func (m *Model) selectedEscalation() *escalation.Escalation {
@@ -549,19 +575,9 @@ func (m *Model) selectedEscalation() *escalation.Escalation {
 	return &m.escalations[m.escSel]
 }
 
-// confirmKey answers the y/n question of an escalation action.
-func (m *Model) confirmKey(k tea.KeyPressMsg) tea.Cmd {
-	action := *m.confirm
-	m.confirm = nil
-	e := m.selectedEscalation()
-	if k.String() == "ctrl+c" {
-		return m.quit()
-	}
-	if k.String() != "y" || e == nil {
-		m.setFlash("cancelled: nothing was decided", false)
-		return nil
-	}
-	src, id := m.src, e.ID
+// decide applies an escalation decision the operator confirmed.
+func (m *Model) decide(id int64, action escalation.Event) tea.Cmd {
+	src := m.src
 	m.setFlash(fmt.Sprintf("%s escalation %d…", action, id), false)
 	return m.jobs.cmd(m.ctx, func(ctx context.Context) tea.Msg {
 		esc, err := src.Decide(ctx, id, action)

@@ -447,7 +447,7 @@ func TestMessageKeys(t *testing.T) {
 	h.typeText("never mind")
 	h.keys("esc")
 	h.keys("m", "enter") // empty: nothing sent
-	h.keys("k", "i")
+	h.keys("k", "i", "y")
 	want := []string{"backend|hello world|false", "frontend|stop now|true", "backend|interrupted by operator|true"}
 	if !slices.Equal(src.sent, want) {
 		t.Fatalf("sent %q, want %q", src.sent, want)
@@ -498,6 +498,10 @@ func TestPauseKeyToggles(t *testing.T) {
 func TestQuitStopsTheSwarmUnderUp(t *testing.T) {
 	h := newHarness(t, newFake(), true)
 	h.keys("q")
+	if h.quit || h.stops != 0 || !strings.Contains(h.screen(), "stop the swarm? [y/N]") {
+		t.Fatalf("q did not ask first: quit=%v stops=%d\n%s", h.quit, h.stops, h.screen())
+	}
+	h.keys("y")
 	if h.quit || h.stops != 1 {
 		t.Fatalf("first q: quit=%v stops=%d; want the swarm stopped and the view kept", h.quit, h.stops)
 	}
@@ -519,6 +523,41 @@ func TestQuitStopsTheSwarmUnderUp(t *testing.T) {
 	h2.keys("ctrl+c", "q")
 	if !h2.quit || h2.stops != 1 {
 		t.Fatalf("q twice: quit=%v stops=%d", h2.quit, h2.stops)
+	}
+}
+
+// q and i ask first; any answer but y leaves the swarm as it was.
+func TestQuitAndInterruptAskFirst(t *testing.T) {
+	src := newFake()
+	h := newHarness(t, src, true)
+	for _, no := range []string{"n", "esc", "enter", "q"} {
+		h.keys("q", no)
+		if h.quit || h.stops != 0 || !strings.Contains(h.screen(), "not stopped: the swarm keeps running") {
+			t.Fatalf("q then %s: quit=%v stops=%d\n%s", no, h.quit, h.stops, h.screen())
+		}
+	}
+	h.keys("i")
+	if !strings.Contains(h.screen(), `interrupt backend (urgent mail "interrupted by operator")? [y/N]`) {
+		t.Fatalf("i did not ask:\n%s", h.screen())
+	}
+	h.keys("N")
+	if len(src.sent) != 0 || !strings.Contains(h.screen(), "nothing sent: backend was not interrupted") {
+		t.Fatalf("i then N sent %v:\n%s", src.sent, h.screen())
+	}
+	// The question takes the next key whatever it is: j answers no and
+	// does not move the selection.
+	h.keys("i", "j")
+	if len(src.sent) != 0 || !strings.Contains(h.row("backend"), "▸") {
+		t.Fatalf("i then j: sent %v\n%s", src.sent, h.screen())
+	}
+	h.keys("j", "i", "Y")
+	if want := []string{"frontend|interrupted by operator|true"}; !slices.Equal(src.sent, want) {
+		t.Fatalf("sent %v, want %v", src.sent, want)
+	}
+	// Ctrl-C needs no answer: it stops at once, even with a question up.
+	h.keys("q", "ctrl+c")
+	if h.stops != 1 {
+		t.Fatalf("ctrl+c at the question: stops=%d", h.stops)
 	}
 }
 

@@ -89,10 +89,12 @@ type Options struct {
 	Title string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Stop, when set, is what q does: stop the swarm gracefully (swarm
-	// up). The view then stays until the source's stream ends, so the
-	// operator sees the agents stop; a second q leaves at once. When nil,
-	// q just leaves the view and the swarm keeps running (swarm watch).
+	// Stop, when set, is what q does once the operator answers y to "stop
+	// the swarm?" (Ctrl-C does it without asking): stop the swarm
+	// gracefully (swarm up). The view then stays until the source's stream
+	// ends, so the operator sees the agents stop; a second q leaves at
+	// once. When nil, q just leaves the view and the swarm keeps running
+	// (swarm watch).
 	Stop func()
 	// Input and Output are the terminal; nil means the process's.
 	Input  io.Reader

@@ -343,6 +343,8 @@ func (m *Model) statusLine(w int) string {
 		// Keep the end of a long input in view.
 		text = ansi.TruncateLeft(text, max(ansi.StringWidth(text)-(w-ansi.StringWidth(label)-1), 0), "…")
 		return stInput.Render(label) + text
+	case m.confirm != nil:
+		return stInput.Render(fit(m.confirm.question, w))
 	case m.flash != "" && m.flashBad:
 		return stBad.Render(fit(m.flash, w))
 	case m.flash != "":
@@ -372,7 +374,7 @@ func (m *Model) footer(w int) string {
 }
 
 func (m *Model) helpLines(w, h int) []string {
-	quit := "stop the swarm gracefully, as Ctrl-C does (again: leave at once)"
+	quit := "stop the swarm gracefully, after asking (Ctrl-C: at once; q again: leave)"
 	if m.opts.Stop == nil {
 		quit = "leave the view; the swarm keeps running"
 	}
@@ -381,7 +383,7 @@ func (m *Model) helpLines(w, h int) []string {
 		{"enter", "the selected agent's current prompt, section by section"},
 		{"m", "write a message to the selected agent"},
 		{"u", "write an urgent message: it interrupts the running session"},
-		{"i", `interrupt the selected agent (urgent mail "` + interruptBody + `")`},
+		{"i", `interrupt the selected agent: asks, then urgent mail "` + interruptBody + `"`},
 		{"p", "pause the selected agent after its running session, or resume it"},
 		{"e", "select the next open escalation"},
 		{"a, r, x", "ack, resume or abort the selected escalation (asks y/n)"},

@@ -446,6 +446,25 @@ func midRebaseError(agent, path string) error {
 	return fmt.Errorf("%w: %s", ErrWrongBranch, midRebaseText(agent, path, onto, am))
 }
 
+// midRebaseRoot is the error for a repository (your checkout, not an
+// agent's worktree) whose HEAD is detached because a rebase or 'git am'
+// is under way there, or nil when none is: "run git switch" would be the
+// wrong advice.
+func midRebaseRoot(root string) error {
+	onto, am, ok := rebaseState(root)
+	if !ok {
+		return nil
+	}
+	if am {
+		return fmt.Errorf("%w: %s is in the middle of 'git am' (HEAD is detached until it ends), and swarm starts agents from a branch; finish it with 'git am --continue' once the conflicts are resolved, or give it up with 'git am --abort', then try again", ErrDetachedHead, root)
+	}
+	what := "a rebase"
+	if onto != "" {
+		what = "a rebase of " + onto
+	}
+	return fmt.Errorf("%w: %s is in the middle of %s (HEAD is detached until it ends), and swarm starts agents from a branch; finish it with 'git rebase --continue' once the conflicts are resolved, or give it up with 'git rebase --abort', then try again", ErrDetachedHead, root, what)
+}
+
 func midRebaseText(agent, path, onto string, am bool) string {
 	branch := Branch(agent)
 	if am {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -217,5 +218,48 @@ func TestRepoWhoseDotGitIsAFile(t *testing.T) {
 	}
 	if got := gitAt(t, env, origin, "rev-parse", "--abbrev-ref", "HEAD"); got != "main" {
 		t.Fatalf("the origin checkout moved to %s", got)
+	}
+}
+
+// Mid-rebase, HEAD is detached, but "git switch" is the wrong advice: the
+// rebase is to be finished or aborted.
+func TestPreflightMidRebase(t *testing.T) {
+	t.Parallel()
+	env := noIdentityEnv(t)
+	env = append(env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	root := filepath.Join(t.TempDir(), "repo")
+	newRepo(t, env, root)
+	write := func(text string) {
+		if err := os.WriteFile(filepath.Join(root, "f.txt"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitAt(t, env, root, "checkout", "-q", "-b", "topic")
+	write("topic\n")
+	gitAt(t, env, root, "add", "f.txt")
+	gitAt(t, env, root, "commit", "-q", "-m", "topic")
+	gitAt(t, env, root, "checkout", "-q", "main")
+	write("main\n")
+	gitAt(t, env, root, "add", "f.txt")
+	gitAt(t, env, root, "commit", "-q", "-m", "main")
+	gitAt(t, env, root, "checkout", "-q", "topic")
+	cmd := exec.Command("git", "rebase", "main")
+	cmd.Dir, cmd.Env = root, env
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("the rebase did not stop on its conflict: %s", out)
+	}
+	expectPreflight(t, env, root, ErrDetachedHead, "in the middle of a rebase of topic")
+	m, err := New(context.Background(), Options{Root: root, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.Preflight(context.Background())
+	for _, want := range []string{"git rebase --continue", "git rebase --abort"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "git switch") {
+		t.Errorf("%v advises git switch", err)
 	}
 }

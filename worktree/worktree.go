@@ -266,6 +266,9 @@ func (m *Manager) Preflight(ctx context.Context) error {
 		return err
 	}
 	if !onBranch {
+		if err := midRebaseRoot(m.root); err != nil {
+			return err
+		}
 		return fmt.Errorf("%w: %s is not on a branch, and swarm starts agents from a branch; run 'git switch <branch>' (or 'git switch -c <new-branch>') first", ErrDetachedHead, m.root)
 	}
 	hasCommit, err := m.ok(ctx, m.root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
@@ -336,6 +339,9 @@ func (m *Manager) BaseBranch(ctx context.Context) (string, error) {
 	}
 	switch {
 	case h.Detached():
+		if err := midRebaseRoot(m.root); err != nil {
+			return "", err
+		}
 		return "", fmt.Errorf("%w: %s is at %s; run 'git switch <branch>' so swarm knows which branch to start agents from", ErrDetachedHead, m.root, h.describe())
 	case h.Hash == "":
 		return "", fmt.Errorf("%w: make a first commit in %s and try again", ErrNoCommits, m.root)

@@ -21,6 +21,9 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/engine"
+	execengine "github.com/swarmhq/swarm/engine/exec"
+	"github.com/swarmhq/swarm/engine/script"
+	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
@@ -49,6 +52,11 @@ anything missing:
   bd          beads, optional: its version, and whether this repo has tasks
   engine      each engine the agents use: the Gemini API key (or Vertex AI),
               an exec agent's command on PATH, the scripts' syntax
+  login       an exec preset's key or login (ANTHROPIC_API_KEY or
+              ~/.claude/.credentials.json for claude, OPENAI_API_KEY or
+              ~/.codex/auth.json for codex, GEMINI_API_KEY, GOOGLE_API_KEY
+              or ~/.gemini/oauth_creds.json for gemini-cli): a warning when
+              none is found
   supervisor  when one runs, that its control socket answers (none running
               is fine)
   database    .swarm/swarm.db passes PRAGMA integrity_check
@@ -58,10 +66,16 @@ anything missing:
 Exit status 1 when a check fails. --engine NAME checks the engine that
 'swarm up --engine NAME' would use instead of the configured ones.
 
+For the script engine it says which block of its script each agent's
+next session plays (session N plays block N), and warns when that is past
+the last block.
+
 --json prints {"ok", "checks": [{"name", "status", "detail"}]}, status being
-ok, off (an optional part is not there) or fail.`,
+ok, off (an optional part is not there), warn (works, but maybe not as
+meant; not a failure) or fail.`,
 		Example: `  swarm doctor
-  swarm doctor --engine script   # what 'swarm up --engine script' needs`,
+  swarm doctor --engine script   # what 'swarm up --engine script' needs
+  swarm doctor --engine claude   # claude's table, its command and its login`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDoctor(cmd.Context(), opts)
@@ -74,7 +88,8 @@ ok, off (an optional part is not there) or fail.`,
 // Check statuses.
 const (
 	checkOK   = "ok"
-	checkOff  = "off" // an optional part is absent: not an error
+	checkOff  = "off"  // an optional part is absent: not an error
+	checkWarn = "warn" // works, but likely not as meant: not an error
 	checkFail = "fail"
 )
 
@@ -125,15 +140,13 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 		}
 	}
 	if cfg != nil && opts.Engine != "" {
-		for _, a := range cfg.Agents {
-			if _, err := cfg.EngineFor(a, opts.Engine); err != nil {
-				return usagef("--engine: %v", err)
-			}
+		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
+			return err
 		}
 	}
 	doctorBeads(ctx, r, l, cfg)
 	if cfg != nil {
-		doctorEngines(ctx, r, cfg, opts.Engine)
+		doctorEngines(ctx, r, l, cfg, opts.Engine, open.Choose(app.Env.Getenv, cfg.Mailbox.URL, l.DB))
 	}
 	if l.Root != "" {
 		doctorSupervisor(ctx, r, l)
@@ -151,8 +164,11 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 	} else {
 		for _, c := range r.Checks {
 			status := c.Status
-			if status == checkFail {
+			switch status {
+			case checkFail:
 				status = "FAIL"
+			case checkWarn:
+				status = "WARN"
 			}
 			fmt.Fprintf(app.Stdout, "%-4s  %-15s %s\n", status, c.Name, c.Detail)
 		}
@@ -170,6 +186,8 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 			if engineFailed && opts.Engine == "" {
 				fmt.Fprintln(app.Stdout, "To try swarm offline meanwhile, with scripted agents: swarm up --engine script")
 			}
+		} else if warned := countStatus(r, checkWarn); warned > 0 {
+			fmt.Fprintf(app.Stdout, "\nEverything swarm needs is here; see the %s above.\n", plural(warned, "warning"))
 		} else {
 			fmt.Fprintln(app.Stdout, "\nEverything swarm needs is here.")
 		}
@@ -178,6 +196,16 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 		return &codeError{code: exitError}
 	}
 	return nil
+}
+
+func countStatus(r *doctorReport, status string) int {
+	n := 0
+	for _, c := range r.Checks {
+		if c.Status == status {
+			n++
+		}
+	}
+	return n
 }
 
 // doctorGit checks that git is installed and new enough.
@@ -256,8 +284,9 @@ func doctorBeads(ctx context.Context, r *doctorReport, l repo.Layout, cfg *confi
 }
 
 // doctorEngines runs each engine's own Preflight once, naming the agents
-// that use it.
-func doctorEngines(ctx context.Context, r *doctorReport, cfg *config.Config, override string) {
+// that use it; for a script engine it also says which block each agent's
+// next session plays.
+func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *config.Config, override string, db open.Target) {
 	factory := swarm.EngineFactory(cfg, override)
 	var names []string
 	users := map[string][]config.Agent{}
@@ -296,6 +325,66 @@ func doctorEngines(ctx context.Context, r *doctorReport, cfg *config.Config, ove
 			continue
 		}
 		r.add(label, checkOK, "ready for %s", strings.Join(who, ", "))
+		if se, ok := eng.(*script.Engine); ok {
+			doctorScripts(ctx, r, db, se, agents)
+		}
+		if e, err := cfg.EngineFor(agents[0], override); err == nil && e.Kind == config.EngineExec && e.Preset != "" {
+			doctorLogin(r, e)
+		}
+	}
+}
+
+// doctorLogin checks that an exec preset's CLI has a key or a login. The
+// CLI may keep its login where swarm does not look, so a miss is a
+// warning, not a failure.
+func doctorLogin(r *doctorReport, e config.Engine) {
+	p, ok := execengine.Presets[e.Preset]
+	if !ok {
+		return
+	}
+	env := os.Environ()
+	if e.EnvFile != "" {
+		if vars, err := config.ReadEnvFile(e.EnvFile); err == nil {
+			env = append(env, vars...)
+		}
+	}
+	home, _ := os.UserHomeDir()
+	why, found := p.Credentials(env, home)
+	if found {
+		r.add("login "+e.Name, checkOK, "%s: %s", p.Command[0], why)
+		return
+	}
+	r.add("login "+e.Name, checkWarn, "%s: %s (or in env_file in [engine.%s]); the agents' sessions fail at once without it", p.Command[0], why, e.Name)
+}
+
+// doctorScripts says which block of its script each agent's next session
+// plays (session N plays block N), warning when it is past the last one.
+// Agents without a script file play the built-in one: not worth a line
+// each.
+func doctorScripts(ctx context.Context, r *doctorReport, db open.Target, e *script.Engine, agents []config.Agent) {
+	var st mailbox.Store // nil: no database, or not readable; sessions start at 1
+	if _, err := os.Stat(db.Path); err == nil || db.URL != "" {
+		if opened, err := db.Open(ctx); err == nil {
+			defer opened.Close()
+			st = opened
+		}
+	}
+	for _, a := range agents {
+		seq := int64(1)
+		if st != nil {
+			if n, err := swarm.NextSession(ctx, st, a.Name); err == nil {
+				seq = n
+			}
+		}
+		p, err := e.Plan(a.Name, seq)
+		switch {
+		case err != nil:
+			r.add("script "+a.Name, checkFail, "%v; fix the script", err)
+		case p.Past():
+			r.add("script "+a.Name, checkWarn, "%s", strings.TrimPrefix(p.String(), "warning: "))
+		case p.Exists:
+			r.add("script "+a.Name, checkOK, "next: %s", p)
+		}
 	}
 }
 

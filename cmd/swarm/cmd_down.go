@@ -128,7 +128,7 @@ func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error 
 	if err := operatorOnly(app, "swarm down"); err != nil {
 		return err
 	}
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}

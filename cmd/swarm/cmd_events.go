@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/swarmhq/swarm/fsm"
@@ -56,7 +57,7 @@ session. An agent's first event has no from state.
 
 func runEvents(ctx context.Context, opts *EventsOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,11 @@ func runEvents(ctx context.Context, opts *EventsOptions) error {
 			return app.printJSON(evs)
 		}
 		if len(evs) == 0 {
-			fmt.Fprintln(app.Stdout, "no events yet ('swarm up' starts the agents)")
+			msg, err := noEvents(ctx, st, opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(app.Stdout, msg)
 		}
 		for _, e := range evs {
 			printEvent(app, e)
@@ -110,6 +115,23 @@ func runEvents(ctx context.Context, opts *EventsOptions) error {
 	}
 }
 
+// noEvents says why the listing is empty: nothing happened yet, or
+// nothing after --since (naming the newest event).
+func noEvents(ctx context.Context, st mailbox.Store, opts *EventsOptions) (string, error) {
+	of := ""
+	if opts.Agent != "" {
+		of = " of " + opts.Agent
+	}
+	newest, err := st.Events(ctx, mailbox.EventFilter{Agent: opts.Agent, Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(newest) == 0 {
+		return fmt.Sprintf("no events%s yet ('swarm up' starts the agents)", of), nil
+	}
+	return fmt.Sprintf("no events%s after #%d; the newest is #%d", of, opts.Since, newest[0].ID), nil
+}
+
 func printEvent(app *App, e fsm.Event) {
 	if app.JSON {
 		if err := json.NewEncoder(app.Stdout).Encode(e); err != nil {
@@ -125,5 +147,17 @@ func printEvent(app *App, e fsm.Event) {
 	if e.SubjectKind != fsm.SubjectAgent {
 		subject = string(e.SubjectKind) + " " + e.Subject
 	}
-	fmt.Fprintf(app.Stdout, "%6d  %s  %-12s s%-3d %s → %s  %s\n", e.ID, e.At.Local().Format("2006-01-02 15:04:05.000"), subject, e.SessionSeq, from, e.To, e.Cause)
+	fmt.Fprintf(app.Stdout, "%6d  %s  %-12s s%-3d %s → %s  %s\n", e.ID, e.At.Local().Format("2006-01-02 15:04:05.000"), subject, e.SessionSeq, from, e.To, oneLineCause(e.Cause))
+}
+
+// oneLineCause keeps a table row on one line: a cause of several lines
+// (an error with its output) shows its first line and "…"; --json has it
+// whole.
+func oneLineCause(s string) string {
+	line, _, more := strings.Cut(strings.TrimRight(s, "\n"), "\n")
+	line = strings.TrimRight(line, "\r")
+	if more {
+		return line + " …"
+	}
+	return line
 }

@@ -84,12 +84,14 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	if opts.MarkRead && (opts.Name != message.Operator || opts.Sent) {
 		return usagef("--mark-read marks mail to operator read: use it with 'swarm inbox operator' (without --sent); an agent's mail becomes done when its session completes")
 	}
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}
-	if !message.Reserved(opts.Name) && !slices.Contains(cfg.AgentNames(), opts.Name) {
-		return fmt.Errorf("unknown agent %q: known names are %s", opts.Name, strings.Join(cfg.Recipients(), ", "))
+	if !message.Reserved(opts.Name) {
+		if _, ok := cfg.Agent(opts.Name); !ok {
+			return unknownName("agent", opts.Name, cfg.Recipients(), "known names are")
+		}
 	}
 	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {

@@ -94,7 +94,7 @@ func logsList(dir string) string {
 
 func runLogs(ctx context.Context, opts *LogsOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/swarm"
 )
 
 // PauseOptions are the inputs of `swarm pause` and `swarm resume`.
@@ -29,13 +32,15 @@ func newPauseCmd(app *App, resume bool) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pause <agent>",
 		Short: "Pause an agent: its running session finishes, then it waits",
-		Long: `Pause an agent of the running supervisor. A running session is not
-cancelled: it finishes first (send urgent mail to interrupt it), and then
-the agent stays Paused, starting no session even when mail or tasks
-arrive, until 'swarm resume'. Mail sent meanwhile waits in its mailbox.
+		Long: `Pause an agent of the running supervisor. An agent between sessions
+(Idle, CoolingDown) pauses at once. A running session is not cancelled: it
+finishes first (send urgent mail to interrupt it). Then the agent stays
+Paused, starting no session even when mail or tasks arrive, until 'swarm
+resume'. Mail sent meanwhile waits in its mailbox.
 
 The supervisor must be running ('swarm up'). --json prints
-{"agent", "action", "ok"}.`,
+{"agent", "action", "ok", "effect"}, effect being now, after_session or
+already.`,
 		Example: `  swarm pause backend
   swarm resume backend`,
 		Args:              cobra.ExactArgs(1),
@@ -51,10 +56,11 @@ The supervisor must be running ('swarm up'). --json prints
 		cmd.Long = `Resume an agent that 'swarm pause' paused: it starts a session at once
 if it has work (mail or a ready task), else it goes Idle. Resuming an agent
 whose pause is still pending (its session has not finished yet) cancels
-the pause.
+the pause. Resuming an agent that is neither paused nor pausing is an
+error (exit 1).
 
 The supervisor must be running ('swarm up'). --json prints
-{"agent", "action", "ok"}.`
+{"agent", "action", "ok", "effect"}, effect being resumed or cancelled.`
 		cmd.Example = `  swarm resume backend`
 	}
 	return cmd
@@ -62,14 +68,15 @@ The supervisor must be running ('swarm up'). --json prints
 
 func runPause(ctx context.Context, opts *PauseOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}
 	if _, err := agentIn(cfg, opts.Agent); err != nil {
 		return err
 	}
-	if err := pauseAgent(ctx, l, opts.Agent, !opts.Resume); err != nil {
+	effect, err := pauseAgent(ctx, l, opts.Agent, !opts.Resume)
+	if err != nil {
 		return err
 	}
 	action := "pause"
@@ -77,18 +84,27 @@ func runPause(ctx context.Context, opts *PauseOptions) error {
 		action = "resume"
 	}
 	if app.JSON {
-		return app.printJSON(map[string]any{"agent": opts.Agent, "action": action, "ok": true})
+		return app.printJSON(map[string]any{"agent": opts.Agent, "action": action, "ok": true, "effect": effect})
 	}
-	if opts.Resume {
-		fmt.Fprintf(app.Stdout, "resuming %s\n", opts.Agent)
-	} else {
-		fmt.Fprintf(app.Stdout, "pausing %s: a running session finishes first ('swarm resume %s' undoes it)\n", opts.Agent, opts.Agent)
+	a := opts.Agent
+	switch effect {
+	case swarm.PauseNow:
+		fmt.Fprintf(app.Stdout, "pausing %s now: it is between sessions, and starts none until 'swarm resume %s'\n", a, a)
+	case swarm.PauseAlready:
+		fmt.Fprintf(app.Stdout, "%s is already paused ('swarm resume %s' resumes it)\n", a, a)
+	case swarm.PauseCancelled:
+		fmt.Fprintf(app.Stdout, "cancelled the pause of %s: its session had not finished, and it carries on\n", a)
+	case swarm.Resumed:
+		fmt.Fprintf(app.Stdout, "resuming %s\n", a)
+	default: // PauseAfterSession
+		fmt.Fprintf(app.Stdout, "pausing %s: its running session finishes first ('swarm resume %s' undoes it)\n", a, a)
 	}
 	return nil
 }
 
-// pauseAgent asks the running supervisor to pause or resume an agent.
-func pauseAgent(ctx context.Context, l repo.Layout, agent string, pause bool) error {
+// pauseAgent asks the running supervisor to pause or resume an agent, and
+// returns what that does (swarm.PauseNow, swarm.Resumed, ...).
+func pauseAgent(ctx context.Context, l repo.Layout, agent string, pause bool) (string, error) {
 	op := control.OpResume
 	if pause {
 		op = control.OpPause
@@ -98,11 +114,17 @@ func pauseAgent(ctx context.Context, l repo.Layout, agent string, pause bool) er
 	resp, err := control.Call(ctx, l, control.Request{Op: op, Agent: agent})
 	switch {
 	case errors.Is(err, control.ErrNoSupervisor):
-		return errNoSupervisor
+		return "", errNoSupervisor
+	case err != nil && strings.Contains(resp.Error, swarm.ErrNotPaused.Error()):
+		return "", errors.New(resp.Error)
 	case err != nil && resp.Error != "":
-		return fmt.Errorf("cannot %s %s: %s", op, agent, resp.Error)
+		return "", fmt.Errorf("cannot %s %s: %s", op, agent, resp.Error)
 	case err != nil:
-		return fmt.Errorf("cannot %s %s: %w", op, agent, err)
+		return "", fmt.Errorf("cannot %s %s: %w", op, agent, err)
 	}
-	return nil
+	var d struct {
+		Effect string `json:"effect"`
+	}
+	_ = json.Unmarshal(resp.Data, &d) // an older supervisor says nothing
+	return d.Effect, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/protocol"
 	"github.com/swarmhq/swarm/swarm"
@@ -87,13 +88,10 @@ session ($SWARM_SESSION_ID).`,
     --payload '{"status": "completed", "summary": "paginated", "commit_hash": "4f2a9c1"}'
   swarm send critic --type review_request --task T-42 --payload @review.json --ack-timeout 15m`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case opts.All:
-				return cobra.ExactArgs(1)(cmd, args)
-			case opts.Type != "":
+			if opts.Type != "" && !opts.All {
 				return cobra.RangeArgs(0, 1)(cmd, args)
 			}
-			return cobra.ExactArgs(2)(cmd, args)
+			return sendArgs(opts.All, args)
 		},
 		ValidArgsFunction: app.completeAgents(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -219,6 +217,28 @@ func readPayload(app *App, v string) ([]byte, error) {
 	return []byte(v), nil
 }
 
+// sendArgs checks the positional arguments, saying what is missing.
+func sendArgs(all bool, args []string) error {
+	want, form := 2, `swarm send <agent> "<body>"`
+	if all {
+		want, form = 1, `swarm send --all "<body>"`
+	}
+	switch {
+	case len(args) == want:
+		return nil
+	case all && len(args) == 0:
+		return fmt.Errorf("missing the message body: %s (or - to read stdin)", form)
+	case len(args) == 0:
+		return fmt.Errorf("missing the recipient and the message body: %s (or - to read stdin)", form)
+	case len(args) == 1 && !all:
+		return fmt.Errorf("missing the message body: swarm send %s \"<body>\" (or - to read stdin)", args[0])
+	case all:
+		return fmt.Errorf("--all takes only the message body, got %d arguments; quote the body: %s", len(args), form)
+	default:
+		return fmt.Errorf("the message body is one argument, got %d words after %s; quote it: swarm send %s %q", len(args)-1, args[0], args[0], strings.Join(args[1:], " "))
+	}
+}
+
 func runSend(ctx context.Context, opts *SendOptions) error {
 	app := opts.App
 	if opts.replyToSet && strings.TrimSpace(opts.ReplyTo) == "" {
@@ -251,9 +271,16 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	if opts.Urgent {
 		d.Urgency = message.Urgent
 	}
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
+	}
+	// A near miss ("Backend") is answered with the name meant; anything
+	// else is the poster's to judge.
+	for _, n := range []struct{ what, name string }{{"sender", from}, {"recipient", opts.To}} {
+		if n.name != "" && recipientIn(cfg, n.name) != nil && config.Suggest(n.name, cfg.Recipients()) != "" {
+			return unknownName(n.what, n.name, cfg.Recipients(), "known names are")
+		}
 	}
 	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
@@ -276,7 +303,7 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		}
 	}
 
-	poster := app.poster(st, l, cfg)
+	poster, an := app.announcingPoster(st, l, cfg)
 	var sent []message.Message
 	if opts.All {
 		sent, err = poster.Broadcast(ctx, d)
@@ -288,15 +315,71 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	if app.JSON {
-		return app.printJSON(sent)
+	_, running, aerr := an.answer(0)
+	out := make([]sentJSON, len(sent))
+	for i, m := range sent {
+		d, _, _ := an.answer(m.ID)
+		out[i] = sentJSON{Message: m, Supervisor: running, Interrupted: d.Interrupted, Joins: d.Joins,
+			NotStarted: running && aerr == nil && !d.Started && m.To != config.Operator, State: d.State}
 	}
-	for _, m := range sent {
+	if app.JSON {
+		return app.printJSON(out)
+	}
+	for _, s := range out {
 		urgent := ""
-		if m.IsUrgent() {
+		if s.IsUrgent() {
 			urgent = "urgent "
 		}
-		fmt.Fprintf(app.Stdout, "sent %s#%d to %s (%s)\n", urgent, m.ID, m.To, m.State)
+		fmt.Fprintf(app.Stdout, "sent %s#%d to %s (%s)%s\n", urgent, s.ID, s.To, s.Message.State, sendOutcome(s, aerr == nil))
+	}
+	switch {
+	case !running:
+		fmt.Fprintf(app.Stdout, "No supervisor is running: the mail waits in the database and is delivered at the next 'swarm up'.\n")
+	case aerr != nil:
+		fmt.Fprintf(app.Stdout, "The supervisor did not answer (%v); it finds the mail in the database within a second.\n", aerr)
 	}
 	return nil
+}
+
+// sentJSON is one message of send's --json output: the message, and what
+// the supervisor said about it.
+type sentJSON struct {
+	message.Message
+	// Supervisor is true when a running supervisor was told about it.
+	Supervisor bool `json:"supervisor"`
+	// Interrupted is true when it cut its recipient's running session
+	// short; Joins when it joins that session at its next tool call.
+	Interrupted bool `json:"interrupted"`
+	Joins       bool `json:"joins"`
+	// NotStarted is true when the recipient is configured but the running
+	// supervisor does not run it (added to swarm.toml since it started).
+	NotStarted bool `json:"not_started"`
+	// State is the recipient's state when the mail came, when known.
+	State string `json:"recipient_state,omitempty"`
+}
+
+// notStartedHint says what to do about an agent the running supervisor
+// does not run.
+const notStartedHint = "restart 'swarm up' to run it"
+
+// sendOutcome is what the supervisor did with a message, as the end of its
+// line ("" when there is nothing to add).
+func sendOutcome(s sentJSON, answered bool) string {
+	switch {
+	case !s.Supervisor || !answered || s.To == config.Operator:
+		return ""
+	case s.NotStarted:
+		return fmt.Sprintf(": %s is not started by the running supervisor (added to swarm.toml since it started, or left out by 'swarm up --agents'); %s", s.To, notStartedHint)
+	case !s.IsUrgent():
+		return ""
+	case s.Interrupted:
+		return ": interrupted its running session"
+	case s.Joins:
+		return ": it joins the running session at its next tool call"
+	case s.State == string(lifecycle.Paused):
+		return fmt.Sprintf(": not interrupted: %s is Paused ('swarm resume %s' lets it read the mail)", s.To, s.To)
+	case s.State != "":
+		return fmt.Sprintf(": not interrupted: %s is %s, not in a session; its next session starts with it", s.To, s.State)
+	}
+	return ""
 }

@@ -36,11 +36,17 @@ state, session number, pending mail (queued + delivered), errors, tokens and
 heartbeat. A heartbeat older than three intervals is marked stale: the
 supervisor is gone or stuck. Works with or without a running supervisor.
 
+An agent in swarm.toml that the running supervisor does not run (added
+since 'swarm up' started, or left out by --agents) is shown as "not
+started": restart 'swarm up' to run it.
+
 --json prints {"running", "pid", "agents": [{"name", "state", "session_seq",
-"mode", "engine", "branch", "worktree", "pending", "heartbeat_at", "stale",
-"consecutive_errors", "total_errors", "tokens"}], "escalations": [...]},
-the escalations not resolved yet as 'swarm escalations --json' prints them.
-Each of those is also a line above the agents table.`,
+"mode", "engine", "branch", "worktree", "pending", "urgent", "heartbeat_at",
+"stale", "consecutive_errors", "total_errors", "tokens", "activity",
+"state_since", "not_started"}], "escalations": [...]}; not_started is present
+only for such an agent, and says what to do; escalations are the ones not
+resolved yet as 'swarm escalations --json' prints them, each also a line
+above the agents table.`,
 		Example: `  swarm status
   swarm status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
@@ -76,41 +82,75 @@ type agentStatus struct {
 	Tokens            int64           `json:"tokens"`
 	Activity          string          `json:"activity,omitempty"`
 	StateSince        *time.Time      `json:"state_since,omitempty"`
+	// NotStarted says why a configured agent is not running although a
+	// supervisor is: it does not run it. Empty otherwise.
+	NotStarted string `json:"not_started,omitempty"`
+}
+
+// notStarted marks an agent the running supervisor does not run.
+const notStarted = "not started: " + notStartedHint + " (it was added to swarm.toml since 'swarm up' started, or left out by --agents)"
+
+// pingInfo is a running supervisor's answer to a ping.
+type pingInfo struct {
+	Pid    int      `json:"pid"`
+	Agents []string `json:"agents"` // the agents it runs
+	Engine string   `json:"engine"` // swarm up --engine, if given
+}
+
+// ping asks the control socket who is running.
+func ping(ctx context.Context, l repo.Layout) (pingInfo, bool) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var p pingInfo
+	resp, err := control.Call(ctx, l, control.Request{Op: control.OpPing})
+	if err != nil {
+		return p, false
+	}
+	_ = json.Unmarshal(resp.Data, &p)
+	return p, true
 }
 
 // supervisorPid asks the control socket who is running.
 func supervisorPid(ctx context.Context, l repo.Layout) (int, bool) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	resp, err := control.Call(ctx, l, control.Request{Op: control.OpPing})
-	if err != nil {
-		return 0, false
-	}
-	var p struct {
-		Pid int `json:"pid"`
-	}
-	_ = json.Unmarshal(resp.Data, &p)
-	return p.Pid, true
+	p, ok := ping(ctx, l)
+	return p.Pid, ok
 }
 
 func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st mailbox.Store, now time.Time) (statusJSON, error) {
 	var out statusJSON
-	if pid, ok := supervisorPid(ctx, l); ok {
-		out.Running, out.Pid = true, &pid
+	sup, running := ping(ctx, l)
+	if running {
+		out.Running, out.Pid = true, &sup.Pid
+	}
+	// An agent configured but not run by the running supervisor: added to
+	// swarm.toml since it started, or left out by --agents. An older
+	// supervisor names no agents; then nothing is marked.
+	runs := make(map[string]bool, len(sup.Agents))
+	for _, n := range sup.Agents {
+		runs[n] = true
 	}
 	rows, err := st.Agents(ctx)
 	if err != nil {
 		return out, err
 	}
-	byName := map[string]mailbox.Agent{}
+	byName := make(map[string]mailbox.Agent, len(rows))
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
+	// One grouped read for every agent's mail, not one query per agent.
+	pending, err := st.PendingAll(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Agents = make([]agentStatus, 0, len(cfg.Agents))
 	for _, a := range cfg.Agents {
 		eng := a.Engine
 		row, ok := byName[a.Name]
 		s := agentStatus{Name: a.Name, State: lifecycle.Stopped, Mode: string(a.Mode), Engine: eng,
 			Branch: worktree.Branch(a.Name), Worktree: filepathJoin(cfg.Worktree.Dir, a.Name)}
+		if running && sup.Engine != "" {
+			s.Engine = sup.Engine
+		}
 		if ok {
 			s.State, s.SessionSeq = row.State, row.SessionSeq
 			if row.Engine != "" {
@@ -122,11 +162,11 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 			s.HeartbeatAt, s.StateSince = row.HeartbeatAt, row.StateSince
 			s.ConsecutiveErrors, s.TotalErrors, s.Tokens, s.Activity = row.ConsecutiveErrors, row.TotalErrors, row.Tokens, row.Activity
 		}
-		c, err := st.Pending(ctx, a.Name)
-		if err != nil {
-			return out, err
-		}
+		c := pending[a.Name]
 		s.Pending, s.Urgent = c.Queued+c.Delivered, c.Urgent
+		if running && len(sup.Agents) > 0 && !runs[a.Name] {
+			s.NotStarted = notStarted
+		}
 		if s.State != lifecycle.Stopped {
 			stale := 3 * cfg.Liveness.Heartbeat
 			s.Stale = !out.Running || s.HeartbeatAt == nil || now.Sub(*s.HeartbeatAt) > stale
@@ -145,7 +185,7 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 
 func runStatus(ctx context.Context, opts *StatusOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}
@@ -173,11 +213,14 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	if len(s.Escalations) > 0 {
 		fmt.Fprintf(app.Stdout, "('swarm escalations' lists them; 'swarm escalation show N' shows one)\n\n")
 	}
+	var notRun []string
 	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSTATE\tSESSION\tMODE\tENGINE\tMAIL\tERRORS\tTOKENS\tHEARTBEAT")
 	for _, a := range s.Agents {
 		hb := "-"
-		if a.HeartbeatAt != nil {
+		// A Stopped agent has no heartbeat to speak of: its last stamp
+		// is from a supervisor that is gone.
+		if a.HeartbeatAt != nil && a.State != "Stopped" {
 			hb = humanAge(now.Sub(*a.HeartbeatAt)) + " ago"
 		}
 		if a.Stale {
@@ -191,8 +234,23 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		if a.StateSince != nil && a.State != lifecycle.Stopped {
 			since = " " + humanAge(now.Sub(*a.StateSince))
 		}
-		fmt.Fprintf(tw, "%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", a.Name, a.State, since, a.SessionSeq, a.Mode, a.Engine, mail,
+		state := a.State
+		if a.NotStarted != "" {
+			state, notRun = "not started", append(notRun, a.Name)
+		}
+		fmt.Fprintf(tw, "%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", a.Name, state, since, a.SessionSeq, a.Mode, a.Engine, mail,
 			a.ConsecutiveErrors, a.TotalErrors, a.Tokens, hb)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(notRun) > 0 {
+		them := "them"
+		if len(notRun) == 1 {
+			them = "it"
+		}
+		fmt.Fprintf(app.Stdout, "\nnot started: %s: the running supervisor does not run %s (added to swarm.toml since 'swarm up' started, or left out by --agents); restart 'swarm up' to run %s\n",
+			listSome(notRun, 10), them, them)
+	}
+	return nil
 }

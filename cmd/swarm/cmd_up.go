@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,6 +33,7 @@ type UpOptions struct {
 	Engine string
 	Agents []string
 	NoTUI  bool
+	Detach bool // -d: run in the background (up_detach.go)
 }
 
 func init() { commands = append(commands, newUpCmd) }
@@ -55,18 +55,25 @@ terminal, one line is printed per transition and per message instead.
 Everything also goes to .swarm/logs/supervisor.log, and each session logs
 to .swarm/logs/<agent>/<session>.log.
 
-Ctrl-C (or q in the view, SIGTERM, or 'swarm down') stops gracefully: running sessions are
+Ctrl-C (or q then y in the view, SIGTERM, or 'swarm down') stops gracefully: running sessions are
 cancelled, waiting up to interrupt_grace, mail they had is queued again, and
 swarm exits 0. A second Ctrl-C forces the stop: every session's processes
 are killed at once. After a crash, the next 'swarm up' recovers: nothing is
 lost, session numbers continue, and what an interrupted 'swarm down' left
 half done in the worktrees is finished first ("recovered: ...").
 
+With -d it runs in the background instead: it returns as soon as the
+supervisor answers on its control socket, printing its pid, and the
+supervisor's output goes to .swarm/logs/up.out. 'swarm watch' shows it and
+'swarm down' stops it. Exit status 1 when it stops before it answers (its
+last output is shown).
+
 Only one supervisor runs per repository. It refuses to start inside an
 agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 		Example: `  swarm up
   swarm up --engine script            # offline, with scripted agents
-  swarm up --agents backend,frontend  # only some agents`,
+  swarm up --agents backend,frontend  # only some agents
+  swarm up -d && swarm watch          # in the background`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runUp(cmd.Context(), opts)
@@ -76,6 +83,7 @@ agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 	f.StringVar(&opts.Engine, "engine", "", "run every agent on this engine (gemini, script, or an [engine.NAME])")
 	f.StringSliceVar(&opts.Agents, "agents", nil, "run only these agents (comma-separated)")
 	f.BoolVar(&opts.NoTUI, "no-tui", false, "print plain lines instead of the full-screen view")
+	f.BoolVarP(&opts.Detach, "detach", "d", false, "run in the background: return once the supervisor answers, output in .swarm/logs/up.out")
 	cmd.RegisterFlagCompletionFunc("agents", app.completeAgents(false))
 	return cmd
 }
@@ -90,16 +98,17 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		return err
 	}
 	for _, name := range opts.Agents {
-		if _, ok := cfg.Agent(name); !ok {
-			return usagef("--agents: unknown agent %q (swarm.toml has %s)", name, strings.Join(cfg.AgentNames(), ", "))
+		if _, err := agentIn(cfg, name); err != nil {
+			return usagef("--agents: %v", err)
 		}
 	}
 	if opts.Engine != "" {
-		for _, a := range cfg.Agents {
-			if _, err := cfg.EngineFor(a, opts.Engine); err != nil {
-				return usagef("--engine: %v", err)
-			}
+		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
+			return err
 		}
+	}
+	if opts.Detach {
+		return runUpDetached(ctx, opts, l)
 	}
 
 	// Worktree problems (no commits, detached HEAD, old git) stop us

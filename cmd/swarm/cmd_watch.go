@@ -52,7 +52,7 @@ With no supervisor running it exits 1.`,
 
 func runWatch(ctx context.Context, opts *WatchOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
+	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}

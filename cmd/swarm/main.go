@@ -53,7 +53,7 @@ func run(ctx context.Context, app *App, args []string) int {
 	root.SetIn(app.Stdin)
 	root.SetOut(app.Stdout)
 	root.SetErr(app.Stderr)
-	err := root.ExecuteContext(ctx)
+	err := app.explainDamage(root.ExecuteContext(ctx))
 	if err == nil {
 		return exitOK
 	}

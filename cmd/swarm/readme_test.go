@@ -297,7 +297,7 @@ jsonq stdout agents.0.pending 1
 
 	`swarm send backend "stop: wrong table" --urgent  # interrupts backend now`: `
 {{run}}
-stdout '^sent urgent #2 to backend \(queued\)$'
+stdout '^sent urgent #2 to backend \(queued\): interrupted its running session$'
 waitmatch 's1 +Running → Interrupting  urgent mail #2 from operator$' events --agent backend
 # Session 2 gets both messages, fixes the bug, answers, and backend is idle.
 waitjson agents.0.state Idle status --json

@@ -3,10 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +20,9 @@ import (
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/open"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
 )
 
@@ -30,6 +38,12 @@ type App struct {
 	Stderr io.Writer
 	Env    repo.Env
 	Cwd    string
+
+	// fallback is why swarm.toml did not read when loadRunning went on
+	// with the database's agents instead; nil when it read.
+	fallback error
+	// db is the database this process opened, for errors about it.
+	db string
 }
 
 // commands are the subcommands. Each command's file registers itself in an
@@ -126,13 +140,150 @@ func (a *App) loadConfig() (repo.Layout, *config.Config, error) {
 	return l, cfg, err
 }
 
-// agentIn returns the named agent of cfg, or an error that lists the agents.
+// loadRunning is loadConfig for the commands that reach a swarm that may
+// be running: status, send, inbox, events, logs, watch, pause, resume and
+// down. A typo saved into swarm.toml while the swarm runs must not lock the
+// operator out of it, so when swarm.toml does not read but the database
+// knows agents, these commands go on with those agents and the default
+// settings, after one warning line on stderr naming the error (file:line)
+// and what was assumed.
+func (a *App) loadRunning(ctx context.Context) (repo.Layout, *config.Config, error) {
+	l, cfg, err := a.loadConfig()
+	if err == nil || l.Root == "" {
+		return l, cfg, err
+	}
+	fb, names, ferr := fallbackConfig(ctx, l, open.Choose(a.Env.Getenv, "", l.DB))
+	if ferr != nil {
+		slog.Debug("no fallback for a broken swarm.toml", "err", ferr)
+		return l, nil, err
+	}
+	a.fallback = err
+	fmt.Fprintf(a.Stderr, "swarm: warning: %s; going on with the %s the database knows (%s), default settings and worktrees in %s; fix swarm.toml ('swarm doctor' lists every problem)\n",
+		firstProblem(err), plural(len(names), "agent"), listSome(names, 5), rel(l.Root, fb.Worktree.Dir))
+	return l, fb, nil
+}
+
+// firstProblem is the first line of a config error, with a count of the
+// others: swarm.toml can have several mistakes at once.
+func firstProblem(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	if len(lines) > 1 {
+		return fmt.Sprintf("%s (and %s)", lines[0], plural(len(lines)-1, "more problem"))
+	}
+	return lines[0]
+}
+
+// fallbackConfig is the configuration of the agents the database knows,
+// with default settings: what the commands that reach a running swarm need
+// when swarm.toml does not read. Worktrees are where the database says
+// they are when all of them share a directory. It never creates a SQLite
+// database. The database is t: $SWARM_DB_URL's, else the SQLite file (a
+// [mailbox] url cannot be read from a swarm.toml that does not read).
+func fallbackConfig(ctx context.Context, l repo.Layout, t open.Target) (*config.Config, []string, error) {
+	if t.URL == "" {
+		if _, err := os.Stat(t.Path); err != nil {
+			return nil, nil, err
+		}
+	}
+	st, err := t.Open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer st.Close()
+	rows, err := st.Agents(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil, errors.New("the database knows no agents")
+	}
+	var b strings.Builder
+	dir := ""
+	for i, r := range rows {
+		if d := filepath.Dir(r.Worktree); r.Worktree != "" && (i == 0 || d == dir) {
+			dir = d
+		} else {
+			dir = "-" // not all in one place: the default
+		}
+	}
+	if dir != "" && dir != "-" && filepath.IsAbs(dir) {
+		fmt.Fprintf(&b, "[worktree]\ndir = %q\n", dir)
+	}
+	names := make([]string, 0, len(rows))
+	for _, r := range rows {
+		fmt.Fprintf(&b, "[[agent]]\nname = %q\n", r.Name)
+		if _, err := mode.Parse(r.Mode); err == nil && r.Mode != "" {
+			fmt.Fprintf(&b, "mode = %q\n", r.Mode)
+		}
+		names = append(names, r.Name)
+	}
+	cfg, err := config.Parse([]byte(b.String()), l.Config, l.Root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the database's agents: %w", err)
+	}
+	return cfg, names, nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// listSome lists at most n items, saying how many more there are.
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// checkEngineFlag checks --engine NAME against every agent of cfg. A
+// preset name (claude, codex, gemini-cli) without its [engine.NAME] table
+// gets the table to add.
+func checkEngineFlag(cfg *config.Config, name string) error {
+	for _, a := range cfg.Agents {
+		if _, err := cfg.EngineFor(a, name); err != nil {
+			if _, defined := cfg.Engines[name]; !defined && slices.Contains(config.Presets, name) {
+				return usagef("--engine %s: swarm.toml has no [engine.%s] table. %s is an external CLI agent; add this to swarm.toml:\n\n"+
+					"    [engine.%s]\n    kind = \"exec\"\n    preset = %q\n\nand run 'swarm doctor --engine %s' again", name, name, name, name, name, name)
+			}
+			return usagef("--engine: %v", err)
+		}
+	}
+	return nil
+}
+
+// agentIn returns the named agent of cfg, or an error that suggests the
+// agent meant ("Backend" → backend) and lists the agents.
 func agentIn(cfg *config.Config, name string) (config.Agent, error) {
 	a, ok := cfg.Agent(name)
 	if !ok {
-		return a, fmt.Errorf("unknown agent %q: swarm.toml has %s", name, strings.Join(cfg.AgentNames(), ", "))
+		return a, unknownName("agent", name, cfg.AgentNames(), "swarm.toml has")
 	}
 	return a, nil
+}
+
+// recipientIn checks a name mail can go to: an agent of cfg or operator.
+func recipientIn(cfg *config.Config, name string) error {
+	if name == config.Operator {
+		return nil
+	}
+	if _, ok := cfg.Agent(name); ok {
+		return nil
+	}
+	return unknownName("recipient", name, cfg.Recipients(), "known names are")
+}
+
+// unknownName says that name is not one of names, with the nearest one as
+// a suggestion when there is one close enough.
+func unknownName(what, name string, names []string, have string) error {
+	msg := fmt.Sprintf("unknown %s %q: ", what, name)
+	if s := config.Suggest(name, names); s != "" {
+		msg += fmt.Sprintf("did you mean %q? ", s)
+	}
+	return errors.New(msg + have + " " + listSome(names, 20))
 }
 
 // storeTarget is the repository's database: $SWARM_DB_URL, else
@@ -143,15 +294,94 @@ func (a *App) storeTarget(l repo.Layout, cfg *config.Config) open.Target {
 
 // openStore opens the repository's database.
 func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) (mailbox.Store, error) {
-	return a.storeTarget(l, cfg).Open(ctx)
+	t := a.storeTarget(l, cfg)
+	if t.URL == "" {
+		a.db = t.Path
+	}
+	return t.Open(ctx)
+}
+
+// explainDamage adds what to do to an error that says the database is
+// damaged: the damage can show in any query, long after the store opened.
+func (a *App) explainDamage(err error) error {
+	if err == nil || !sqlite.Damaged(err) || strings.Contains(err.Error(), "swarm doctor") {
+		return err
+	}
+	path := a.db
+	if path == "" {
+		l, lerr := a.layout()
+		if lerr != nil {
+			return err
+		}
+		path = l.DB
+	}
+	return fmt.Errorf("%w; database %s: %s", err, path, sqlite.DamagedAdvice(path))
 }
 
 // poster is this process's mail service: it validates against cfg's
-// agents, stores, and pokes a running supervisor with what it stored.
+// agents, stores, and tells a running supervisor what it stored.
 func (a *App) poster(st mailbox.Store, l repo.Layout, cfg *config.Config) *mailbox.Poster {
-	return mailbox.NewPoster(st, cfg.AgentNames(), mailbox.WakerFunc(func(_ context.Context, ms []message.Message) {
-		control.Poke(l, ms)
-	}))
+	p, _ := a.announcingPoster(st, l, cfg)
+	return p
+}
+
+// announcingPoster is poster, with the supervisor's answer about the mail
+// it announced.
+func (a *App) announcingPoster(st mailbox.Store, l repo.Layout, cfg *config.Config) (*mailbox.Poster, *announcer) {
+	an := &announcer{l: l}
+	return mailbox.NewPoster(st, cfg.AgentNames(), an), an
+}
+
+// announceWait bounds the wait for the supervisor's answer about new mail:
+// it wakes the recipients first and answers at once.
+const announceWait = 2 * time.Second
+
+// announcer is the mail waker of a CLI process: it announces stored mail
+// to a running supervisor and keeps its answer.
+type announcer struct {
+	l repo.Layout
+
+	mu         sync.Mutex
+	supervisor bool // a supervisor answered
+	err        error
+	deliveries map[int64]control.Delivery
+}
+
+func (an *announcer) Wake(ctx context.Context, ms []message.Message) {
+	ctx, cancel := context.WithTimeout(ctx, announceWait)
+	defer cancel()
+	ds, err := control.Announce(ctx, an.l, ms)
+	an.mu.Lock()
+	defer an.mu.Unlock()
+	if an.deliveries == nil {
+		an.deliveries = map[int64]control.Delivery{}
+	}
+	for _, d := range ds {
+		an.deliveries[d.ID] = d
+	}
+	switch {
+	case err == nil:
+		an.supervisor = true
+	case errors.Is(err, control.ErrNoSupervisor):
+	default:
+		// A supervisor is there but did not answer (or is older and does
+		// not know the request): its change feed finds the mail within
+		// a poll interval.
+		an.supervisor, an.err = true, err
+		slog.Debug("announce mail", "err", err)
+	}
+}
+
+// answer returns what the supervisor said about message id, whether one
+// answered at all, and why an answer is missing.
+func (an *announcer) answer(id int64) (control.Delivery, bool, error) {
+	an.mu.Lock()
+	defer an.mu.Unlock()
+	d, ok := an.deliveries[id]
+	if !ok {
+		d = control.Delivery{ID: id}
+	}
+	return d, an.supervisor, an.err
 }
 
 func (a *App) printJSON(v any) error {

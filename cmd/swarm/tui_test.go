@@ -161,8 +161,10 @@ func TestTUIEndToEnd(t *testing.T) {
 		t.Logf("idle CPU is measured on Linux only (from /proc)")
 	}
 
-	// q stops gracefully: exit 0, and status says not running.
+	// q asks, y stops gracefully: exit 0, and status says not running.
 	tm.run("send-keys", "-t", "e2e:up", "q")
+	tm.waitScreen("up", 3*time.Second, "the question", func(s string) bool { return strings.Contains(s, "stop the swarm? [y/N]") })
+	tm.run("send-keys", "-t", "e2e:up", "y")
 	tm.waitScreen("up", 20*time.Second, "up's exit", func(s string) bool { return strings.Contains(s, "UP-EXIT=") })
 	scr = tm.screen("up")
 	if !strings.Contains(scr, "UP-EXIT=0") || !strings.Contains(scr, "swarm stopped") {

@@ -32,7 +32,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-// runUpTUI runs the supervisor under the live view. q (or Ctrl-C in the
+// runUpTUI runs the supervisor under the live view. q then y (or Ctrl-C in the
 // view) stops the swarm gracefully, and the view stays until every agent
 // has stopped; SIGTERM and `swarm down` stop it the same way. Notices still
 // go to the supervisor log; nothing else writes to the terminal until the
@@ -217,7 +217,8 @@ func (s *storeSource) Send(ctx context.Context, to, body string, urgent bool) (m
 }
 
 func (s *storeSource) SetPaused(ctx context.Context, agent string, paused bool) error {
-	return pauseAgent(ctx, s.l, agent, paused)
+	_, err := pauseAgent(ctx, s.l, agent, paused)
+	return err
 }
 
 func (s *storeSource) Decide(ctx context.Context, id int64, action escalation.Event) (escalation.Escalation, error) {

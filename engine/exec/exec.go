@@ -79,11 +79,15 @@ type Options struct {
 	Model string
 	// Env is added to every session's environment (after Session.Env).
 	Env []string
+	// EnvFile is a dotenv file (env_file) whose variables New reads with
+	// config.ReadEnvFile and adds to every session's environment, after
+	// Env: they win over the user's own environment.
+	EnvFile string
 }
 
 // FromConfig converts an [engine.NAME] table.
 func FromConfig(e config.Engine) Options {
-	return Options{Name: e.Name, Command: e.Command, Preset: e.Preset, Args: e.Args, Prompt: e.Prompt, Model: e.Model}
+	return Options{Name: e.Name, Command: e.Command, Preset: e.Preset, Args: e.Args, Prompt: e.Prompt, Model: e.Model, EnvFile: e.EnvFile}
 }
 
 // Engine runs one CLI agent per session.
@@ -150,6 +154,13 @@ func New(opts Options) (*Engine, error) {
 		e.install = fmt.Sprintf("install it, or fix command in [engine.%s]", e.name)
 	default:
 		return nil, fmt.Errorf("exec engine %s: set command = [...] or preset = \"claude\" | \"codex\" | \"gemini-cli\"", e.name)
+	}
+	if opts.EnvFile != "" {
+		vars, err := config.ReadEnvFile(opts.EnvFile)
+		if err != nil {
+			return nil, fmt.Errorf("exec engine %s: env_file: %w", e.name, err)
+		}
+		e.env = append(e.env, vars...)
 	}
 	all := strings.Join(e.argv, "\x00")
 	switch {

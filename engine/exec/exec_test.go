@@ -485,6 +485,79 @@ func TestAlreadyCancelled(t *testing.T) {
 	}
 }
 
+// env_file: its variables reach the agent's process and win over the
+// user's environment; a bad file stops New, naming the file.
+func TestEnvFile(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "claude.env")
+	if err := os.WriteFile(envFile, []byte("# keys for this engine\nEXAMPLE_API_KEY=sk-from-the-file\nexport PROXY_URL=\"http://proxy:3128\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := execengine.FromConfig(config.Engine{Name: "sh", Kind: "exec", Command: shell(`env > env.txt`), EnvFile: envFile})
+	if o.EnvFile != envFile {
+		t.Fatalf("FromConfig dropped env_file: %+v", o)
+	}
+	s := newSession(t, "p")
+	if res := mustNew(t, o).Run(context.Background(), s.Session); res.Outcome != engine.Success {
+		t.Fatalf("result = %+v\n%s", res, s.log)
+	}
+	env := strings.Split(readFile(t, filepath.Join(s.Worktree, "env.txt")), "\n")
+	for _, want := range []string{"EXAMPLE_API_KEY=sk-from-the-file", "PROXY_URL=http://proxy:3128", "SWARM_AGENT=alice"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("agent env lacks %s", want)
+		}
+	}
+	if slices.Contains(env, "EXAMPLE_API_KEY=sk-example-123") {
+		t.Error("the user's value won over the env_file's")
+	}
+	if strings.Contains(s.log.String(), "sk-from-the-file") {
+		t.Error("the session log shows a value from the env_file")
+	}
+
+	bad := filepath.Join(dir, "bad.env")
+	if err := os.WriteFile(bad, []byte("OK=1\nnot a variable line with secret-value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o.EnvFile = bad
+	_, err := execengine.New(o)
+	if err == nil || !strings.Contains(err.Error(), bad+":2") || strings.Contains(err.Error(), "secret-value") {
+		t.Fatalf("New with a bad env_file = %v", err)
+	}
+}
+
+func TestPresetCredentials(t *testing.T) {
+	home := t.TempDir()
+	claude := execengine.Presets["claude"]
+	if why, ok := claude.Credentials(nil, home); ok || !strings.Contains(why, "no ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN set") || !strings.Contains(why, "~/.claude/.credentials.json") {
+		t.Fatalf("nothing: %q, %v", why, ok)
+	}
+	if why, ok := claude.Credentials([]string{"ANTHROPIC_API_KEY=sk"}, home); !ok || why != "ANTHROPIC_API_KEY is set" {
+		t.Fatalf("key: %q, %v", why, ok)
+	}
+	if _, ok := claude.Credentials([]string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_API_KEY="}, home); ok {
+		t.Fatal("an emptied key counts")
+	}
+	gittest.WriteFile(t, filepath.Join(home, ".claude", ".credentials.json"), "{}")
+	if why, ok := claude.Credentials(nil, home); !ok || !strings.Contains(why, "logged in") {
+		t.Fatalf("login: %q, %v", why, ok)
+	}
+	codex := execengine.Presets["codex"]
+	elsewhere := t.TempDir()
+	gittest.WriteFile(t, filepath.Join(elsewhere, "auth.json"), "{}")
+	if why, ok := codex.Credentials([]string{"CODEX_HOME=" + elsewhere}, home); !ok || !strings.Contains(why, elsewhere) {
+		t.Fatalf("CODEX_HOME login: %q, %v", why, ok)
+	}
+	gem := execengine.Presets["gemini-cli"]
+	if _, ok := gem.Credentials([]string{"GOOGLE_API_KEY=x"}, home); !ok {
+		t.Fatal("GOOGLE_API_KEY does not count for gemini-cli")
+	}
+	for name, p := range execengine.Presets {
+		if len(p.Keys) == 0 || len(p.Logins) == 0 || p.Login == "" {
+			t.Errorf("preset %s does not say how it authenticates", name)
+		}
+	}
+}
+
 func TestModelArgs(t *testing.T) {
 	custom := execengine.Options{Name: "mine", Command: []string{"agent", "--model={model}", "-m", "{model}"}}
 	e := mustNew(t, custom)

@@ -1,5 +1,12 @@
 package exec
 
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
 // Placeholders in a command's arguments.
 const (
 	PromptPlaceholder     = "{prompt}"
@@ -22,6 +29,59 @@ type Preset struct {
 	Env     []string // always added to the environment
 	RootEnv []string // added when swarm runs as root
 	Install string   // how to get the command
+	// Keys are the environment variables that carry the CLI's API key;
+	// one set is enough.
+	Keys []string
+	// Logins are files, relative to the home directory, that a login of
+	// the CLI leaves behind; one present is enough. $CODEX_HOME-style
+	// overrides are in LoginDirEnv.
+	Logins []string
+	// LoginDirEnv names a variable that moves the CLI's home directory
+	// (CODEX_HOME); Logins are then looked for under it too, by their
+	// base names.
+	LoginDirEnv string
+	// Login is how to log in instead of setting a key.
+	Login string
+}
+
+// Credentials reports whether the preset's CLI looks able to authenticate:
+// a key in env (NAME=value entries; later ones win) or a login file under
+// home. It never reads a file's contents. The answer says what was found,
+// or what to do; false is a warning, not proof: a CLI may keep its login
+// elsewhere (the macOS keychain, say).
+func (p Preset) Credentials(env []string, home string) (string, bool) {
+	vals := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vals[k] = v
+		}
+	}
+	for _, k := range p.Keys {
+		if vals[k] != "" {
+			return k + " is set", true
+		}
+	}
+	var files []string
+	if d := vals[p.LoginDirEnv]; p.LoginDirEnv != "" && d != "" {
+		for _, f := range p.Logins {
+			files = append(files, filepath.Join(d, filepath.Base(f)))
+		}
+	}
+	if home != "" {
+		for _, f := range p.Logins {
+			files = append(files, filepath.Join(home, f))
+		}
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err == nil {
+			return "logged in (" + f + ")", true
+		}
+	}
+	where := make([]string, len(p.Logins))
+	for i, f := range p.Logins {
+		where[i] = "~/" + f
+	}
+	return fmt.Sprintf("no %s set and no login found (%s); set one, or %s", strings.Join(p.Keys, " or "), strings.Join(where, ", "), p.Login), false
 }
 
 // Presets are the built-in CLI agents. Each was checked against the
@@ -39,18 +99,25 @@ var Presets = map[string]Preset{
 		Arg:     []string{"--", PromptPlaceholder},
 		RootEnv: []string{"IS_SANDBOX=1"},
 		Install: "npm install -g @anthropic-ai/claude-code",
+		Keys:    []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
+		Logins:  []string{".claude/.credentials.json"},
+		Login:   "log in once by running claude and /login",
 	},
 	// codex exec reads the prompt from stdin given "-". Its workspace
 	// sandbox blocks the linked worktree's git dir (it lives under the main
 	// repository's .git) and the swarm database, so it runs unsandboxed.
 	// --json prints its events as JSONL (turn.completed carries usage).
 	"codex": {
-		Name:    "codex",
-		Command: []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox"},
-		Model:   []string{"--model", ModelPlaceholder},
-		Stdin:   []string{"-"},
-		Arg:     []string{"--", PromptPlaceholder},
-		Install: "npm install -g @openai/codex",
+		Name:        "codex",
+		Command:     []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox"},
+		Model:       []string{"--model", ModelPlaceholder},
+		Stdin:       []string{"-"},
+		Arg:         []string{"--", PromptPlaceholder},
+		Install:     "npm install -g @openai/codex",
+		Keys:        []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
+		Logins:      []string{".codex/auth.json"},
+		LoginDirEnv: "CODEX_HOME",
+		Login:       "log in once with 'codex login'",
 	},
 	// gemini -p is headless; stdin comes first and -p's text is appended
 	// to it, so an empty -p runs the stdin prompt. Without --skip-trust a
@@ -66,5 +133,8 @@ var Presets = map[string]Preset{
 		Stdin:   []string{"-p", ""},
 		Arg:     []string{"-p", PromptPlaceholder},
 		Install: "npm install -g @google/gemini-cli",
+		Keys:    []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+		Logins:  []string{".gemini/oauth_creds.json"},
+		Login:   "log in once by running gemini and choosing Login with Google",
 	},
 }

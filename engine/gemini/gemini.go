@@ -95,6 +95,9 @@ type Options struct {
 	BaseURL string
 	// APIKey, when set, is used instead of the environment.
 	APIKey string
+	// APIKeyFile (api_key_file), when set and APIKey is not, is read with
+	// config.ReadKeyFile for the key, instead of the environment.
+	APIKeyFile string
 	// Getenv looks up environment variables; nil means os.Getenv.
 	Getenv func(string) string
 	// HTTPClient carries the requests; nil means a fresh default client.
@@ -109,7 +112,7 @@ type Options struct {
 
 // FromConfig converts an [engine.NAME] table (or the built-in gemini).
 func FromConfig(e config.Engine) Options {
-	return Options{Model: e.Model, BaseURL: e.BaseURL}
+	return Options{Model: e.Model, BaseURL: e.BaseURL, APIKeyFile: e.APIKeyFile}
 }
 
 // Model is an engine.Model over the Gemini API.
@@ -137,6 +140,13 @@ func New(opts Options) (*Model, error) {
 	retry := DefaultRetry
 	if opts.Retry != nil {
 		retry = *opts.Retry
+	}
+	if opts.APIKey == "" && opts.APIKeyFile != "" {
+		key, err := config.ReadKeyFile(opts.APIKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("gemini: api_key_file: %w", err)
+		}
+		opts.APIKey = key
 	}
 	cc := genai.ClientConfig{
 		HTTPClient: loggingClient(opts.HTTPClient, logger),

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -437,5 +439,41 @@ func TestVertexWithoutProjectSaysWhatToSet(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "ClientConfig") || !strings.Contains(err.Error(), "GOOGLE_CLOUD_PROJECT") {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+// api_key_file: the key is read from the file, wins over the environment,
+// and a bad file is reported by Preflight without showing its contents.
+func TestKeyFromFile(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "gemini.key")
+	if err := os.WriteFile(keyFile, []byte("  "+testKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := geminitest.New(t, geminitest.Text("hi"))
+	o := FromConfig(config.Engine{Name: "gemini", Kind: "gemini", APIKeyFile: keyFile})
+	if o.APIKeyFile != keyFile {
+		t.Fatalf("FromConfig dropped api_key_file: %+v", o)
+	}
+	o.Model, o.Getenv = "gemini-test", env(EnvGeminiKey, "the-environment's-key", EnvBaseURL, srv.URL)
+	m, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(context.Background(), engine.Request{Turns: []engine.Turn{userTurn("hello")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Requests()[0].APIKey; got != testKey {
+		t.Fatalf("key sent = %q, want the file's", got)
+	}
+
+	loose := filepath.Join(dir, "loose.key")
+	if err := os.WriteFile(loose, []byte("secret-in-a-loose-file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine("gemini", Options{APIKeyFile: loose, Getenv: env()})
+	perr := e.Preflight(context.Background())
+	if perr == nil || !strings.Contains(perr.Error(), loose) || strings.Contains(perr.Error(), "secret-in-a-loose-file") {
+		t.Fatalf("Preflight with a group-readable key file = %v", perr)
 	}
 }

@@ -120,6 +120,10 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) engine.Result {
 		}
 		return engine.Result{Outcome: engine.Failed, Err: err}
 	}
+	plan := e.plan(s.Agent, s.Root, f, s.Seq)
+	if s.Log != nil {
+		fmt.Fprintf(s.Log, "script: %s\n", plan)
+	}
 	block, ok := Block{}, false
 	if f != nil {
 		block, ok = f.Block(s.Seq)
@@ -127,8 +131,104 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) engine.Result {
 	if !ok {
 		block = builtin(s.Mail)
 	}
+	// The session's model is Gemini's default, which a script does not
+	// use: the log names none.
+	s.Model = ""
 	loop := &engine.Loop{EngineName: e.opts.Name, Model: &model{block: block, wait: e.opts.Wait}, Logger: e.opts.Logger}
 	return loop.Run(ctx, s)
+}
+
+// Plan is which block of a script a session plays, for the session log
+// and swarm doctor. Session N plays block N (N counts the agent's
+// sessions over its lifetime), so blocks written after an agent has run
+// play only once its sessions reach them.
+type Plan struct {
+	Agent string
+	Seq   int64
+	Path  string // the script file; "" for an agent with none
+	// Exists is false when the file is the default one and is missing:
+	// the built-in script plays.
+	Exists bool
+	Blocks int
+	After  string
+	// Block is the block session Seq plays, from 1; 0 means the built-in
+	// script plays.
+	Block int
+}
+
+// Past reports whether the session comes after the script's last block
+// with after = "end": it plays the built-in script, which only reads the
+// mail. Worth a warning: those blocks will not play again.
+func (p Plan) Past() bool { return p.Exists && p.Block == 0 && p.Blocks > 0 }
+
+func (p Plan) String() string {
+	switch {
+	case !p.Exists:
+		return fmt.Sprintf("session %d of %s plays the built-in script (it reads its mail and ends): there is no %s", p.Seq, p.Agent, p.Path)
+	case p.Blocks == 0:
+		return fmt.Sprintf("session %d of %s plays the built-in script: %s has no [[session]] block", p.Seq, p.Agent, p.Path)
+	case p.Past():
+		return fmt.Sprintf("warning: session %d of %s is past the last of the %d block(s) of %s: the built-in script plays (it reads its mail and ends). Session N plays block N, and %s has run %d session(s) already: write the blocks to play next as block %d on, or set after = \"repeat\"",
+			p.Seq, p.Agent, p.Blocks, p.Path, p.Agent, p.Seq-1, p.Seq)
+	case int64(p.Block) != p.Seq:
+		return fmt.Sprintf("session %d of %s plays block %d of %d of %s (after = \"repeat\")", p.Seq, p.Agent, p.Block, p.Blocks, p.Path)
+	}
+	return fmt.Sprintf("session %d of %s plays block %d of %d of %s", p.Seq, p.Agent, p.Block, p.Blocks, p.Path)
+}
+
+// Plan says which block session seq of agent plays. A script that cannot
+// be read is an error, as it is for Run.
+func (e *Engine) Plan(agent string, seq int64) (Plan, error) {
+	e.mu.Lock()
+	root := e.roots[agent]
+	e.mu.Unlock()
+	f, err := e.load(agent, root)
+	if err != nil {
+		return Plan{}, err
+	}
+	return e.plan(agent, root, f, seq), nil
+}
+
+func (e *Engine) plan(agent, root string, f *File, seq int64) Plan {
+	if e.opts.Root != "" {
+		root = e.opts.Root
+	}
+	p := Plan{Agent: agent, Seq: seq, Path: shorten(root, e.path(agent, root))}
+	if f == nil {
+		return p
+	}
+	p.Exists, p.Blocks, p.After, p.Path = true, len(f.Sessions), f.After, shorten(root, f.Path)
+	if n := int64(len(f.Sessions)); n > 0 && seq >= 1 {
+		switch {
+		case seq <= n:
+			p.Block = int(seq)
+		case f.After == AfterRepeat:
+			p.Block = int((seq-1)%n) + 1
+		}
+	}
+	return p
+}
+
+// shorten names path from root when it is under it.
+func shorten(root, path string) string {
+	if root == "" {
+		return path
+	}
+	if r, err := filepath.Rel(root, path); err == nil && filepath.IsLocal(r) {
+		return r
+	}
+	return path
+}
+
+// path is where the agent's script is looked for.
+func (e *Engine) path(agent, root string) string {
+	if p, ok := e.opts.Paths[agent]; ok && p != "" {
+		return p
+	}
+	if dir := e.dir(root); dir != "" {
+		return filepath.Join(dir, agent+".toml")
+	}
+	return agent + ".toml"
 }
 
 // HasWork reports whether the agent's script has a block for session seq.

@@ -406,3 +406,41 @@ func TestName(t *testing.T) {
 		t.Errorf("Name = %q", n)
 	}
 }
+
+// Session N plays block N: the log says which, and warns when a session is
+// past the last block, as for a script written after the agent had run.
+func TestPlanInTheLog(t *testing.T) {
+	root, wt := repoWithWorktree(t, "ender")
+	dir := filepath.Join(root, ".swarm", "scripts")
+	two := "[[session]]\n[[session.turn]]\ntext = \"one\"\n[[session]]\n[[session.turn]]\ntext = \"two\"\n"
+	write(t, filepath.Join(dir, "ender.toml"), two)
+	write(t, filepath.Join(dir, "looper.toml"), "after = \"repeat\"\n"+two)
+	e := New(Options{Root: root})
+	for _, tc := range []struct {
+		agent string
+		seq   int64
+		want  string
+	}{
+		{"ender", 2, "script: session 2 of ender plays block 2 of 2 of .swarm/scripts/ender.toml\n"},
+		{"ender", 6, "script: warning: session 6 of ender is past the last of the 2 block(s) of .swarm/scripts/ender.toml: the built-in script plays (it reads its mail and ends). Session N plays block N, and ender has run 5 session(s) already: write the blocks to play next as block 6 on, or set after = \"repeat\"\n"},
+		{"looper", 3, "script: session 3 of looper plays block 1 of 2 of .swarm/scripts/looper.toml (after = \"repeat\")\n"},
+		{"nobody", 1, "script: session 1 of nobody plays the built-in script (it reads its mail and ends): there is no .swarm/scripts/nobody.toml\n"},
+	} {
+		var log bytes.Buffer
+		s := session(tc.agent, root, wt, tc.seq, &log)
+		s.Model = "gemini-2.5-flash" // the default model: a script names none
+		if res := e.Run(context.Background(), s); res.Outcome != engine.Success {
+			t.Fatalf("%s session %d: %+v", tc.agent, tc.seq, res)
+		}
+		if !strings.Contains(log.String(), tc.want) {
+			t.Errorf("%s session %d log lacks %q:\n%s", tc.agent, tc.seq, tc.want, log.String())
+		}
+		if strings.Contains(log.String(), "gemini") {
+			t.Errorf("the script engine's log names a Gemini model:\n%s", log.String())
+		}
+		p, err := e.(*Engine).Plan(tc.agent, tc.seq)
+		if err != nil || "script: "+p.String()+"\n" != tc.want {
+			t.Errorf("Plan(%s, %d) = %q, %v", tc.agent, tc.seq, p, err)
+		}
+	}
+}

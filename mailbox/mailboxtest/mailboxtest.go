@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"DeliveryLifecycle", testDeliveryLifecycle},
 		{"DeliverSelected", testDeliverSelected},
 		{"PendingCounts", testPendingCounts},
+		{"PendingAll", testPendingAll},
 		{"Prune", testPrune},
 		{"MessagesSince", testMessagesSince},
 		{"TransitionCompareAndSet", testTransitionCompareAndSet},
@@ -341,6 +342,45 @@ func testPendingCounts(e *env) {
 	c, _ = e.s.Pending(e.ctx, "backend")
 	if c != (mailbox.Counts{Delivered: 3}) {
 		t.Fatalf("Pending after delivery = %+v", c)
+	}
+}
+
+func testPendingAll(e *env) {
+	t := e.t
+	all, err := e.s.PendingAll(e.ctx)
+	if err != nil || len(all) != 0 {
+		t.Fatalf("PendingAll of an empty store = %+v, %v", all, err)
+	}
+	e.post(message.Draft{From: "operator", To: "backend", Body: "a", Urgency: message.Urgent})
+	e.post(message.Draft{From: "operator", To: "backend", Body: "b", Kind: message.KindStatus})
+	e.post(message.Draft{From: "lead", To: "frontend", Body: "c"})
+	e.post(message.Draft{From: "lead", To: "operator", Body: "d"})
+	e.deliver("frontend", 1, nil)
+	// A completed session's mail is done: not counted, and its agent is absent.
+	e.s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "lead"})
+	e.post(message.Draft{From: "operator", To: "lead", Body: "e"})
+	e.startSession("lead", 1)
+	if err := e.endSession(mailbox.SessionEnd{Agent: "lead", Seq: 1, State: mailbox.SessionCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	all, err = e.s.PendingAll(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"backend", "frontend", "lead", "operator"} {
+		one, err := e.s.Pending(e.ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all[name] != one {
+			t.Fatalf("PendingAll[%s] = %+v, Pending = %+v", name, all[name], one)
+		}
+	}
+	if _, ok := all["lead"]; ok || len(all) != 3 {
+		t.Fatalf("PendingAll = %+v, want backend, frontend and operator only", all)
+	}
+	if all["backend"] != (mailbox.Counts{Queued: 2, Urgent: 1, Waking: 1}) {
+		t.Fatalf("PendingAll[backend] = %+v", all["backend"])
 	}
 }
 

@@ -226,6 +226,33 @@ func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, erro
 	return c, rows.Err()
 }
 
+// PendingAll counts every recipient's undone mail in one grouped query.
+func (s *Store) PendingAll(ctx context.Context) (map[string]mailbox.Counts, error) {
+	rows, err := s.pool.Query(ctx, `SELECT recipient, state, kind, urgency, count(*) FROM messages
+		WHERE state <> 'done' GROUP BY recipient, state, kind, urgency`)
+	if err != nil {
+		return nil, fmt.Errorf("count waiting mail: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]mailbox.Counts{}
+	for rows.Next() {
+		var (
+			to string
+			st message.State
+			k  message.Kind
+			u  message.Urgency
+			n  int
+		)
+		if err := rows.Scan(&to, &st, &k, &u, &n); err != nil {
+			return nil, fmt.Errorf("count waiting mail: %w", err)
+		}
+		c := out[to]
+		c.Add(st, k, u, n)
+		out[to] = c
+	}
+	return out, rows.Err()
+}
+
 // MessagesSince returns up to limit messages with id > after, oldest first.
 func (s *Store) MessagesSince(ctx context.Context, after int64, limit int) ([]message.Message, error) {
 	if limit <= 0 {

@@ -290,6 +290,34 @@ func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, erro
 	return c, rows.Err()
 }
 
+// PendingAll counts every recipient's undone mail in one grouped query.
+func (s *Store) PendingAll(ctx context.Context) (map[string]mailbox.Counts, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT recipient, state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
+		WHERE state <> 'done' GROUP BY recipient, state, kind, protocol_type, urgency`)
+	if err != nil {
+		return nil, fmt.Errorf("count waiting mail: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]mailbox.Counts{}
+	for rows.Next() {
+		var (
+			to string
+			st message.State
+			k  message.Kind
+			pt string
+			u  message.Urgency
+			n  int
+		)
+		if err := rows.Scan(&to, &st, &k, &pt, &u, &n); err != nil {
+			return nil, err
+		}
+		c := out[to]
+		c.Add(st, k, pt, u, n)
+		out[to] = c
+	}
+	return out, rows.Err()
+}
+
 // MessagesSince returns up to limit messages with id > after, oldest first.
 func (s *Store) MessagesSince(ctx context.Context, after int64, limit int) ([]message.Message, error) {
 	if limit <= 0 {

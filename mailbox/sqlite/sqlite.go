@@ -104,11 +104,23 @@ func openDB(path string) (*sql.DB, error) {
 // explain turns an open failure into advice: a corrupt file names itself
 // and the way out.
 func explain(path string, err error) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB) {
-		return fmt.Errorf("open database %s: %w; the file is damaged: run 'swarm doctor', and recover what it holds with 'sqlite3 %s .recover | sqlite3 recovered.db'", path, err, path)
+	if Damaged(err) {
+		return fmt.Errorf("open database %s: %w; %s", path, err, DamagedAdvice(path))
 	}
 	return fmt.Errorf("open database %s: %w", path, err)
+}
+
+// Damaged reports whether err, anywhere in its chain, says the database
+// file is damaged (SQLITE_CORRUPT or SQLITE_NOTADB). Damage can show long
+// after Open, in any read or write; callers add DamagedAdvice then.
+func Damaged(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB)
+}
+
+// DamagedAdvice says what to do about a damaged database file at path.
+func DamagedAdvice(path string) string {
+	return fmt.Sprintf("the file is damaged: run 'swarm doctor', and recover what it holds with 'sqlite3 %s .recover | sqlite3 recovered.db'", path)
 }
 
 // retryBusy runs fn until it succeeds, fails with something other than

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmhq/swarm/worktree"
+)
+
+// DiffOptions are the inputs of `swarm diff`.
+type DiffOptions struct {
+	App   *App
+	Agent string
+	Stat  bool
+	// Color is git's colouring: "auto" colours on a terminal.
+	Color string
+}
+
+func init() { commands = append(commands, newDiffCmd) }
+
+func newDiffCmd(app *App) *cobra.Command {
+	opts := &DiffOptions{App: app}
+	cmd := &cobra.Command{
+		Use:   "diff <agent>",
+		Short: "Show an agent's work against the base branch",
+		Long: `Show what an agent changed: its branch against the base branch (git diff
+<base>...swarm/<agent>: only the agent's side, not what the base branch did
+since), then, set apart, what its worktree holds uncommitted (git diff
+HEAD there) and the untracked files. 'swarm down' commits the uncommitted
+work before it keeps or merges the branch.
+
+The patch is coloured by git on a terminal (--color always|never|auto).
+--stat prints the files and their changed lines instead of the patch. It
+only reads, and works with or without a running supervisor.
+
+--json prints {"agent", "branch", "base", "commits", "files": [{"path",
+"status", "added", "deleted", "binary"}], "worktree", "uncommitted":
+[...same...], "untracked"}; status is A, M, D or T.
+
+Exit status 0 whether or not there are changes; 1 when the agent has no
+branch yet (it has not run) or git fails; 2 for a usage error.`,
+		Example: `  swarm diff backend --stat
+  swarm diff backend | less -R
+  swarm diff backend --json | jq -r '.files[].path'`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: app.completeAgents(false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Agent = args[0]
+			return runDiff(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.Stat, "stat", false, "list the changed files and their line counts instead of the patch")
+	f.StringVar(&opts.Color, "color", "auto", "colour the patch: always, never or auto (on a terminal)")
+	cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]cobra.Completion{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func runDiff(ctx context.Context, opts *DiffOptions) error {
+	app := opts.App
+	color := opts.Color
+	switch color {
+	case "auto":
+		color = "never"
+		if !app.JSON && isTerminal(app.Stdout) {
+			color = "always"
+		}
+	case "always", "never":
+	default:
+		return usagef("--color must be always, never or auto, got %q", opts.Color)
+	}
+	l, cfg, err := app.loadRunning(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := agentIn(cfg, opts.Agent); err != nil {
+		return err
+	}
+	st, err := app.openStore(ctx, l, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: st})
+	if err != nil {
+		return err
+	}
+	c, err := m.Changes(ctx, opts.Agent)
+	if err != nil {
+		return err
+	}
+	if app.JSON {
+		return app.printJSON(c)
+	}
+	flags := []string{"--color=" + color}
+	if opts.Stat {
+		flags = append(flags, "--stat")
+	}
+	w := app.Stdout
+	if len(c.Files) == 0 {
+		fmt.Fprintf(w, "%s has no changes against %s (%s).\n", c.Branch, c.Base, downPlural(len(c.Commits), "commit"))
+	} else {
+		fmt.Fprintf(w, "%s against %s: %s, %s (git diff %s...%s)\n\n", c.Branch, c.Base, downPlural(len(c.Commits), "commit"),
+			downPlural(len(c.Files), "file"), c.Base, c.Branch)
+		text, err := m.DiffText(ctx, opts.Agent, false, flags...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, text)
+	}
+	if len(c.Uncommitted) == 0 && len(c.Untracked) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nUncommitted in %s (not on %s yet; 'swarm down' commits it):\n", rel(l.Root, c.Worktree), c.Branch)
+	if len(c.Uncommitted) > 0 {
+		text, err := m.DiffText(ctx, opts.Agent, true, flags...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n%s\n", text)
+	}
+	if len(c.Untracked) > 0 {
+		fmt.Fprintf(w, "\nUntracked: %s\n", listSome(c.Untracked, 20))
+	}
+	return nil
+}
