@@ -61,6 +61,7 @@ type Config struct {
 	Mailbox  Mailbox
 	Worktree Worktree
 	Env      Env
+	Notify   Notify
 
 	byName map[string]int // agent name -> index in Agents, for Agent
 }
@@ -142,6 +143,10 @@ type Liveness struct {
 	NudgeEvery time.Duration
 	MaxNudges  int
 	TaskPoll   time.Duration
+	// StallAfter raises a stalled escalation for a running session with no
+	// activity (model turn, tool call, output) for this long; 0 turns the
+	// check off.
+	StallAfter time.Duration
 }
 
 // Errors sets when an agent is stopped and how it backs off.
@@ -192,10 +197,11 @@ func defaults(root string) Config {
 		Defaults: defaultSettings,
 		Engines:  map[string]Engine{},
 		Prompt:   Prompt{MessageCap: 4 << 10, TaskLimit: 20, GitTimeout: 2 * time.Second, BDTimeout: 5 * time.Second},
-		Liveness: Liveness{Heartbeat: 5 * time.Second, NudgeAfter: 120 * time.Second, NudgeEvery: 300 * time.Second, MaxNudges: 3, TaskPoll: 60 * time.Second},
+		Liveness: Liveness{Heartbeat: 5 * time.Second, NudgeAfter: 120 * time.Second, NudgeEvery: 300 * time.Second, MaxNudges: 3, TaskPoll: 60 * time.Second, StallAfter: 30 * time.Minute},
 		Errors:   Errors{MaxConsecutive: 5, MaxTotal: 20, BackoffMin: time.Second, BackoffMax: 5 * time.Minute},
 		Mailbox:  Mailbox{Retention: 720 * time.Hour},
 		Worktree: Worktree{Dir: filepath.Join(root, ".swarm", "worktrees")},
+		Notify:   defaultNotify,
 	}
 }
 

@@ -121,6 +121,7 @@ func TestErrors(t *testing.T) {
 		{"bad name", "[[agent]]\nname = \"Backend\"\n", `swarm.toml:2: bad agent name "Backend"`},
 		{"path name", "[[agent]]\nname = \"../x\"\n", `swarm.toml:2: bad agent name "../x"`},
 		{"operator reserved", "[[agent]]\nname = \"operator\"\n", `swarm.toml:2: "operator" is reserved`},
+		{"swarm reserved", "[[agent]]\nname = \"swarm\"\n", `swarm.toml:2: "swarm" is reserved for the runtime`},
 		{"duplicate", "[[agent]]\nname = \"a\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:4: duplicate agent name "a" (first defined on line 2)`},
 		{"bad duration", "[[agent]]\nname = \"a\"\nsession_timeout = \"soon\"\n", `swarm.toml:3: bad duration "soon"`},
 		{"bad default duration", "[liveness]\nheartbeat = \"5\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: bad duration "5"`},

@@ -28,6 +28,7 @@ type rawFile struct {
 	Mailbox  rawMailbox           `toml:"mailbox"`
 	Worktree rawWorktree          `toml:"worktree"`
 	Env      rawEnv               `toml:"env"`
+	Notify   rawNotify            `toml:"notify"`
 }
 
 type rawSettings struct {
@@ -73,6 +74,7 @@ type rawLiveness struct {
 	NudgeEvery *string `toml:"nudge_every"`
 	MaxNudges  *int    `toml:"max_nudges"`
 	TaskPoll   *string `toml:"task_poll"`
+	StallAfter *string `toml:"stall_after"`
 }
 
 type rawErrors struct {
@@ -175,6 +177,7 @@ func (b *builder) build(raw *rawFile) {
 		b.cfg.Worktree.Dir = filepath.Clean(dir)
 	}
 	b.env(raw.Env)
+	b.notify(raw.Notify)
 	b.agents(raw.Agent)
 	if len(raw.Agent) == 0 {
 		b.errs = append(b.errs, &Error{File: b.file, Msg: "no agents: add at least one [[agent]] with a name"})
@@ -230,6 +233,8 @@ func (b *builder) agents(raws []rawAgent) {
 			b.errorf(at, "agent has no name")
 		case ra.Name == Operator:
 			b.errorf(at+".name", "%q is reserved for the human operator; pick another name", Operator)
+		case ra.Name == message.Swarm:
+			b.errorf(at+".name", "%q is reserved for the runtime, which sends the supervisor's own messages from it; pick another name", message.Swarm)
 		case !message.ValidName(ra.Name):
 			b.errorf(at+".name", "bad agent name %q: use lower-case letters, digits and '-', starting with a letter", ra.Name)
 		default:
@@ -528,6 +533,9 @@ func (b *builder) liveness(r rawLiveness) {
 	}
 	if r.TaskPoll != nil {
 		l.TaskPoll = b.duration("liveness.task_poll", *r.TaskPoll, false)
+	}
+	if r.StallAfter != nil {
+		l.StallAfter = b.duration("liveness.stall_after", *r.StallAfter, true)
 	}
 }
 

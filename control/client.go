@@ -21,6 +21,8 @@ type Request struct {
 	// Mail is what a poke announces: the messages just stored, so the
 	// supervisor wakes their recipients without reading them back.
 	Mail []message.Message `json:"mail,omitempty"`
+	// Escalation is the escalation an OpEscalation is about.
+	Escalation int64 `json:"escalation,omitempty"`
 }
 
 // Response is the supervisor's answer.
@@ -38,6 +40,9 @@ const (
 	OpPause  = "pause"  // pause Agent
 	OpResume = "resume" // resume Agent
 	OpWatch  = "watch"  // stream notices until the connection closes
+	// OpEscalation says escalation Escalation was raised or decided: the
+	// supervisor applies its hold or releases it now, and notifies.
+	OpEscalation = "escalation"
 	// OpMail announces mail just stored, like OpPoke, and is answered:
 	// the recipients are woken first, then Data is a []Delivery.
 	OpMail = "mail"

@@ -9,7 +9,8 @@
 // Engine directly.
 //
 // The engine never imports the mailbox or beads: it reaches them through the
-// Messenger and TaskBoard interfaces that the supervisor wires in.
+// Messenger, Escalator and TaskBoard interfaces that the supervisor wires
+// in.
 //
 // The loop offers the model exactly the tools the session's mode grants
 // (mode.Mode.Tools, with the beads tools only when a TaskBoard is wired)
@@ -80,13 +81,16 @@ type Session struct {
 	Env       []string      // the session environment (see Env)
 	EnvPass   []string      // names Scrub lets through to the tools ([env] pass)
 	Messenger Messenger
+	Escalator Escalator // nil: the escalate tool says so
+	Protocol  Protocol  // nil: the send_protocol and ack tools say so
 	Tasks     TaskBoard // nil when bd is not installed
 	Log       io.Writer // the session log; engines write the conversation here
 
 	// Interject is called by in-process engines at every tool boundary
 	// (after a round of tool results, before the next model request). The
 	// texts it returns are added to the conversation as one user turn. The
-	// supervisor uses it for interrupt = "boundary". May be nil.
+	// supervisor hands it urgent mail (interrupt = "boundary") and protocol
+	// messages that ask for an ACK. May be nil.
 	Interject func(ctx context.Context) []string
 
 	// OnProcess is called with the process group id of every long-lived
@@ -118,6 +122,66 @@ type Mail struct {
 type Messenger interface {
 	// Send stores a message from the agent and returns its id.
 	Send(ctx context.Context, to, body string, urgent bool, replyTo int64) (int64, error)
+}
+
+// Protocol sends typed protocol messages (AMP/1.0, DESIGN §9.2) and ACKs
+// as the session's agent, from this session.
+type Protocol interface {
+	// Send builds, checks and stores a protocol message. One that fails
+	// its checks is not stored, and the error names every failing field
+	// by its JSON path.
+	Send(ctx context.Context, m ProtocolMessage) (ProtocolSent, error)
+	// Ack acknowledges the message ref names (its number or msg_id), or
+	// with all every message that awaits the agent's ACK.
+	Ack(ctx context.Context, ref string, all bool) ([]ProtocolSent, error)
+}
+
+// ProtocolMessage is what the send_protocol tool asks to send. The
+// runtime computes the rest of the envelope (msg_id, from, timestamp).
+type ProtocolMessage struct {
+	To         string // "": the sender of the message answered (ReplyTo)
+	Type       string
+	TaskID     string // "": the task of the message answered
+	Payload    json.RawMessage
+	ReplyTo    string // the message answered: its number or msg_id
+	ContextRef []string
+	AckTimeout time.Duration // 0: the type's default
+	NoAck      bool
+}
+
+// ProtocolSent is a stored protocol message.
+type ProtocolSent struct {
+	ID    int64
+	MsgID string
+	To    string
+	// AckTimeout is how long the recipient has to acknowledge it once it
+	// is delivered; 0 when it asks for no ACK.
+	AckTimeout time.Duration
+}
+
+// Escalator raises escalations for the operator, about the session's
+// agent (DESIGN §9.1).
+type Escalator interface {
+	Escalate(ctx context.Context, r EscalationRequest) (EscalationResult, error)
+}
+
+// EscalationRequest is what the escalate tool asks the operator.
+type EscalationRequest struct {
+	Summary  string
+	Severity string // info, warning or critical; "" for the default
+	Hold     bool   // hold the agent until the operator decides
+	Approval bool   // a yes/no question: approve or reject answers it
+	Ref      string // what it is about: msg:<id>, item:<id>
+	Details  json.RawMessage
+}
+
+// EscalationResult is the stored escalation, or the unresolved twin that
+// was counted instead.
+type EscalationResult struct {
+	ID      int64
+	Count   int  // 1 for a new escalation
+	Created bool // false: an unresolved twin was counted; nobody is notified again
+	Hold    bool
 }
 
 // TaskBoard is the beads task tracker, as the agent's actor.

@@ -157,3 +157,27 @@ func TestReadOnlyAndUnreadable(t *testing.T) {
 		t.Errorf("list an unreadable directory: %+v", r)
 	}
 }
+
+// IsTempName knows the names createTemp makes, and no others.
+func TestIsTempName(t *testing.T) {
+	dir, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	for _, base := range []string{"a.go", strings.Repeat("n", 250) + ".txt", ".env"} {
+		tmp, f, err := createTemp(dir, base, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if !IsTempName(tmp) {
+			t.Errorf("IsTempName(%q) = false", tmp)
+		}
+	}
+	for _, name := range []string{"a.go", ".swarm-tmp-", ".a.go.swarm-tmp-", "a.go.swarm-tmp-abc", ".a.go.swarm-tmp-ABC", ".a.go.swarm-tmp-abc.orig", ".a.go.swarm-tmp-12345678901234"} {
+		if IsTempName(name) {
+			t.Errorf("IsTempName(%q) = true", name)
+		}
+	}
+}

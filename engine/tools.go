@@ -109,6 +109,40 @@ var toolSpecs = map[string]ToolSpec{
 			"reply_to": prop("integer", "Id of the message this answers, to keep the thread."),
 		}),
 	},
+	mode.Escalate: {
+		Name:        mode.Escalate,
+		Description: "Escalate to the operator (the human) something only they can decide or must know now: a choice you cannot make, a risk, a blocker. The operator is notified at once and answers with a decision (resume, abort, approve or reject) and a note, which your next prompt shows under Operator Decision. With hold, you stop: this session ends and you start again only after the decision. A repeat of an open escalation only counts it.",
+		Parameters: object([]string{"summary"}, map[string]any{
+			"summary":  prop("string", "One line: what you need from the operator."),
+			"severity": map[string]any{"type": "string", "enum": []any{"info", "warning", "critical"}, "description": "How much it matters (default warning; info for an approval)."},
+			"hold":     prop("boolean", "Stop and wait for the decision."),
+			"approval": prop("boolean", "A yes/no question: the operator approves or rejects."),
+			"ref":      prop("string", "What it is about, such as msg:12 or item:bd-4."),
+			"details":  prop("object", "Facts the operator needs, as a JSON object (files, errors, options)."),
+		}),
+	},
+	mode.SendProtocol: {
+		Name:        mode.SendProtocol,
+		Description: "Send a typed protocol message (AMP/1.0): task_dispatch, task_result, review_request, review_verdict, escalation or ping. You give the type, the recipient, the task id and the payload; the runtime computes msg_id, sender and timestamp, and checks the payload against the type's schema. A message that fails is not stored: the error names every failing field by its JSON path, so fix them all and send again. With reply_to, the task id, the recipient and context_ref come from the message answered.",
+		Parameters: object([]string{"type", "payload"}, map[string]any{
+			"type":                prop("string", "task_dispatch, task_result, review_request, review_verdict, escalation or ping."),
+			"to":                  prop("string", "Recipient: an agent name, \"operator\" or \"swarm\". Default with reply_to: the sender of the message answered."),
+			"task_id":             prop("string", "The task the message is about. Default with reply_to: the task of the message answered."),
+			"payload":             prop("object", "The type's payload, such as {\"status\": \"completed\", \"summary\": \"...\"} for a task_result."),
+			"reply_to":            prop("string", "The message this answers: its number (12) or its msg_id."),
+			"context_ref":         map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "msg_ids of stored messages this one builds on."},
+			"ack_timeout_seconds": prop("integer", "Ask for an ACK within this many seconds of delivery (default: 300 for a task_dispatch, 600 for a review_request, none otherwise)."),
+			"no_ack":              prop("boolean", "Ask for no ACK."),
+		}),
+	},
+	mode.Ack: {
+		Name:        mode.Ack,
+		Description: "Acknowledge a protocol message that asks for an ACK: you have seen it and take it on. Do it first, before the deadline your prompt shows; a missed deadline is escalated to the operator and may hold you.",
+		Parameters: object(nil, map[string]any{
+			"msg_id": prop("string", "The msg_id (or number) of the message to acknowledge."),
+			"all":    prop("boolean", "Acknowledge every message that awaits your ACK."),
+		}),
+	},
 	mode.BDClaim: {
 		Name:        mode.BDClaim,
 		Description: "Claim a beads task so nobody else works on it. Fails if someone else already claimed it.",
@@ -230,6 +264,12 @@ func (tb *toolbox) dispatch(ctx context.Context, name string, args any) (string,
 		return tb.grep(ctx, a)
 	case sendArgs:
 		return tb.send(ctx, a)
+	case protocolArgs:
+		return tb.sendProtocol(ctx, a)
+	case ackArgs:
+		return tb.ack(ctx, a)
+	case escalateArgs:
+		return tb.escalate(ctx, a)
 	case taskArgs:
 		return tb.task(ctx, name, a)
 	}
@@ -261,6 +301,15 @@ func summary(call ToolCall) string {
 		what = pick("pattern")
 	case mode.SendMessage:
 		what = "to " + pick("to")
+	case mode.SendProtocol:
+		what = strings.TrimSpace(pick("type") + " to " + pick("to", "reply_to"))
+	case mode.Ack:
+		what = pick("msg_id")
+		if what == "" {
+			what = "all"
+		}
+	case mode.Escalate:
+		what = pick("summary")
 	case mode.BDClaim, mode.BDClose, mode.BDShow:
 		what = pick("id")
 	}

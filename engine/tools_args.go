@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -56,6 +57,21 @@ type sendArgs struct {
 	To, Body string
 	Urgent   bool
 	ReplyTo  int64
+}
+
+type escalateArgs struct {
+	Summary, Severity, Ref string
+	Hold, Approval         bool
+	Details                json.RawMessage
+}
+
+type protocolArgs struct {
+	ProtocolMessage
+}
+
+type ackArgs struct {
+	Ref string
+	All bool
 }
 
 type taskArgs struct {
@@ -159,6 +175,66 @@ func (r *argReader) integer(key string) (int64, bool) {
 	return int64(f), true
 }
 
+// object reads a JSON object argument: an object, or a string holding one
+// (models sometimes send JSON as text).
+func (r *argReader) object(key string) json.RawMessage {
+	v, ok := r.get(key)
+	if !ok {
+		return nil
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // a diff's "<" and "&&" stay as written
+		if err := enc.Encode(v); err != nil {
+			r.fail("argument %q: %v", key, err)
+			return nil
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	case string:
+		var m map[string]any
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		if err := json.Unmarshal([]byte(v), &m); err != nil || m == nil {
+			r.fail("argument %q must be a JSON object, such as {\"file\": \"api/users.go\"}", key)
+			return nil
+		}
+		return json.RawMessage(v)
+	}
+	r.fail("argument %q must be an object, got %s", key, typeName(v))
+	return nil
+}
+
+// strs reads a list of strings: an array, or one string for a list of one.
+func (r *argReader) strs(key string) []string {
+	v, ok := r.get(key)
+	if !ok {
+		return nil
+	}
+	switch v := v.(type) {
+	case string:
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		return []string{strings.TrimSpace(v)}
+	case []any:
+		out := make([]string, 0, len(v))
+		for i, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				r.fail("argument %q must be an array of strings; item %d is %s", key, i, typeName(x))
+				return nil
+			}
+			out = append(out, strings.TrimSpace(s))
+		}
+		return out
+	}
+	r.fail("argument %q must be an array of strings, got %s", key, typeName(v))
+	return nil
+}
+
 func (r *argReader) boolean(key string) bool {
 	v, ok := r.get(key)
 	if !ok {
@@ -249,6 +325,41 @@ func parseArgs(tool string, args map[string]any) (any, error) {
 				r.fail("reply_to must be a message id, got %d", n)
 			}
 			a.ReplyTo = n
+		}
+		out = a
+	case mode.Escalate:
+		a := escalateArgs{Summary: strings.TrimSpace(r.nonEmpty("summary")), Severity: strings.TrimSpace(r.str("severity", false)),
+			Hold: r.boolean("hold"), Approval: r.boolean("approval"), Ref: strings.TrimSpace(r.str("ref", false)), Details: r.object("details")}
+		switch a.Severity {
+		case "", "info", "warning", "critical":
+		default:
+			r.fail("severity must be info, warning or critical, got %q", a.Severity)
+		}
+		out = a
+	case mode.SendProtocol:
+		a := ProtocolMessage{Type: strings.TrimSpace(r.nonEmpty("type")), To: strings.TrimSpace(r.str("to", false)),
+			TaskID: strings.TrimSpace(r.str("task_id", false)), Payload: r.object("payload"),
+			ReplyTo: strings.TrimSpace(r.str("reply_to", false)), ContextRef: r.strs("context_ref"), NoAck: r.boolean("no_ack")}
+		if a.Payload == nil && r.err == nil {
+			r.fail("missing required argument \"payload\": give the type's payload as an object")
+		}
+		if n, ok := r.integer("ack_timeout_seconds"); ok {
+			if n < 1 || n > 7*24*3600 {
+				r.fail("ack_timeout_seconds must be between 1 and %d, got %d", 7*24*3600, n)
+			}
+			a.AckTimeout = time.Duration(n) * time.Second
+		}
+		if r.err == nil && a.To == "" && a.ReplyTo == "" {
+			r.fail("give \"to\" (the recipient), or \"reply_to\" to answer a message")
+		}
+		if r.err == nil && a.TaskID == "" && a.ReplyTo == "" {
+			r.fail("give \"task_id\", or \"reply_to\" to answer a message about its task")
+		}
+		out = protocolArgs{a}
+	case mode.Ack:
+		a := ackArgs{Ref: strings.TrimSpace(r.str("msg_id", false)), All: r.boolean("all")}
+		if r.err == nil && (a.Ref == "") == !a.All {
+			r.fail("give either \"msg_id\" (the message to acknowledge) or \"all\": true")
 		}
 		out = a
 	case mode.BDClaim, mode.BDShow:

@@ -197,6 +197,27 @@ func refuseReadOnly(op, path string, fi fs.FileInfo) error {
 // leftover from a killed process can be recognised.
 const tempMark = ".swarm-tmp-"
 
+// IsTempName reports whether name (a base name) is one the file tools give
+// their temporary files: ".<file>.swarm-tmp-<random>". Such a file outside
+// a running session is a leftover of a process killed mid-write, and holds
+// nothing the agent wrote to its real name.
+func IsTempName(name string) bool {
+	i := strings.LastIndex(name, tempMark)
+	if i < 1 || name[0] != '.' {
+		return false
+	}
+	rnd := name[i+len(tempMark):]
+	if rnd == "" || len(rnd) > 13 {
+		return false
+	}
+	for _, c := range rnd {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
+}
+
 // replaceFile writes data to a new file in parent and renames it over base,
 // so a reader sees the old content or the new, never a mix, and a crash
 // mid-write leaves the old file whole. The rename replaces the directory

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swarmhq/swarm/mode"
 )
@@ -422,5 +423,142 @@ func TestBeadsTools(t *testing.T) {
 	want := "claim bd-2|claim bd-1|show bd-404|close bd-1 shipped|show bd-1"
 	if got := strings.Join(board.calls, "|"); got != want {
 		t.Errorf("board calls %q, want %q", got, want)
+	}
+}
+
+type fakeEscalator struct {
+	reqs []EscalationRequest
+	res  EscalationResult
+	err  error
+}
+
+func (f *fakeEscalator) Escalate(_ context.Context, r EscalationRequest) (EscalationResult, error) {
+	f.reqs = append(f.reqs, r)
+	return f.res, f.err
+}
+
+func TestEscalateTool(t *testing.T) {
+	wt := gitWorktree(t, "alice")
+	s := newSession(wt, nil)
+	esc := &fakeEscalator{res: EscalationResult{ID: 3, Count: 1, Created: true, Hold: true}}
+	s.Escalator = esc
+	r := runTool(t, s, "escalate", map[string]any{"summary": " which schema? ", "hold": true, "severity": "critical",
+		"ref": "msg:4", "details": map[string]any{"options": []any{"a", "b"}}})
+	if r.Error != "" || !strings.HasPrefix(r.Output, "escalation 3 opened") || !strings.Contains(r.Output, "You are held") {
+		t.Fatalf("escalate: %+v", r)
+	}
+	got := esc.reqs[0]
+	if got.Summary != "which schema?" || !got.Hold || got.Severity != "critical" || got.Ref != "msg:4" || string(got.Details) != `{"options":["a","b"]}` {
+		t.Fatalf("request = %+v (details %s)", got, got.Details)
+	}
+	// Details may come as JSON text; a repeat reports the count.
+	esc.res = EscalationResult{ID: 3, Count: 2}
+	r = runTool(t, s, "escalate", map[string]any{"summary": "which schema?", "details": `{"a": 1}`, "approval": "true"})
+	if r.Error != "" || !strings.Contains(r.Output, "already open: counted (2 times)") || strings.Contains(r.Output, "held") {
+		t.Fatalf("repeat: %+v", r)
+	}
+	if got := esc.reqs[1]; string(got.Details) != `{"a": 1}` || !got.Approval {
+		t.Fatalf("request = %+v", got)
+	}
+	for args, want := range map[string]map[string]any{
+		`argument "details" must be a JSON object`:           {"summary": "x", "details": "not json"},
+		`argument "details" must be an object, got a number`: {"summary": "x", "details": 3.0},
+		`severity must be info, warning or critical`:         {"summary": "x", "severity": "dire"},
+		`missing required argument "summary"`:                {"hold": true},
+	} {
+		if r := runTool(t, s, "escalate", want); !strings.Contains(r.Error, args) {
+			t.Errorf("%v: %+v", want, r)
+		}
+	}
+	if len(esc.reqs) != 2 {
+		t.Errorf("bad calls reached the escalator: %+v", esc.reqs)
+	}
+	s.Escalator = nil
+	if r := runTool(t, s, "escalate", map[string]any{"summary": "x"}); !strings.Contains(r.Error, "swarm escalate") {
+		t.Errorf("no escalator: %+v", r)
+	}
+}
+
+type fakeProtocol struct {
+	sent []ProtocolMessage
+	acks []string
+	err  error
+}
+
+func (f *fakeProtocol) Send(_ context.Context, m ProtocolMessage) (ProtocolSent, error) {
+	if f.err != nil {
+		return ProtocolSent{}, f.err
+	}
+	f.sent = append(f.sent, m)
+	return ProtocolSent{ID: 7, MsgID: m.Type + "-" + m.TaskID + "-1763900000123", To: m.To, AckTimeout: m.AckTimeout}, nil
+}
+
+func (f *fakeProtocol) Ack(_ context.Context, ref string, all bool) ([]ProtocolSent, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if all {
+		ref = "*"
+	}
+	f.acks = append(f.acks, ref)
+	return []ProtocolSent{{ID: 8, MsgID: "ack-T-1-1763900000124", To: "lead"}}, nil
+}
+
+func TestProtocolTools(t *testing.T) {
+	wt := gitWorktree(t, "alice")
+	s := newSession(wt, nil)
+	p := &fakeProtocol{}
+	s.Protocol = p
+	r := runTool(t, s, "send_protocol", map[string]any{"type": "task_dispatch", "to": "bob", "task_id": "T-1",
+		"payload":     map[string]any{"description": "x && y < z", "acceptance_criteria": []any{"a"}},
+		"context_ref": []any{"task_result-T-1-1763900000000"}, "ack_timeout_seconds": 120})
+	if r.Error != "" || !strings.HasPrefix(r.Output, "sent task_dispatch-T-1-1763900000123 (message 7) to bob") || !strings.Contains(r.Output, "within 2m0s") {
+		t.Fatalf("send_protocol: %+v", r)
+	}
+	got := p.sent[0]
+	if got.Type != "task_dispatch" || got.AckTimeout != 2*time.Minute || len(got.ContextRef) != 1 ||
+		string(got.Payload) != `{"acceptance_criteria":["a"],"description":"x && y < z"}` {
+		t.Fatalf("message = %+v (payload %s)", got, got.Payload)
+	}
+	// A reply needs neither to nor task_id; the payload may come as text.
+	r = runTool(t, s, "send_protocol", map[string]any{"type": "task_result", "reply_to": "12", "payload": `{"status": "completed"}`})
+	if r.Error != "" || p.sent[1].ReplyTo != "12" || string(p.sent[1].Payload) != `{"status": "completed"}` {
+		t.Fatalf("reply: %+v, %+v", r, p.sent[1])
+	}
+	for want, args := range map[string]map[string]any{
+		`give "to"`:                                 {"type": "task_dispatch", "task_id": "T-1", "payload": map[string]any{}},
+		`give "task_id"`:                            {"type": "task_dispatch", "to": "bob", "payload": map[string]any{}},
+		`missing required argument "payload"`:       {"type": "task_dispatch", "to": "bob", "task_id": "T-1"},
+		`ack_timeout_seconds must be between`:       {"type": "ping", "to": "bob", "task_id": "team-x", "payload": map[string]any{}, "ack_timeout_seconds": 0},
+		`"context_ref" must be an array of strings`: {"type": "ping", "to": "bob", "task_id": "T", "payload": map[string]any{}, "context_ref": []any{1.0}},
+	} {
+		if r := runTool(t, s, "send_protocol", args); !strings.Contains(r.Error, want) {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	if len(p.sent) != 2 {
+		t.Errorf("bad calls reached the service: %+v", p.sent)
+	}
+	// A refusal from the service goes back whole: every failing field.
+	p.err = errors.New("payload.acceptance_criteria: must contain at least 1 item\npayload.branch: must not be blank")
+	if r := runTool(t, s, "send_protocol", map[string]any{"type": "task_dispatch", "to": "bob", "task_id": "T-1", "payload": map[string]any{}}); !strings.Contains(r.Error, "nothing was sent") || !strings.Contains(r.Error, "payload.branch") {
+		t.Errorf("refusal: %+v", r)
+	}
+	p.err = nil
+
+	if r := runTool(t, s, "ack", map[string]any{"msg_id": "task_dispatch-T-1-1"}); r.Error != "" || !strings.Contains(r.Output, "acknowledged") || p.acks[0] != "task_dispatch-T-1-1" {
+		t.Fatalf("ack: %+v", r)
+	}
+	if r := runTool(t, s, "ack", map[string]any{"all": true}); r.Error != "" || p.acks[1] != "*" {
+		t.Fatalf("ack all: %+v", r)
+	}
+	for _, args := range []map[string]any{{}, {"msg_id": "x", "all": true}} {
+		if r := runTool(t, s, "ack", args); !strings.Contains(r.Error, `either "msg_id"`) {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	s.Protocol = nil
+	if r := runTool(t, s, "ack", map[string]any{"all": true}); !strings.Contains(r.Error, "swarm ack") {
+		t.Errorf("no protocol: %+v", r)
 	}
 }

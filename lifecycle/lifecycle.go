@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/message"
 )
@@ -153,13 +154,16 @@ const (
 	NoticeMessage    NoticeKind = "message"
 	NoticeInfo       NoticeKind = "info"
 	NoticeActivity   NoticeKind = "activity"
+	// NoticeEscalation reports an escalation raised, acked or resolved
+	// (DESIGN §9.1); Escalation holds the row as it stood then.
+	NoticeEscalation NoticeKind = "escalation"
 	// NoticeStopped is the last notice a supervisor sends before it exits
 	// normally. A watcher whose stream ends without it saw a crash.
 	NoticeStopped NoticeKind = "stopped"
 )
 
 // Notice is one thing worth telling the operator: a transition, a message,
-// an agent's activity or an info line. The JSON is the wire format of the
+// an escalation, an agent's activity or an info line. The JSON is the wire format of the
 // control socket's watch stream and of `swarm up --json` / `swarm watch
 // --json`.
 type Notice struct {
@@ -172,4 +176,6 @@ type Notice struct {
 	Seq     int64            `json:"session_seq,omitempty"`
 	Message *message.Message `json:"message,omitempty"`
 	Text    string           `json:"text,omitempty"`
+
+	Escalation *escalation.Escalation `json:"escalation,omitempty"`
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
@@ -36,13 +37,28 @@ var (
 	// ErrNoSuchSession means the session does not exist (or is not running,
 	// where a running one is needed).
 	ErrNoSuchSession = errors.New("no such session")
+	// ErrNoSuchEscalation means the escalation id does not exist.
+	ErrNoSuchEscalation = errors.New("no such escalation")
+	// ErrDuplicateMsgID means a protocol message with the same msg_id is
+	// stored already: another process built the same id at the same
+	// millisecond. Build the message again (the id is bumped).
+	ErrDuplicateMsgID = errors.New("msg_id already stored")
+	// ErrAckClosed means a message's ACK is not awaited: it was
+	// acknowledged or cancelled already, asks for none, or was sent to
+	// someone else.
+	ErrAckClosed = errors.New("no ACK awaited")
 )
 
 // Store is an open swarm database. It is safe for concurrent use.
 type Store interface {
 	// InsertMessages stores drafts that Poster has validated, all or
 	// none, in order. A draft with ReplyTo joins its parent's thread; a
-	// missing parent is ErrNoSuchMessage.
+	// missing parent is ErrNoSuchMessage. A protocol draft stores its
+	// msg_id (ErrDuplicateMsgID when it is taken), task_id and ACK
+	// request (ACK pending, with no deadline until the first delivery). An
+	// ack (AckOf set) marks the message it acknowledges acked in the same
+	// transaction: ErrNoSuchMessage when there is none, ErrAckClosed when
+	// its ACK is not awaited from the ack's sender.
 	InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error)
 	// Message returns one message.
 	Message(ctx context.Context, id int64) (message.Message, error)
@@ -66,6 +82,34 @@ type Store interface {
 	// keeping the newest message so ids are never reused, and lets the
 	// backend reclaim space.
 	Prune(ctx context.Context, cutoff time.Time) (int64, error)
+	// ProtocolMessage returns the protocol message with this msg_id, or
+	// ErrNoSuchMessage.
+	ProtocolMessage(ctx context.Context, msgID string) (message.Message, error)
+	// TaskMessages returns the protocol messages about a task (by the
+	// envelope's task_id), oldest first.
+	TaskMessages(ctx context.Context, taskID string) ([]message.Message, error)
+	// ProtocolMessages returns protocol messages oldest first: the newest
+	// limit of them, or all when limit is 0.
+	ProtocolMessages(ctx context.Context, limit int) ([]message.Message, error)
+	// PendingAcks returns the messages to agent whose ACK is awaited
+	// (pending or overdue) and whose clock has started (they were
+	// delivered into one of its sessions), oldest first.
+	PendingAcks(ctx context.Context, agent string) ([]message.Message, error)
+	// DueAcks returns up to limit messages whose ACK is pending with a
+	// deadline at or before now, the earliest deadline first: what the
+	// deadline sweeper must escalate.
+	DueAcks(ctx context.Context, now time.Time, limit int) ([]message.Message, error)
+	// NextAckDeadline returns the earliest deadline of a pending ACK; ok is
+	// false when no ACK clock runs.
+	NextAckDeadline(ctx context.Context) (due time.Time, ok bool, err error)
+	// MarkAckOverdue moves the ACK of msgID from pending to overdue when its
+	// deadline is at or before now, and reports whether it did (false: it
+	// was acknowledged or moved meanwhile).
+	MarkAckOverdue(ctx context.Context, msgID string, now time.Time) (bool, error)
+	// MarkOperatorDone marks mail to operator done (the operator replied
+	// to it or marked it read) and returns how many it changed. ids that
+	// are not mail to operator, or are done already, are skipped.
+	MarkOperatorDone(ctx context.Context, ids []int64) (int64, error)
 
 	// RegisterAgent creates the agent's row in Stopped, or refreshes its
 	// configured fields, keeping its state and counters.
@@ -95,6 +139,15 @@ type Store interface {
 	// Events returns events oldest first.
 	Events(ctx context.Context, f EventFilter) ([]fsm.Event, error)
 
+	// Escalation returns one escalation, or ErrNoSuchEscalation.
+	Escalation(ctx context.Context, id int64) (escalation.Escalation, error)
+	// Escalations lists escalations as f selects them, in the desk's
+	// order: the most severe first, then the newest first.
+	Escalations(ctx context.Context, f EscalationFilter) ([]escalation.Escalation, error)
+	// SetNotified records what the notifier sent about an escalation. It
+	// writes only that bookkeeping, never the escalation's state.
+	SetNotified(ctx context.Context, id int64, n escalation.Notified) error
+
 	// Meta reads a swarm-wide setting, such as the recorded base branch.
 	Meta(ctx context.Context, key string) (string, bool, error)
 	// SetMeta writes a swarm-wide setting.
@@ -123,13 +176,19 @@ type Tx interface {
 	// Agent returns one agent's row, or ErrNoSuchAgent.
 	Agent(name string) (Agent, error)
 	// Transition applies one compare-and-set change and records its
-	// event. The first event of a subject has no from state.
+	// event. The first event of a subject has no from state. Agent
+	// subjects move the agents row. Escalation subjects (the id in
+	// decimal) move the escalations row, stamping acked_at or resolved_at,
+	// and their events carry the escalation's agent; an escalation's first
+	// change (From "") finds the row InsertEscalation just stored in To.
 	Transition(c fsm.Change) (fsm.Event, error)
 	// ResetErrors starts an agent's error counts over.
 	ResetErrors(agent string) error
 	// Deliver moves the agent's queued messages ids (every queued message
 	// when ids is nil) into session seq and returns the ones it moved, in
-	// prompt order. Messages no longer queued are skipped.
+	// prompt order. Messages no longer queued are skipped. A message whose
+	// ACK is pending and has no deadline gets one: now plus its ACK
+	// timeout. A redelivery keeps the deadline it has.
 	Deliver(agent string, seq int64, ids []int64) ([]message.Message, error)
 	// StartSession records a session as running.
 	StartSession(s SessionStart) error
@@ -141,6 +200,36 @@ type Tx interface {
 	// running become crashed, and every message still delivered is queued
 	// again.
 	RecoverAgent(agent string) (Recovered, error)
+
+	// Escalation returns one escalation, or ErrNoSuchEscalation.
+	Escalation(id int64) (escalation.Escalation, error)
+	// UnresolvedTwin returns the unresolved (open or acked) escalation with
+	// this dedupe key, if there is one.
+	UnresolvedTwin(dedupeKey string) (escalation.Escalation, bool, error)
+	// InsertEscalation stores a validated, normalized draft as an open
+	// escalation with count 1. Its first transition (from nothing to open,
+	// through Transition) is the caller's to record.
+	InsertEscalation(d escalation.Draft) (escalation.Escalation, error)
+	// CountEscalation adds one to an unresolved escalation's count and
+	// returns the row.
+	CountEscalation(id int64) (escalation.Escalation, error)
+	// SetDecision writes the decision and the note of an escalation that
+	// Transition has just resolved, or only the note for an ack (decision
+	// empty). A decision on an unresolved escalation is refused.
+	SetDecision(id int64, d escalation.Decision, note string) error
+	// MarkShown records that session seq's prompt carried the decisions of
+	// escalations ids.
+	MarkShown(ids []int64, seq int64) error
+
+	// RequeueAck queues the protocol message msgID again for its
+	// recipient, with its ACK pending and no deadline (the next delivery
+	// starts a fresh one): the operator resumed its ack_timeout.
+	// ErrAckClosed when its ACK is not awaited.
+	RequeueAck(msgID string) (message.Message, error)
+	// CancelAck ends the protocol message msgID: delivery done, ACK
+	// cancelled; the operator aborted its ack_timeout. ErrAckClosed when its
+	// ACK is not awaited.
+	CancelAck(msgID string) (message.Message, error)
 }
 
 // Feed reports changes made by other processes. One goroutine owns it.
@@ -254,6 +343,22 @@ type EventFilter struct {
 	Agent   string // only this agent's events
 	SinceID int64  // events with id > SinceID
 	Limit   int    // newest Limit; 0 means all
+	// Kind keeps only events about subjects of this kind; empty: all.
+	Kind fsm.SubjectKind
+}
+
+// EscalationFilter selects escalations. The zero filter lists the
+// unresolved ones (open and acked).
+type EscalationFilter struct {
+	All   bool   // resolved ones too
+	Agent string // only those about this agent
+	// Unshown lists instead the resolved escalations about Agent whose
+	// decision no prompt has carried yet.
+	Unshown bool
+	// Unsettled adds to the unresolved ones those resolved after an
+	// announcement of theirs was sent (notified state open or acked): what
+	// a notifier may still have to send.
+	Unsettled bool
 }
 
 // Counts is how much mail an agent has waiting.
@@ -264,17 +369,17 @@ type Counts struct {
 	Waking    int // queued mail of a kind that wakes an idle agent
 }
 
-// Add counts n undone messages of one (state, kind, urgency) group. The
-// rule of which kinds wake an agent lives in message.Kind.Wakes, not in
-// each backend's SQL.
-func (c *Counts) Add(state message.State, kind message.Kind, urgency message.Urgency, n int) {
+// Add counts n undone messages of one (state, kind, protocol type,
+// urgency) group; pt is "" for mail that is not protocol. The rule of which
+// mail wakes an agent lives in message.Wakes, not in each backend's SQL.
+func (c *Counts) Add(state message.State, kind message.Kind, pt string, urgency message.Urgency, n int) {
 	switch state {
 	case message.Queued:
 		c.Queued += n
 		if urgency == message.Urgent {
 			c.Urgent += n
 		}
-		if kind.Wakes() {
+		if message.Wakes(kind, pt) {
 			c.Waking += n
 		}
 	case message.Delivered:

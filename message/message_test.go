@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidate(t *testing.T) {
@@ -54,5 +55,63 @@ func TestWakes(t *testing.T) {
 		if got, want := k.Wakes(), k != KindStatus; got != want {
 			t.Errorf("%s.Wakes() = %v", k, got)
 		}
+	}
+}
+
+func TestSwarmIsReservedLikeOperator(t *testing.T) {
+	known := []string{"backend"}
+	for _, d := range []Draft{
+		{From: Swarm, To: "backend", Body: "reminder"},
+		{From: "backend", To: Swarm, Body: "result", Kind: KindProtocol, MsgID: "task_result-T-1-1", TaskID: "T-1"},
+	} {
+		if err := Validate(d, known); err != nil {
+			t.Errorf("Validate(%s → %s) = %v", d.From, d.To, err)
+		}
+	}
+	if err := Validate(Draft{From: Swarm, To: Swarm, Body: "x"}, known); !errors.Is(err, ErrToSelf) {
+		t.Errorf("swarm to itself = %v", err)
+	}
+	if !Reserved(Swarm) || !Reserved(Operator) || Reserved("backend") {
+		t.Error("Reserved is wrong")
+	}
+}
+
+func TestProtocolFieldsOnlyOnProtocolMail(t *testing.T) {
+	known := []string{"backend", "lead"}
+	base := Draft{From: "lead", To: "backend", Body: "x"}
+	withID := base
+	withID.MsgID = "task_dispatch-T-1-1"
+	if err := Validate(withID, known); !errors.Is(err, ErrNotProtocol) {
+		t.Errorf("a msg_id on plain mail = %v, want ErrNotProtocol", err)
+	}
+	p := base
+	p.Kind, p.MsgID, p.TaskID, p.AckTimeout = KindProtocol, "task_dispatch-T-1-1", "T-1", 300*time.Second
+	if err := Validate(p, known); err != nil {
+		t.Errorf("a protocol draft = %v", err)
+	}
+	p.AckTimeout = time.Millisecond
+	if err := Validate(p, known); !errors.Is(err, ErrBadAck) {
+		t.Errorf("an ACK within 1ms = %v, want ErrBadAck", err)
+	}
+}
+
+func TestAckStateOpen(t *testing.T) {
+	for _, s := range AckStates {
+		if got, want := s.Open(), s == AckPending || s == AckOverdue; got != want {
+			t.Errorf("%s.Open() = %v", s, got)
+		}
+	}
+}
+
+func TestProtocolMailNeedsAnEnvelope(t *testing.T) {
+	err := Validate(Draft{From: "lead", To: "backend", Body: "x", Kind: KindProtocol}, []string{"backend", "lead"})
+	if !errors.Is(err, ErrNotProtocol) || !strings.Contains(err.Error(), "--type") {
+		t.Fatalf("kind protocol without an envelope = %v", err)
+	}
+}
+
+func TestAcksNeverWake(t *testing.T) {
+	if Wakes(KindProtocol, AckType) || !Wakes(KindProtocol, "task_dispatch") || !Wakes(KindMessage, "") || Wakes(KindStatus, "") {
+		t.Fatal("Wakes is wrong")
 	}
 }

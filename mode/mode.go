@@ -31,20 +31,23 @@ const (
 
 // Tool names offered to in-process engines.
 const (
-	Bash        = "bash"
-	ReadFile    = "read_file"
-	WriteFile   = "write_file"
-	EditFile    = "edit_file"
-	ListFiles   = "list_files"
-	Grep        = "grep"
-	SendMessage = "send_message"
-	BDClaim     = "bd_claim"
-	BDClose     = "bd_close"
-	BDShow      = "bd_show"
+	Bash         = "bash"
+	ReadFile     = "read_file"
+	WriteFile    = "write_file"
+	EditFile     = "edit_file"
+	ListFiles    = "list_files"
+	Grep         = "grep"
+	SendMessage  = "send_message"
+	SendProtocol = "send_protocol"
+	Ack          = "ack"
+	Escalate     = "escalate"
+	BDClaim      = "bd_claim"
+	BDClose      = "bd_close"
+	BDShow       = "bd_show"
 )
 
 // AllTools lists every tool in the order they are declared to a model.
-var AllTools = []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage, BDClaim, BDClose, BDShow}
+var AllTools = []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, BDClaim, BDClose, BDShow}
 
 // BeadsTools are the tools that need bd on PATH.
 var BeadsTools = []string{BDClaim, BDClose, BDShow}
@@ -65,13 +68,13 @@ var specs = map[Mode]spec{
 	},
 	Delegate: {
 		kind:    Coordinate,
-		tools:   []string{ReadFile, ListFiles, Grep, SendMessage, BDClaim, BDClose, BDShow},
+		tools:   []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, BDClaim, BDClose, BDShow},
 		claims:  true,
 		summary: "plans, splits work into tasks and hands them to teammates; does not edit files",
 	},
 	Review: {
 		kind:    Execute,
-		tools:   []string{ReadFile, ListFiles, Grep, SendMessage},
+		tools:   []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate},
 		claims:  false,
 		summary: "reads and judges teammates' work and reports findings; does not edit files",
 	},

@@ -12,10 +12,10 @@ func TestModeTools(t *testing.T) {
 		want  []string
 	}{
 		{Code, true, AllTools},
-		{Code, false, []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage}},
-		{Delegate, true, []string{ReadFile, ListFiles, Grep, SendMessage, BDClaim, BDClose, BDShow}},
-		{Delegate, false, []string{ReadFile, ListFiles, Grep, SendMessage}},
-		{Review, true, []string{ReadFile, ListFiles, Grep, SendMessage}},
+		{Code, false, []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate}},
+		{Delegate, true, []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, BDClaim, BDClose, BDShow}},
+		{Delegate, false, []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate}},
+		{Review, true, []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate}},
 	}
 	for _, tt := range tests {
 		if got := tt.mode.Tools(tt.beads); !slices.Equal(got, tt.want) {

@@ -111,6 +111,10 @@ type PromptContext struct {
 	Beads     bool
 	Workflow  *WorkflowContext  // section 4 appears only when set
 	Interrupt *InterruptContext // set when the last session was interrupted
+	// Decisions are the operator's answers to escalations about the agent
+	// that no earlier prompt carried: section 14 shows them under
+	// "### Operator Decision".
+	Decisions []OperatorDecision
 	// Messages is the mail to show: the queued mail that is delivered into
 	// this session. Shown > 0 marks mail an earlier, unfinished session saw.
 	Messages []message.Message
@@ -130,6 +134,17 @@ type InterruptContext struct {
 	Body      string
 	When      time.Time // when the session was interrupted
 	Reason    string    // e.g. "urgent message"
+}
+
+// OperatorDecision is the operator's answer to one escalation about the
+// agent (DESIGN §9.1).
+type OperatorDecision struct {
+	Escalation int64  // its id
+	Kind       string // agent, branch_violation, ...
+	Summary    string
+	Decision   string // resume, abort, approve or reject
+	Note       string // the operator's note; may be empty
+	When       time.Time
 }
 
 // EnvironmentInfo is the state of the machine and the worktree. A field

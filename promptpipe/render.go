@@ -12,6 +12,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/protocol"
 )
 
 // Caps on gathered text, so one huge file or status cannot crowd out the
@@ -190,13 +191,43 @@ func messages(pc PromptContext, limit int, now time.Time) string {
 		if m.IsUrgent() {
 			b.WriteString("[URGENT] ")
 		}
-		fmt.Fprintf(&b, "From %s (%s ago):\n", m.From, HumanAge(now.Sub(m.CreatedAt)))
+		fmt.Fprintf(&b, "#%d From %s (%s ago):\n", m.ID, m.From, HumanAge(now.Sub(m.CreatedAt)))
 		if m.Shown > 0 {
 			b.WriteString("(Shown before, to a session that did not finish: check what you already did about it.)\n")
+		}
+		if text, ok := protocolMail(m, limit, pc.Agent, now); ok {
+			b.WriteString(text)
+			continue
 		}
 		b.WriteString(capBody(m.Body, limit, m.ID, pc.Agent) + "\n")
 	}
 	return b.String()
+}
+
+// protocolMail renders a protocol message (DESIGN §9.2) with
+// protocol.RenderPrompt: type, msg_id, task and sender, the payload as
+// compact JSON exactly as stored, and what is expected by when. A payload
+// over the cap is cut like a body, keeping what is expected.
+func protocolMail(m message.Message, limit int, agent string, now time.Time) (string, bool) {
+	if m.Kind != message.KindProtocol {
+		return "", false
+	}
+	env, err := protocol.Parse(m.Payload)
+	if err != nil || env.MsgID == "" {
+		return "", false // not an envelope: shown as its body
+	}
+	if limit > 0 && len(env.Payload) > limit {
+		cut := cutBytes(string(env.Payload), limit)
+		env.Payload = []byte(fmt.Sprintf("%s [… cut: %d more bytes. Read the whole payload of message #%d with `swarm inbox %s --json`.]", cut, len(env.Payload)-len(cut), m.ID, agent))
+	}
+	var ack protocol.AckState
+	if a := m.Ack; a != nil {
+		if a.DueAt != nil {
+			ack.Deadline = *a.DueAt
+		}
+		ack.Acked = a.State == message.AckAcked
+	}
+	return protocol.RenderPrompt(env, ack, now), true
 }
 
 // capBody cuts a body longer than limit bytes (0: no limit) at a rune
@@ -293,7 +324,44 @@ func sessionContext(pc PromptContext, limit int, now time.Time) string {
 		}
 		b.WriteString("Check `git status` and `git diff` for half-done edits before you go on.\n")
 	}
+	if len(pc.Decisions) > 0 {
+		b.WriteString("\n### Operator Decision\n")
+		ds := slices.Clone(pc.Decisions)
+		slices.SortFunc(ds, func(x, y OperatorDecision) int { return cmp.Compare(x.Escalation, y.Escalation) })
+		for i, d := range ds {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			summary := oneLine(d.Summary)
+			if len(summary) > 300 {
+				summary = cutBytes(summary, 300) + "…"
+			}
+			fmt.Fprintf(&b, "The operator decided escalation #%d (%s: %s) %s ago: %s. %s\n", d.Escalation, d.Kind,
+				summary, HumanAge(now.Sub(d.When)), d.Decision, decisionHint(d.Decision))
+			if note := strings.TrimSpace(d.Note); note != "" {
+				if limit > 0 && len(note) > limit {
+					note = cutBytes(note, limit) + " […]"
+				}
+				fmt.Fprintf(&b, "Their note:\n%s\n", nest(note))
+			}
+		}
+	}
 	return b.String()
+}
+
+// decisionHint says what a decision asks of the agent.
+func decisionHint(d string) string {
+	switch d {
+	case "resume":
+		return "Carry on with that work, following their note."
+	case "approve":
+		return "Approved: go ahead with what you asked."
+	case "abort":
+		return "Drop that work: do not redo it, and tell whoever asked for it."
+	case "reject":
+		return "Rejected: do not do what you asked."
+	}
+	return ""
 }
 
 func (pc PromptContext) branch() string {

@@ -15,6 +15,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/protocol"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -87,6 +88,32 @@ func msg(id int64, from string, urgent bool, age time.Duration, body string) mes
 	return m
 }
 
+// protoMsg is a stored protocol message: kind protocol, the envelope as
+// its payload, its summary as the body; due is its ACK deadline (nil: the
+// clock has not started).
+func protoMsg(id int64, age time.Duration, env protocol.Envelope, due *time.Time) message.Message {
+	data, err := env.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	m := msg(id, env.From, false, age, protocol.Body(env))
+	m.To, m.Kind, m.Payload, m.MsgID, m.TaskID = env.To, message.KindProtocol, data, env.MsgID, env.TaskID
+	m.Ack = &message.Ack{State: message.AckNone}
+	if env.RequiresAck {
+		m.Ack = &message.Ack{Required: true, State: message.AckPending, Timeout: env.AckTimeoutSec, DueAt: due}
+	}
+	return m
+}
+
+// dispatchEnv is a task_dispatch from lead to backend, sent age ago.
+func dispatchEnv(age time.Duration) protocol.Envelope {
+	at := now.Add(-age)
+	return protocol.Envelope{ProtocolVersion: protocol.Version, MsgID: protocol.MsgID(protocol.TypeTaskDispatch, "T-42", at),
+		Type: protocol.TypeTaskDispatch, From: "lead", To: "backend", TaskID: "T-42", Timestamp: protocol.Timestamp(at),
+		RequiresAck: true, AckTimeoutSec: 300,
+		Payload: []byte(`{"description":"Add pagination to GET /users","branch":"swarm/backend","acceptance_criteria":["GET /users?page=2 returns the second page","a page holds 50 users"],"risk_level":"low"}`)}
+}
+
 // mail is deliberately out of prompt order.
 func mail() []message.Message {
 	return []message.Message{
@@ -116,7 +143,18 @@ func richContext() PromptContext {
 	ms := mail()
 	ms[2].Shown = 1
 	ms = append(ms, msg(9, "reviewer", false, 3*time.Hour+time.Minute, strings.Repeat("The handler in api/users.go:42 ignores the error from db.Query. ", 4)))
+	// A dispatch shown before, to a session that was interrupted: its
+	// deadline runs since that delivery.
+	due := now.Add(4*time.Minute + 10*time.Second)
+	d := protoMsg(10, time.Minute, dispatchEnv(time.Minute), &due)
+	d.Shown = 1
+	ms = append(ms, d)
 	pc.Messages = ms
+	pc.Decisions = []OperatorDecision{
+		{Escalation: 12, Kind: "branch_violation", Summary: "backend committed on main", Decision: "abort", When: now.Add(-20 * time.Minute)},
+		{Escalation: 9, Kind: "agent", Summary: "need a decision on the schema:\nusers or accounts?", Decision: "resume",
+			Note: "Use plan B: keep the users table.\n# not a heading\nAsk lead about the migration.", When: now.Add(-2 * time.Minute)},
+	}
 	return pc
 }
 
@@ -181,13 +219,19 @@ func wholePrompts(t testing.TB) map[string]struct {
 
 	withMail := freshContext()
 	withMail.SessionSeq = 3
-	withMail.Messages = mail()
+	withMail.Messages = append(mail(), protoMsg(8, 30*time.Second, dispatchEnv(30*time.Second), nil))
 
 	interrupted := freshContext()
 	interrupted.SessionSeq = 5
 	interrupted.Messages = mail()
 	interrupted.Messages[2].Shown = 1
 	interrupted.Interrupt = &InterruptContext{MessageID: 7, From: "frontend", Body: mail()[2].Body, When: now.Add(-90 * time.Second), Reason: "urgent message"}
+
+	decided := freshContext()
+	decided.SessionSeq = 6
+	decided.Interrupt = &InterruptContext{When: now.Add(-5 * time.Minute), Reason: "held: escalation 4"}
+	decided.Decisions = []OperatorDecision{{Escalation: 4, Kind: "agent", Summary: "need a decision on the schema", Decision: "resume",
+		Note: "use plan B", When: now.Add(-30 * time.Second)}}
 
 	delegate := freshContext()
 	delegate.Agent = "lead"
@@ -197,7 +241,13 @@ func wholePrompts(t testing.TB) map[string]struct {
 	delegate.Teammates = []string{"backend", "frontend", "reviewer"}
 	delegate.SessionSeq = 2
 	delegate.Workflow = &WorkflowContext{Stage: "planning", Inputs: []string{"docs/roadmap.md"}, Constraints: []string{"every task has one owner"}}
-	delegate.Messages = []message.Message{msg(11, "operator", false, 2*24*time.Hour+time.Hour, "Plan the v1.0 launch; the login page comes first.")}
+	result := dispatchEnv(time.Minute)
+	result.Type, result.From, result.To, result.RequiresAck, result.AckTimeoutSec = protocol.TypeTaskResult, "backend", "lead", false, 0
+	result.MsgID = protocol.MsgID(protocol.TypeTaskResult, "T-42", now.Add(-time.Minute))
+	result.ContextRef = []string{dispatchEnv(time.Hour).MsgID}
+	result.Payload = []byte(`{"status":"completed","summary":"GET /users pages by 50 <= limit && offset","commit_hash":"4f2a9c1"}`)
+	delegate.Messages = []message.Message{msg(11, "operator", false, 2*24*time.Hour+time.Hour, "Plan the v1.0 launch; the login page comes first."),
+		protoMsg(12, time.Minute, result, nil)}
 	delegateEnv := env()
 	delegateEnv.Cwd = delegate.Worktree
 	delegateEnv.GitStatus = ""
@@ -209,6 +259,7 @@ func wholePrompts(t testing.TB) map[string]struct {
 		"fresh":       {fresh, Sources{Env: env()}},
 		"mail_tasks":  {withMail, Sources{Env: env(), Tasks: readyTasks(t), ProjectInstructions: agentsMD}},
 		"interrupted": {interrupted, Sources{Env: env()}},
+		"decision":    {decided, Sources{Env: env()}},
 		"delegate":    {delegate, Sources{Env: delegateEnv, Tasks: readyTasks(t)}},
 	}
 }
@@ -377,7 +428,7 @@ func TestMessages(t *testing.T) {
 	pc.Messages[0].Shown = 2
 	body := messages(pc, 0, now)
 	// Urgent first, then oldest; ages human; the operator by name.
-	want := []string{"[URGENT] From frontend (2m ago):", "From operator (5m ago):", "From frontend (12s ago):"}
+	want := []string{"[URGENT] #7 From frontend (2m ago):", "#3 From operator (5m ago):", "#4 From frontend (12s ago):"}
 	last := -1
 	for _, w := range want {
 		i := strings.Index(body, w+"\n")
@@ -386,11 +437,50 @@ func TestMessages(t *testing.T) {
 		}
 		last = i
 	}
-	if strings.Count(body, "Shown before") != 1 || !strings.Contains(body, "From operator (5m ago):\n(Shown before") {
+	if strings.Count(body, "Shown before") != 1 || !strings.Contains(body, "#3 From operator (5m ago):\n(Shown before") {
 		t.Fatalf("shown-before note wrong:\n%s", body)
 	}
 	if !strings.Contains(body, "disk full on the CI runner: your migration test writes 20 GB to /tmp.\nStop it before the next push.\n") {
 		t.Fatalf("body not verbatim:\n%s", body)
+	}
+}
+
+func TestProtocolMessages(t *testing.T) {
+	pc := freshContext()
+	env := dispatchEnv(time.Minute)
+	fresh := protoMsg(5, time.Minute, env, nil)
+	body := messages(PromptContext{Agent: "backend", Messages: []message.Message{fresh}}, 0, now)
+	want := "#5 From lead (1m ago):\nAMP/1.0 task_dispatch " + env.MsgID + " · task T-42 · from lead\npayload: " + string(env.Payload) + "\nACK required within 5m: swarm ack " + env.MsgID + "\n"
+	if !strings.HasPrefix(body, want) {
+		t.Fatalf("a fresh dispatch:\n%s\nwant it to start\n%s", body, want)
+	}
+	// The clock started at an earlier delivery: the time left; past it,
+	// overdue; acknowledged, no second ask.
+	due := now.Add(90 * time.Second)
+	fresh.Ack.DueAt = &due
+	if body := messages(PromptContext{Messages: []message.Message{fresh}}, 0, now); !strings.Contains(body, "ACK required within 1m: swarm ack") {
+		t.Fatalf("a redelivered dispatch:\n%s", body)
+	}
+	past := now.Add(-2 * time.Minute)
+	fresh.Ack.DueAt = &past
+	if body := messages(PromptContext{Messages: []message.Message{fresh}}, 0, now); !strings.Contains(body, "ACK overdue by 2m: swarm ack "+env.MsgID+" now") {
+		t.Fatalf("an overdue dispatch:\n%s", body)
+	}
+	fresh.Ack.State = message.AckAcked
+	if body := messages(PromptContext{Messages: []message.Message{fresh}}, 0, now); !strings.Contains(body, "ACK: already sent.") {
+		t.Fatalf("an acknowledged dispatch:\n%s", body)
+	}
+	// A payload over the cap is cut, and what is expected stays.
+	pc.Messages = []message.Message{protoMsg(6, time.Minute, env, nil)}
+	body = messages(pc, 40, now)
+	if !strings.Contains(body, "[… cut: ") || !strings.Contains(body, "message #6 with `swarm inbox backend --json`") || !strings.Contains(body, "ACK required within 5m") {
+		t.Fatalf("a capped payload:\n%s", body)
+	}
+	// Protocol mail that is not an envelope shows its body.
+	odd := msg(7, "lead", false, time.Minute, "legacy protocol mail")
+	odd.Kind = message.KindProtocol
+	if body := messages(PromptContext{Messages: []message.Message{odd}}, 0, now); !strings.Contains(body, "legacy protocol mail") {
+		t.Fatalf("legacy mail:\n%s", body)
 	}
 }
 

@@ -81,9 +81,11 @@ const toolUsagePolicy = `- Use only the tools named under Mode Instructions. A r
 const swarmWorkflow = `The mailbox is how the swarm talks. Nobody reads your replies as they happen: only what you send reaches anyone. Mail reaches its recipient at the start of their next session.
 - Send with ` + "`send_message`" + `, or from a shell with ` + "`swarm send <to> \"...\"`" + `, where <to> is a teammate or ` + "`operator`" + `. ` + "`--reply-to <id>`" + ` keeps a thread together.
 - Write to a teammate when your work changes something they rely on (an API, a file format, a shared file), when you need something from them, and when you finish what they asked for. One message with the facts beats several vague ones.
-- Write to ` + "`operator`" + ` (the human) for decisions only they can make, when you are blocked, and with a short report when you finish a piece of work.
+- Write to ` + "`operator`" + ` (the human) with questions that can wait, and with a short report when you finish a piece of work.
+- Escalate to ` + "`operator`" + ` what only they can decide or must know now (a choice you cannot make, a risk, a blocker) with the ` + "`escalate`" + ` tool, or from a shell ` + "`swarm escalate \"<summary>\" [--hold]`" + `. They are notified at once; their decision and note come in a later prompt under Operator Decision. With hold you stop until they decide.
 - Urgent mail (` + "`--urgent`" + `, or urgent=true) interrupts the recipient at once: their running session is cancelled and restarts with your message first. Use it only for what must stop someone now, such as a broken build, a wrong assumption they are building on, or work about to be destroyed. Everything else is normal mail.
-- ` + "`swarm inbox <name>`" + ` lists mail and its state (queued, delivered, done); ` + "`swarm inbox <name> --sent`" + ` shows what became of what you sent.`
+- ` + "`swarm inbox <name>`" + ` lists mail and its state (queued, delivered, done); ` + "`swarm inbox <name> --sent`" + ` shows what became of what you sent.
+- Protocol messages (task_dispatch, task_result, review_request, review_verdict, ping) are typed and checked: each shows its msg_id, its payload and what is expected. Acknowledge one that asks for an ACK first, before its deadline, with the ` + "`ack`" + ` tool or ` + "`swarm ack <msg_id>`" + `: a missed deadline is escalated and may hold you. Answer with ` + "`send_protocol`" + ` or ` + "`swarm send <to> --type <type> --reply-to <msg_id> --payload '<json>'`" + `.`
 
 // toneStyle is section 10.
 const toneStyle = `- Your answers go to a session log that the operator reads later: be brief and factual, and lead with the result.

@@ -119,6 +119,9 @@ func expected(e Envelope) string {
 	case TypePing:
 		return "Acknowledging it tells the team you are ready; nothing else is expected."
 	}
+	if e.RequiresAck {
+		return "" // the ACK line says what is expected
+	}
 	return "No ACK needed."
 }
 

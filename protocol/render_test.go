@@ -116,3 +116,14 @@ func TestAge(t *testing.T) {
 		}
 	}
 }
+
+// A type that asks for no ACK by default but was sent with one says only
+// what the ACK line says: never "No ACK needed." beside it.
+func TestRenderPromptAckOnAnyType(t *testing.T) {
+	e := examples(t)[8] // an escalation
+	e.RequiresAck, e.AckTimeoutSec = true, 90
+	got := RenderPrompt(e, AckState{}, t0)
+	if !strings.Contains(got, "ACK required within 1m: swarm ack "+e.MsgID+"\n") || strings.Contains(got, "No ACK needed") {
+		t.Fatalf("an escalation asking for an ACK:\n%s", got)
+	}
+}

@@ -136,6 +136,9 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		return effect(s.Resume(ctx, req.Agent))
 	case control.OpWatch:
 		return s.serveWatch(ctx, send)
+	case control.OpEscalation:
+		s.EscalationChanged()
+		return control.Response{OK: true}
 	}
 	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/message"
 )
 
@@ -29,10 +30,34 @@ type Worktrees interface {
 	RemoveStaleLock(agent string) (bool, error)
 }
 
-// Guard checks, after a session, that the agent stayed on its branch and
-// did not commit on the base branch. A non-nil error describes what it found.
+// Guard is one session's base-branch guard (worktree.SessionGuard): made
+// before the session, checked after it, also after an interrupted one.
 type Guard interface {
-	Check(ctx context.Context) error
+	// Prior lists what the guard found, when it was made, about the time
+	// since the agent's previous session: changes no session of it made
+	// (a detached commit that landed after the last check, a move made
+	// while swarm was down).
+	Prior() []Finding
+	// Check lists, after the session, Prior and every finding that concerns
+	// the agent in what changed during it. The error is for failing to
+	// look, not for what was found.
+	Check(ctx context.Context) ([]Finding, error)
+}
+
+// Finding is one thing the guard found (worktree.Violation or
+// worktree.Tamper).
+type Finding interface {
+	// Escalation is the kind of escalation it raises: "branch_violation"
+	// or "repo_tamper".
+	Escalation() string
+	// Blame lists the agents the evidence names; empty means every agent
+	// whose session overlapped the change.
+	Blame() []string
+	// Dedupe names the event, the same whichever agent's guard found it.
+	Dedupe() string
+	// String is one sentence for the operator: what happened and how to
+	// undo it.
+	String() string
 }
 
 // Prompts builds the prompt of a session.
@@ -53,6 +78,9 @@ type PromptRequest struct {
 	Mail          []message.Message
 	Interrupt     *Interrupt
 	BeadsOK       bool
+	// Decisions are the operator's decisions on escalations about the
+	// agent that no prompt has carried yet.
+	Decisions []escalation.Escalation
 }
 
 // Prompt is a built prompt.
@@ -66,6 +94,8 @@ type Interrupt struct {
 	Seq     int64 // the interrupted session
 	Message message.Message
 	Reason  string
+	// At is when it was interrupted; nil means when Message was sent.
+	At *time.Time
 }
 
 // Tasks is the shared `bd ready` call: the ids of ready tasks. ok is false

@@ -10,6 +10,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/worktree"
 )
@@ -36,6 +37,10 @@ type DownRequest struct {
 	Confirm func(ctx context.Context, plan []DiscardPlan) (bool, error)
 	// Env is the environment of the git commands; nil means the process's.
 	Env []string
+	// DeleteIgnored lets merge, squash and discard delete the files git
+	// ignores in a worktree (build output, node_modules, .env) with it;
+	// without it such a worktree is kept, and listed.
+	DeleteIgnored bool
 }
 
 // DiscardPlan is what a discard would drop for one agent.
@@ -43,6 +48,8 @@ type DiscardPlan struct {
 	Agent, Branch string
 	Commits       []string // unmerged commits, one line each
 	Dirty         bool     // uncommitted changes in its worktree
+	// Uncommitted are those changes, "XY path" as in git status --short.
+	Uncommitted []string
 }
 
 // DownAgent is one agent's line of the report.
@@ -62,14 +69,32 @@ type DownAgent struct {
 	Removed       bool     `json:"removed"`
 	ConflictFiles []string `json:"conflict_files"`
 	Error         string   `json:"error"`
+	// Uncommitted are the uncommitted changes a discard dropped ("XY
+	// path" as in git status --short).
+	Uncommitted []string `json:"uncommitted"`
+	// Ignored are the files git ignores in the worktree: deleted with it
+	// (DeleteIgnored), or the reason it was kept (status ignored_files).
+	Ignored []string `json:"ignored"`
+	// Recovered says what was finished or undone first of an interrupted
+	// run's work on this agent.
+	Recovered []string `json:"recovered"`
 }
 
 // DownResult is the whole report.
 type DownResult struct {
-	Mode              DownMode    `json:"mode"`
-	BaseBranch        string      `json:"base_branch"`
-	SupervisorStopped bool        `json:"supervisor_stopped"`
-	Agents            []DownAgent `json:"agents"`
+	Mode              DownMode `json:"mode"`
+	BaseBranch        string   `json:"base_branch"`
+	SupervisorStopped bool     `json:"supervisor_stopped"`
+	// Killed lists the sessions a crashed supervisor had left running whose
+	// processes were killed first: "<agent> session <seq> (<n> process
+	// group(s))".
+	Killed []string `json:"killed"`
+	// Recovered says what was finished or undone of the work an
+	// interrupted run (a killed swarm down, say) left half done, before
+	// anything else; RecoverError is what could not be, and what to do.
+	Recovered    []string    `json:"recovered"`
+	RecoverError string      `json:"recover_error,omitempty"`
+	Agents       []DownAgent `json:"agents"`
 }
 
 // ErrNotConfirmed means the operator answered no: nothing was stopped or
@@ -83,8 +108,8 @@ var ErrNotConfirmed = errors.New("nothing discarded")
 // its line of the result; the others carry on.
 func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 	cfg, l := req.Config, req.Layout
-	res := DownResult{Mode: req.Mode, Agents: []DownAgent{}}
-	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: req.Store, Env: req.Env, Pass: cfg.Env.Pass})
+	res := DownResult{Mode: req.Mode, Agents: []DownAgent{}, Killed: []string{}, Recovered: []string{}}
+	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: req.Store, Env: req.Env, DeleteIgnored: req.DeleteIgnored, Pass: cfg.Env.Pass})
 	if err != nil {
 		return res, err
 	}
@@ -121,11 +146,31 @@ func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 	if res.SupervisorStopped, err = StopSupervisor(ctx, l, downWait(cfg)); err != nil {
 		return res, err
 	}
-	if res.SupervisorStopped {
-		// It may have made worktrees while it ran.
-		if agents, err = downAgents(ctx, m, cfg); err != nil {
-			return res, err
-		}
+	// Hold the lock while dealing with the work: no swarm up starts
+	// sessions in the worktrees meanwhile.
+	lock, err := AcquireLock(l.Lock())
+	if err != nil {
+		return res, fmt.Errorf("%w; a swarm up started while swarm down ran: stop it, then run swarm down again", err)
+	}
+	defer lock.Release()
+	// A supervisor that crashed (kill -9) left its sessions running: their
+	// processes must not go on writing in the worktrees being merged.
+	if res.Killed, err = killLeftoverSessions(ctx, req.Store, cfg); err != nil {
+		return res, err
+	}
+	// Finish what an interrupted swarm down left half done first; each
+	// agent's operation below also recovers its own, and reports it.
+	rec, rerr := m.Recover(ctx, cfg.AgentNames()...)
+	for _, r := range rec {
+		res.Recovered = append(res.Recovered, r.String())
+	}
+	if rerr != nil {
+		res.RecoverError = rerr.Error()
+	}
+	// The supervisor may have made worktrees while it ran, and recovery
+	// may have removed a half-made one.
+	if agents, err = downAgents(ctx, m, cfg); err != nil {
+		return res, err
 	}
 	if len(agents) > 0 {
 		// Recorded when the worktrees were made; only informative for keep.
@@ -152,9 +197,14 @@ func (r DownResult) Failed() []string {
 		switch a.Status {
 		case "conflict":
 			out = append(out, fmt.Sprintf("%s (conflict in %s)", a.Agent, joinComma(a.ConflictFiles)))
+		case "ignored_files":
+			out = append(out, fmt.Sprintf("%s (its worktree holds files git ignores: %s; move what you need, then run again with --delete-ignored)", a.Agent, listSome(a.Ignored, 5)))
 		case "error":
 			out = append(out, fmt.Sprintf("%s (%s)", a.Agent, a.Error))
 		}
+	}
+	if r.RecoverError != "" {
+		out = append(out, fmt.Sprintf("what an interrupted run left (%s)", r.RecoverError))
 	}
 	return out
 }
@@ -195,9 +245,10 @@ func discardPlan(ctx context.Context, m *worktree.Manager, agents []worktree.Inf
 		}
 		p := DiscardPlan{Agent: info.Agent, Branch: info.Branch, Commits: commits}
 		if info.Valid() {
-			if p.Dirty, err = m.Dirty(ctx, info.Agent); err != nil {
+			if p.Uncommitted, err = m.Uncommitted(ctx, info.Agent); err != nil {
 				return nil, err
 			}
+			p.Dirty = len(p.Uncommitted) > 0
 		}
 		plan = append(plan, p)
 	}
@@ -215,7 +266,8 @@ func downWait(cfg *config.Config) time.Duration {
 }
 
 func downOne(ctx context.Context, m *worktree.Manager, mode DownMode, info worktree.Info) DownAgent {
-	a := DownAgent{Agent: info.Agent, Branch: info.Branch, Worktree: info.Path, Commits: []string{}, ConflictFiles: []string{}}
+	a := DownAgent{Agent: info.Agent, Branch: info.Branch, Worktree: info.Path, Commits: []string{}, ConflictFiles: []string{},
+		Uncommitted: []string{}, Ignored: []string{}, Recovered: []string{}}
 	var (
 		r   worktree.Result
 		err error
@@ -241,11 +293,23 @@ func downOne(ctx context.Context, m *worktree.Manager, mode DownMode, info workt
 	if r.Commits != nil {
 		a.Commits = r.Commits
 	}
+	if r.Uncommitted != nil {
+		a.Uncommitted = r.Uncommitted
+	}
+	if r.Ignored != nil {
+		a.Ignored = r.Ignored
+	}
+	for _, rc := range r.Recovered {
+		a.Recovered = append(a.Recovered, rc.String())
+	}
 	var ce *worktree.ConflictError
 	switch {
 	case errors.As(err, &ce):
 		a.Status = "conflict"
 		a.ConflictFiles = ce.Files
+		a.Error = err.Error()
+	case errors.Is(err, worktree.ErrIgnoredFiles):
+		a.Status = "ignored_files"
 		a.Error = err.Error()
 	case err != nil:
 		a.Status = "error"
@@ -289,4 +353,50 @@ func StopSupervisor(ctx context.Context, l repo.Layout, wait time.Duration) (boo
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// killLeftoverSessions kills the process groups of the sessions a crashed
+// supervisor left running: those still running in the store while no
+// supervisor holds the lock (the caller holds it). A group is killed only
+// while one of its processes carries the session's marker, so a reused
+// process group id is left alone. The sessions stay as they are in the
+// store; the next swarm up records them as crashed.
+func killLeftoverSessions(ctx context.Context, st mailbox.Store, cfg *config.Config) ([]string, error) {
+	killed := []string{}
+	for _, agent := range cfg.AgentNames() {
+		sess, err := st.LastSession(ctx, agent, mailbox.SessionRunning)
+		if errors.Is(err, mailbox.ErrNoSuchSession) {
+			continue
+		}
+		if err != nil {
+			return killed, err
+		}
+		var sent []int
+		for _, pg := range sess.Pgids {
+			ok, err := proc.KillSessionGroup(pg, sessionMarker(agent, sess.Seq))
+			if err != nil {
+				return killed, fmt.Errorf("kill the processes of %s's session %d (process group %d), which a crashed supervisor left running: %w; kill them yourself (kill -9 -%d)", agent, sess.Seq, pg, err, pg)
+			}
+			if ok {
+				sent = append(sent, pg)
+			}
+		}
+		if len(sent) == 0 {
+			continue
+		}
+		killed = append(killed, fmt.Sprintf("%s session %d (%d process group(s))", agent, sess.Seq, len(sent)))
+		// A killed git must be gone before its index.lock can be shown
+		// stale and removed.
+		deadline := time.Now().Add(killWait)
+		for _, pg := range sent {
+			for proc.GroupAlive(pg) && time.Now().Before(deadline) {
+				select {
+				case <-ctx.Done():
+					return killed, context.Cause(ctx)
+				case <-time.After(10 * time.Millisecond): // polling the kernel's reaping, bounded
+				}
+			}
+		}
+	}
+	return killed, nil
 }

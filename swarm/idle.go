@@ -41,6 +41,11 @@ func (r *runner) workWaiting(ctx context.Context) (string, bool, error) {
 	if c.Waking > 0 {
 		return fmt.Sprintf("%d message(s) waiting", c.Waking), true, nil
 	}
+	if d, ok, err := r.waitingDecision(ctx); err != nil {
+		return "", false, err
+	} else if ok {
+		return fmt.Sprintf("operator decision on escalation %d: %s", d.ID, *d.Decision), true, nil
+	}
 	if ws, ok := r.eng.(engine.WorkSource); ok && ws.HasWork(r.agent.Name, r.seq+1) {
 		return "scripted work waiting", true, nil
 	}
@@ -107,6 +112,15 @@ func (r *runner) idle(ctx context.Context) error {
 			}
 			if c.Waking > 0 {
 				return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, fmt.Sprintf("%d message(s) waiting", c.Waking))
+			}
+		case <-r.escal:
+			if held, err := r.holdIfHeld(ctx); held || err != nil {
+				return err
+			}
+			if d, ok, err := r.waitingDecision(ctx); err != nil {
+				return err
+			} else if ok {
+				return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, fmt.Sprintf("operator decision on escalation %d: %s", d.ID, *d.Decision))
 			}
 		case <-poll.C:
 			if id, ok := r.newTask(ctx); ok {
@@ -185,6 +199,10 @@ func (r *runner) coolDown(ctx context.Context) error {
 			if m, ok := r.urgentMail(ctx); ok {
 				return r.move(ctx, lifecycle.UrgentMail, lifecycle.BuildingPrompt, (&UrgentError{Message: m}).Error())
 			}
+		case <-r.escal:
+			if held, err := r.holdIfHeld(ctx); held || err != nil {
+				return err
+			}
 		case c := <-r.ctl:
 			if c == cmdPause {
 				return r.move(ctx, lifecycle.Pause, lifecycle.Paused, "paused by operator")
@@ -210,6 +228,10 @@ func (r *runner) paused(ctx context.Context) error {
 				return r.move(ctx, lifecycle.Resume, lifecycle.BuildingPrompt, "resumed: "+why)
 			}
 			return r.move(ctx, lifecycle.Resume, lifecycle.Idle, "resumed")
+		case <-r.escal:
+			if held, err := r.holdIfHeld(ctx); held || err != nil {
+				return err
+			}
 		case <-r.wake:
 		}
 	}

@@ -126,7 +126,21 @@ func (p PipePrompts) render(ctx context.Context, req PromptRequest) (promptpipe.
 	}
 	if in := req.Interrupt; in != nil {
 		m := in.Message
-		pc.Interrupt = &promptpipe.InterruptContext{MessageID: m.ID, From: m.From, Body: m.Body, When: m.CreatedAt, Reason: in.Reason}
+		when := m.CreatedAt
+		if in.At != nil {
+			when = *in.At
+		}
+		pc.Interrupt = &promptpipe.InterruptContext{MessageID: m.ID, From: m.From, Body: m.Body, When: when, Reason: in.Reason}
+	}
+	for _, d := range req.Decisions {
+		od := promptpipe.OperatorDecision{Escalation: d.ID, Kind: string(d.Kind), Summary: d.Summary, Note: d.Note}
+		if d.Decision != nil {
+			od.Decision = string(*d.Decision)
+		}
+		if d.ResolvedAt != nil {
+			od.When = *d.ResolvedAt
+		}
+		pc.Decisions = append(pc.Decisions, od)
 	}
 	return p.Builder.Build(ctx, pc)
 }
@@ -180,12 +194,19 @@ func Preview(ctx context.Context, req PreviewRequest) (promptpipe.Prompt, error)
 	if wt := filepath.Join(req.Config.Worktree.Dir, a.Name); isDir(wt) {
 		dir = wt
 	}
+	// The decisions the next prompt would carry, not marked as shown.
+	decisions, err := st.Escalations(ctx, mailbox.EscalationFilter{Agent: a.Name, Unshown: true})
+	if err != nil {
+		return promptpipe.Prompt{}, err
+	}
 	tasks := NewBeadsTasks(req.Layout.Root, req.Config.Prompt.BDTimeout)
 	if tasks != nil {
 		defer tasks.Close()
 	}
 	p := NewPipePrompts(req.Config, req.Layout, st, tasks, req.Now, req.Logger)
-	return p.render(ctx, newPromptRequest(req.Config.AgentNames(), a, seq, dir, mail, in, tasks != nil))
+	pr := newPromptRequest(req.Config.AgentNames(), a, seq, dir, mail, in, tasks != nil)
+	pr.Decisions = decisions
+	return p.render(ctx, pr)
 }
 
 // NextSession is the number the agent's next session gets: one more than

@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
 
+	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
+	"github.com/swarmhq/swarm/worktree"
 )
 
 // recover moves every agent found in a non-terminal state back to
@@ -79,4 +85,81 @@ func (s *Supervisor) recoverAgent(ctx context.Context, r *runner) error {
 			Text: fmt.Sprintf("recovered after a crash: %d session(s) marked crashed, %d message(s) queued again", len(rec.Sessions), rec.Requeued)})
 	}
 	return nil
+}
+
+// RecoverWorktrees is the worktree half of recovery, for `swarm up` to run
+// while it holds the lock and before any runner starts: it finishes or
+// rolls back what an interrupted run (a killed `swarm down`, a crash during
+// a first checkout) left half done in the agents' worktrees and the main
+// checkout (worktree.Manager.Recover), and removes the temporary files the
+// file tools of a crashed session left in its worktree (only names
+// engine.IsTempName knows). It returns one line per thing done, to print
+// (each is logged too), and the problems it could not solve, each saying
+// what to do.
+func RecoverWorktrees(ctx context.Context, m *worktree.Manager, st mailbox.Store, agents []string) ([]string, error) {
+	rec, err := m.Recover(ctx, agents...)
+	lines := make([]string, 0, len(rec))
+	for _, r := range rec {
+		lines = append(lines, r.String())
+	}
+	errs := []error{err}
+	for _, agent := range agents {
+		// Only a session that never ended (running, or marked crashed by a
+		// recovery that then stopped) can have been killed mid-write.
+		last, lerr := st.LastSession(ctx, agent, "")
+		if errors.Is(lerr, mailbox.ErrNoSuchSession) {
+			continue
+		}
+		if lerr != nil {
+			errs = append(errs, lerr)
+			continue
+		}
+		if last.State != mailbox.SessionRunning && last.State != mailbox.SessionCrashed {
+			continue
+		}
+		removed, rerr := removeTempFiles(m.Path(agent))
+		if rerr != nil {
+			errs = append(errs, fmt.Errorf("%s: remove the file tools' leftover temporary files: %w", agent, rerr))
+		}
+		if len(removed) > 0 {
+			line := fmt.Sprintf("%s: removed %d temporary file(s) that a write cut short by the crash of session %d left in its worktree (%s)", agent, len(removed), last.Seq, listSome(removed, 5))
+			slog.Warn(worktree.RecoveredLogMessage, "agent", agent, "what", line)
+			lines = append(lines, line)
+		}
+	}
+	return lines, errors.Join(errs...)
+}
+
+// removeTempFiles removes the file tools' temporary files under dir,
+// skipping .git, and returns their paths relative to dir.
+func removeTempFiles(dir string) ([]string, error) {
+	var removed []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() || !engine.IsTempName(d.Name()) {
+			return nil
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		removed = append(removed, rel)
+		return nil
+	})
+	return removed, err
+}
+
+func listSome(s []string, n int) string {
+	if len(s) <= n {
+		return joinComma(s)
+	}
+	return fmt.Sprintf("%s and %d more", joinComma(s[:n]), len(s)-n)
 }

@@ -32,6 +32,7 @@ type runner struct {
 	// checks the store; other wakes leave a running session alone.
 	urgentHint atomic.Bool
 	ctl        chan command
+	escal      chan struct{} // an escalation about the agent changed
 	done       chan struct{} // closed when run returns
 	// live is the agent's state as last committed, for other goroutines
 	// (the control socket): state itself belongs to the runner goroutine.
@@ -39,6 +40,13 @@ type runner struct {
 	// wantPause is the operator's last word, pause (true) or resume,
 	// set when the request is made, before the runner takes it.
 	wantPause atomic.Bool
+
+	// The running session's number (0 when none runs) and when it last
+	// showed activity (Unix nanoseconds), for the stalled check; stallSeq
+	// is the session already reported as stalled.
+	active       atomic.Int64
+	lastActivity atomic.Int64
+	stallSeq     atomic.Int64
 
 	state    lifecycle.State
 	seq      int64
@@ -68,6 +76,7 @@ func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
 		kind:  kind,
 		wake:  make(chan struct{}, 1),
 		ctl:   make(chan command, 4),
+		escal: make(chan struct{}, 1),
 		done:  make(chan struct{}),
 		state: lifecycle.Stopped,
 	}
@@ -209,6 +218,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 			err = r.coolDown(ctx)
 		case lifecycle.Paused:
 			err = r.paused(ctx)
+		case lifecycle.Held:
+			err = r.held(ctx)
 		default:
 			err = fmt.Errorf("runner in unexpected state %s", r.state)
 		}
@@ -236,10 +247,20 @@ func (r *runner) applyControl() {
 	for {
 		select {
 		case c := <-r.ctl:
-			r.pausePending = c == cmdPause
+			r.control(c)
 		default:
 			return
 		}
+	}
+}
+
+// control remembers a pause or resume request for when it can apply.
+func (r *runner) control(c command) {
+	switch c {
+	case cmdPause:
+		r.pausePending = true
+	case cmdResume:
+		r.pausePending = false
 	}
 }
 
@@ -274,6 +295,10 @@ func (r *runner) initialize(ctx context.Context) error {
 	case err == nil:
 		r.lastTasks = last.Tasks
 	case !errors.Is(err, mailbox.ErrNoSuchSession):
+		return err
+	}
+	// A hold survives restarts and crashes: it is the escalation's row.
+	if held, err := r.holdIfHeld(ctx); held || err != nil {
 		return err
 	}
 	why, ok, err := r.startupWork(ctx)

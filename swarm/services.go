@@ -25,6 +25,9 @@ func (s *Supervisor) services() []Service {
 		{Name: "change-feed", Run: s.followFeed},
 		{Name: "heartbeat", Run: func(ctx context.Context) error { return every(ctx, s.cfg.Liveness.Heartbeat, s.heartbeat) }},
 		{Name: "prune", Run: func(ctx context.Context) error { return every(ctx, time.Hour, s.prune) }},
+		{Name: "escalations", Run: s.desk.run},
+		{Name: "stalled", Run: s.watchStalls},
+		{Name: "ack-deadlines", Run: s.acks.run},
 	}, s.opts.Services...)
 }
 

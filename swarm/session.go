@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/proc"
+	"github.com/swarmhq/swarm/protocol"
 )
 
 // killWait bounds the wait for an engine after its process groups were
@@ -23,6 +26,11 @@ const killWait = 5 * time.Second
 // buildPrompt delivers the queued mail into the next session and builds
 // its prompt from nothing.
 func (r *runner) buildPrompt(ctx context.Context) error {
+	// No session starts while a holding escalation is open about the agent.
+	drain(r.escal)
+	if held, err := r.holdIfHeld(ctx); held || err != nil {
+		return err
+	}
 	// A pause asked for during an interrupted or failed session takes
 	// effect before the next session starts.
 	r.applyControl()
@@ -40,7 +48,13 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := r.sup.opts.Prompts.Build(ctx, r.sup.promptRequest(r.agent, seq, r.worktree, queued, r.interrupt))
+	decisions, err := r.decisions(ctx)
+	if err != nil {
+		return err
+	}
+	req := r.sup.promptRequest(r.agent, seq, r.worktree, queued, r.interrupt)
+	req.Decisions = decisions
+	p, err := r.sup.opts.Prompts.Build(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -60,11 +74,19 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 		if err := tx.StartSession(mailbox.SessionStart{Agent: r.agent.Name, Seq: seq, Engine: r.eng.Name(), Prompt: p.Text, Tasks: p.TaskIDs}); err != nil {
 			return err
 		}
+		shown := make([]int64, len(decisions))
+		for i, d := range decisions {
+			shown[i] = d.ID
+		}
+		if err := tx.MarkShown(shown, seq); err != nil {
+			return err
+		}
 		r.seq = seq
 		return r.moveTx(tx, lifecycle.PromptReady, lifecycle.Spawning, fmt.Sprintf("session %d: %d message(s)", seq, len(mail)))
 	}); err != nil {
 		return err
 	}
+	r.sup.acks.stored(mail)
 	r.interrupt = nil
 	r.sessionTasks = p.TaskIDs
 	r.sessionMail = mail
@@ -83,6 +105,8 @@ type session struct {
 	cancel context.CancelCauseFunc
 	done   chan engine.Result
 	guard  Guard
+	tick   uint64          // when it opened in the supervisor's session book
+	prior  map[string]bool // dedupe keys of the findings its guard's Prior had
 	log    *os.File
 	pgids  chan int
 	groups []int
@@ -99,15 +123,32 @@ func (r *runner) spawn(ctx context.Context) error {
 		sess.cancel(err)
 		<-sess.done
 		sess.log.Close()
+		r.sup.book.close(r.agent.Name, sess.seq)
 		return err
 	}
 	return r.follow(ctx, sess)
 }
 
-func (r *runner) startSession(ctx context.Context) (*session, error) {
+func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
+	since := r.sup.book.lastEnd(r.agent.Name, r.seq)
+	tick := r.sup.book.open(r.agent.Name, r.seq)
+	defer func() {
+		if err != nil {
+			r.sup.book.close(r.agent.Name, r.seq)
+		}
+	}()
 	guard, err := r.sup.opts.Worktrees.Guard(ctx, r.agent.Name)
 	if err != nil {
 		return nil, fmt.Errorf("guard the base branch: %w", err)
+	}
+	// What changed since the agent's previous session (a late background
+	// commit, a move made while swarm was down) is reported now, charged
+	// to whoever ran in that time; it does not fail this session.
+	prior := guard.Prior()
+	r.chargeFindings(ctx, prior, since, tick)
+	priorKeys := map[string]bool{}
+	for _, f := range prior {
+		priorKeys[f.Dedupe()] = true
 	}
 	path := r.sup.opts.Layout.SessionLog(r.agent.Name, r.seq)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -122,7 +163,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		mail = append(mail, engine.Mail{ID: m.ID, From: m.From, Body: m.Body, Urgent: m.IsUrgent()})
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &session{seq: r.seq, cancel: cancel, done: make(chan engine.Result, 1), guard: guard, log: logf, pgids: make(chan int, 64)}
+	s := &session{seq: r.seq, cancel: cancel, done: make(chan engine.Result, 1), guard: guard, tick: tick, prior: priorKeys, log: logf, pgids: make(chan int, 64)}
 	es := &engine.Session{
 		Agent:     r.agent.Name,
 		ID:        SessionID(r.agent.Name, r.seq),
@@ -140,8 +181,11 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		Grace:     r.agent.InterruptGrace,
 		Mail:      mail,
 		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name},
-		Log:       logf,
+		Escalator: escalator{sup: r.sup, agent: r.agent.Name},
+		Protocol:  protocolTool{p: r.sup.protocol, agent: r.agent.Name, session: SessionID(r.agent.Name, r.seq)},
+		Log:       activityLog{w: logf, touch: r.touch},
 		OnProcess: func(pgid int) {
+			r.sup.book.addGroup(r.agent.Name, s.seq, pgid)
 			if err := r.sup.store.AddSessionPgid(context.Background(), r.agent.Name, s.seq, pgid); err != nil {
 				r.sup.log.Warn("record process group", "agent", r.agent.Name, "err", err)
 			}
@@ -151,6 +195,7 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 			}
 		},
 		OnActivity: func(summary string) {
+			r.touch()
 			if err := r.sup.store.SetActivity(context.Background(), r.agent.Name, summary); err != nil {
 				r.sup.log.Warn("record activity", "agent", r.agent.Name, "err", err)
 			}
@@ -160,8 +205,9 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 	if r.sup.opts.Tasks != nil {
 		es.Tasks = r.sup.opts.Tasks.Board(r.agent.Name, r.worktree)
 	}
-	if r.agent.Interrupt == config.InterruptBoundary && r.kind != config.EngineExec {
-		es.Interject = func(ictx context.Context) []string { return r.interject(ictx, s.seq) }
+	if r.kind != config.EngineExec {
+		boundary := r.agent.Interrupt == config.InterruptBoundary
+		es.Interject = func(ictx context.Context) []string { return r.interject(ictx, s.seq, boundary) }
 	}
 	es.Env = engine.SessionEnv(os.Environ(), es)
 	es.EnvPass = r.sup.cfg.Env.Pass
@@ -198,11 +244,15 @@ func absPath(p string) string {
 func (r *runner) follow(ctx context.Context, s *session) error {
 	defer func() {
 		s.log.Close()
+		r.sup.book.close(r.agent.Name, s.seq)
 		// The last tool call belongs to the session that ended.
 		if err := r.sup.store.SetActivity(bg(ctx), r.agent.Name, ""); err != nil {
 			r.sup.log.Warn("clear activity", "agent", r.agent.Name, "err", err)
 		}
 	}()
+	r.touch()
+	r.active.Store(s.seq)
+	defer r.active.Store(0)
 	boundary := r.agent.Interrupt == config.InterruptBoundary && r.kind != config.EngineExec
 	// Urgent mail that came in while spawning interrupts at once.
 	if !boundary {
@@ -217,6 +267,15 @@ func (r *runner) follow(ctx context.Context, s *session) error {
 			return r.sessionEnded(ctx, s, res)
 		case pg := <-s.pgids:
 			s.groups = append(s.groups, pg)
+		case <-r.escal:
+			e, held, err := r.openHold(ctx)
+			if err != nil {
+				r.sup.log.Warn("read holds", "agent", r.agent.Name, "err", err)
+				continue
+			}
+			if held {
+				return r.holdSession(ctx, s, e)
+			}
 		case <-r.wake:
 			// The engine takes urgent mail at its next tool boundary; and
 			// only urgent mail interrupts, so other wakes need no query.
@@ -231,6 +290,14 @@ func (r *runner) follow(ctx context.Context, s *session) error {
 		case <-ctx.Done():
 			return r.shutdownSession(ctx, s)
 		}
+	}
+}
+
+// drain empties a signal channel.
+func drain(c chan struct{}) {
+	select {
+	case <-c:
+	default:
 	}
 }
 
@@ -255,22 +322,14 @@ func (r *runner) interruptSession(ctx context.Context, s *session, m message.Mes
 		r.waitEngine(s)
 		return err
 	}
-	grace := r.sup.clock.NewTimer(r.agent.InterruptGrace)
-	defer grace.Stop()
-	for {
-		select {
-		case res := <-s.done:
-			return r.settleInterrupted(ctx, s, res, lifecycle.SessionExited, "session ended after interrupt")
-		case pg := <-s.pgids:
-			s.groups = append(s.groups, pg)
-		case <-grace.C:
-			r.killGroups(s)
-			res := r.waitEngine(s)
-			return r.settleInterrupted(ctx, s, res, lifecycle.GraceExceeded, fmt.Sprintf("still running after %s: process groups killed", r.agent.InterruptGrace))
-		case <-ctx.Done():
-			return r.shutdownSession(ctx, s)
-		}
+	res, grace, stopped := r.awaitCancelled(ctx, s)
+	switch {
+	case stopped:
+		return r.shutdownSession(ctx, s)
+	case grace:
+		return r.settleInterrupted(ctx, s, res, lifecycle.GraceExceeded, lifecycle.BuildingPrompt, fmt.Sprintf("still running after %s: process groups killed", r.agent.InterruptGrace))
 	}
+	return r.settleInterrupted(ctx, s, res, lifecycle.SessionExited, lifecycle.BuildingPrompt, "session ended after interrupt")
 }
 
 // waitEngine waits for a cancelled session's engine, at most killWait:
@@ -304,14 +363,17 @@ func (r *runner) killGroups(s *session) {
 	}
 }
 
-func (r *runner) settleInterrupted(ctx context.Context, s *session, res engine.Result, ev lifecycle.Event, cause string) error {
+// settleInterrupted ends an interrupted session (its mail queued again)
+// and moves the agent by ev to to, in one transaction.
+func (r *runner) settleInterrupted(ctx context.Context, s *session, res engine.Result, ev lifecycle.Event, to lifecycle.State, cause string) error {
 	r.logResult(s, res)
+	r.checkCut(ctx, s)
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
 			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead, Error: r.interrupt.Reason}); err != nil {
 			return err
 		}
-		return r.moveTx(tx, ev, lifecycle.BuildingPrompt, cause)
+		return r.moveTx(tx, ev, to, cause)
 	})
 }
 
@@ -328,6 +390,7 @@ func (r *runner) shutdownSession(ctx context.Context, s *session) error {
 		res = r.waitEngine(s)
 	}
 	r.logResult(s, res)
+	r.checkCut(ctx, s)
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
 			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead, Error: "stopped: " + causeText(ctx)}); err != nil {
@@ -358,8 +421,7 @@ func (r *runner) logResult(s *session, res engine.Result) {
 // sessionEnded settles a session that ended on its own.
 func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result) error {
 	r.logResult(s, res)
-	if ferr := s.guard.Check(bg(ctx)); ferr != nil {
-		r.reportGuard(ctx, s.seq, ferr)
+	if ferr := r.checkGuard(ctx, s); ferr != nil {
 		res = engine.Result{Outcome: engine.Failed, Err: fmt.Errorf("base-branch guard: %w", ferr), Usage: res.Usage, Turns: res.Turns}
 	}
 	if res.Outcome == engine.Success {
@@ -391,7 +453,8 @@ func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result
 // endFailed records a failed session and moves to CoolingDown, or to
 // Stopped once the error thresholds are reached.
 func (r *runner) endFailed(ctx context.Context, ev lifecycle.Event, state mailbox.SessionState, cause error, u engine.Usage) error {
-	return r.inTx(ctx, func(tx mailbox.Tx) error {
+	var stopped *mailbox.Agent
+	err := r.inTx(ctx, func(tx mailbox.Tx) error {
 		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: r.seq, State: state,
 			TokensIn: u.InputTokens, TokensOut: u.OutputTokens, CacheWrite: u.CacheWrite, CacheRead: u.CacheRead, Error: cause.Error()}); err != nil {
 			return err
@@ -407,24 +470,60 @@ func (r *runner) endFailed(ctx context.Context, ev lifecycle.Event, state mailbo
 			to = lifecycle.Stopped
 			text = fmt.Sprintf("%s; stopping after %d consecutive / %d total errors", text, a.ConsecutiveErrors, a.TotalErrors)
 			r.stopReason = text
+			stopped = &a
 		}
 		return r.moveTx(tx, ev, to, truncate(text, 500))
 	})
+	if err == nil && stopped != nil {
+		// Nobody restarts it but the operator: tell them.
+		a := stopped
+		r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindErrors, Agent: r.agent.Name,
+			Summary: fmt.Sprintf("%s stopped after %d consecutive / %d total failed sessions; the last: %s",
+				r.agent.Name, a.ConsecutiveErrors, a.TotalErrors, truncate(cause.Error(), 300)),
+			Details: details(map[string]any{"session_seq": r.seq, "consecutive_errors": a.ConsecutiveErrors,
+				"total_errors": a.TotalErrors, "last_error": truncate(cause.Error(), 2000)}),
+			DedupeKey: escalation.DefaultDedupeKey(escalation.KindErrors, r.agent.Name, "", "stopped at the error thresholds")})
+	}
+	return err
 }
 
-// reportGuard tells the operator what the base-branch guard found.
-func (r *runner) reportGuard(ctx context.Context, seq int64, finding error) {
-	body := fmt.Sprintf("Session %d of %s was failed by the base-branch guard: %v. The agent retries after a back-off and stops after repeated failures; put its worktree back on %s (git -C %q switch %s), undo any commit it made on the base branch, and restart swarm up if it stopped.",
-		seq, r.agent.Name, finding, r.branch, r.worktree, r.branch)
-	if _, err := r.sup.poster.Post(bg(ctx), message.Draft{From: r.agent.Name, To: message.Operator, Kind: message.KindStatus, Body: body}); err != nil {
-		r.sup.log.Error("report guard finding", "agent", r.agent.Name, "err", err)
+// checkCut checks the guard of a session that was interrupted or stopped:
+// what it found is reported, and the session keeps its state.
+func (r *runner) checkCut(ctx context.Context, s *session) {
+	if err := r.checkGuard(ctx, s); err != nil {
+		fmt.Fprintf(s.log, "# base-branch guard: %v\n", err)
 	}
 }
 
-// interject hands queued urgent mail to an in-process session at a tool
-// boundary (interrupt = "boundary"): the mail is delivered into the running
-// session and recorded as an UrgentInjected self-transition.
-func (r *runner) interject(ctx context.Context, seq int64) []string {
+// reportFinding tells the operator what the base-branch guard found,
+// charged to agent: a status message from the agent whose body is the
+// finding's sentence (what happened and how to undo it), and an
+// escalation of the finding's kind (branch_violation or repo_tamper) that
+// holds the agent until the operator has looked: resume once the base
+// branch is put right, abort to drop the work. f.Dedupe() names the event,
+// so the same event charged again only counts. It is called once per
+// event and agent.
+func (s *Supervisor) reportFinding(ctx context.Context, agent string, f Finding) {
+	body := fmt.Sprintf("The base-branch guard found (%s, charged to %s): %s", f.Escalation(), agent, f.String())
+	if _, err := s.poster.Post(bg(ctx), message.Draft{From: agent, To: message.Operator, Kind: message.KindStatus, Body: body}); err != nil {
+		s.log.Error("report guard finding", "agent", agent, "err", err)
+	}
+	kind := escalation.KindBranchViolation
+	if f.Escalation() == string(escalation.KindRepoTamper) {
+		kind = escalation.KindRepoTamper
+	}
+	s.raise(ctx, escalation.Draft{Kind: kind, Agent: agent, Hold: true,
+		Summary:   truncate(f.String(), 500),
+		Details:   details(map[string]any{"finding": f.String(), "charged_to": agent}),
+		DedupeKey: escalation.DefaultDedupeKey(kind, agent, "", f.Dedupe())})
+}
+
+// interject hands queued mail to an in-process session at a tool
+// boundary: urgent mail with interrupt = "boundary", and protocol mail
+// that asks for an ACK in any mode, so its clock starts while the agent
+// can still act. The mail is delivered into the running session and each
+// message is recorded as an UrgentInjected self-transition.
+func (r *runner) interject(ctx context.Context, seq int64, boundary bool) []string {
 	q, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
 	if err != nil {
 		r.sup.log.Warn("read queued mail", "agent", r.agent.Name, "err", err)
@@ -432,7 +531,7 @@ func (r *runner) interject(ctx context.Context, seq int64) []string {
 	}
 	var ids []int64
 	for _, m := range q {
-		if m.IsUrgent() {
+		if (boundary && m.IsUrgent()) || m.NeedsAck() {
 			ids = append(ids, m.ID)
 		}
 	}
@@ -443,14 +542,17 @@ func (r *runner) interject(ctx context.Context, seq int64) []string {
 	// fields, so it uses the store directly and announces after commit.
 	var texts []string
 	var notices []lifecycle.Notice
+	var delivered []message.Message
 	err = r.sup.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
 		ms, err := tx.Deliver(r.agent.Name, seq, ids)
 		if err != nil {
 			return err
 		}
+		delivered = ms
 		for _, m := range ms {
-			texts = append(texts, fmt.Sprintf("[URGENT] From %s: %s", m.From, m.Body))
-			cause := fmt.Sprintf("urgent mail #%d from %s injected", m.ID, m.From)
+			text, what := interjection(m, r.sup.clock.Now())
+			texts = append(texts, text)
+			cause := fmt.Sprintf("%s #%d from %s injected", what, m.ID, m.From)
 			// A self-transition: recorded, but the runner's state is unchanged.
 			e, err := fsm.Apply(tx, lifecycle.Table, fsm.SubjectAgent, r.agent.Name, lifecycle.Running, lifecycle.UrgentInjected, lifecycle.Running, cause, seq)
 			if err != nil {
@@ -461,13 +563,37 @@ func (r *runner) interject(ctx context.Context, seq int64) []string {
 		return nil
 	})
 	if err != nil {
-		r.sup.log.Warn("inject urgent mail", "agent", r.agent.Name, "err", err)
+		r.sup.log.Warn("inject mail", "agent", r.agent.Name, "err", err)
 		return nil
 	}
+	r.sup.acks.stored(delivered)
 	for _, n := range notices {
 		r.sup.bus.emit(n)
 	}
 	return texts
+}
+
+// interjection is how mail joining a running session reads, and what it
+// is called in the event's cause.
+func interjection(m message.Message, now time.Time) (text, what string) {
+	if m.Kind == message.KindProtocol {
+		if env, err := mailbox.Envelope(m); err == nil {
+			return fmt.Sprintf("[PROTOCOL] From %s (#%d):\n%s", m.From, m.ID, strings.TrimRight(protocol.RenderPrompt(env, ackState(m), now), "\n")), "protocol mail"
+		}
+	}
+	return fmt.Sprintf("[URGENT] From %s: %s", m.From, m.Body), "urgent mail"
+}
+
+// ackState is what the prompt shows of a message's ACK record.
+func ackState(m message.Message) protocol.AckState {
+	var a protocol.AckState
+	if m.Ack != nil {
+		if m.Ack.DueAt != nil {
+			a.Deadline = *m.Ack.DueAt
+		}
+		a.Acked = m.Ack.State == message.AckAcked
+	}
+	return a
 }
 
 // messenger is the engine's way to send mail as the agent, through the

@@ -7,14 +7,25 @@
 //   - supervisor.go: options, construction and Run, which owns every
 //     goroutine: the runners, the control socket and the services;
 //   - services.go: named background services (heartbeats, pruning, the
-//     change feed, the stop request) that Run starts, cancels and waits for;
-//   - recovery.go: level-based recovery of what a crash left;
+//     change feed, the stop request, the escalation desk, the stalled
+//     check, the ACK deadlines) that Run starts, cancels and waits for;
+//   - escalations.go, notify.go, held.go, stalled.go: the operator's desk
+//     (DESIGN §9.1): raising and deciding escalations, notifying, holding
+//     and releasing agents, and the stalled-session trigger;
+//   - protocol.go, acks.go: protocol messages (DESIGN §9.2) for the CLI
+//     and the engines' tools, and the service that enforces their ACK
+//     deadlines;
+//   - recovery.go: level-based recovery of what a crash left, in the store
+//     and in the worktrees;
 //   - wakeup.go: mail posted in this process or announced by a poke wakes
 //     exactly its recipients; the store's change feed is the fallback;
 //   - control.go: the control socket's requests as typed commands;
 //   - notices.go: the notice bus the live view and watchers read;
 //   - runner.go, session.go, idle.go: one agent's lifecycle, its sessions
 //     and interrupts, and what it does between sessions;
+//   - guarding.go: the record of when sessions ran and their process
+//     groups, to charge a guard finding to the right agents and to kill
+//     every session on a forced stop;
 //   - prompt.go: the one prompt wiring that `swarm up` and `swarm prompt`
 //     share, so the preview is byte for byte what the agent gets;
 //   - down.go: `swarm down`'s stop-then-merge use case.
@@ -80,6 +91,10 @@ type Options struct {
 	Listen func(repo.Layout) (*control.Server, error)
 	// Services run beside the built-in ones, for as long as the swarm runs.
 	Services []Service
+	// PingTimeout is told of a ping whose ACK deadline passed (its ACK is
+	// marked overdue; no ack_timeout is raised): the team launch's hook.
+	// Nil logs it.
+	PingTimeout func(ctx context.Context, m message.Message)
 }
 
 // Supervisor runs one runner per agent.
@@ -96,6 +111,10 @@ type Supervisor struct {
 
 	bus       noticeBus
 	mail      mailTracker
+	desk      *desk         // escalations: notices, holds and notifications
+	protocol  *Protocol     // protocol messages and ACKs, for the engines' tools
+	acks      *ackDeadlines // the ack-deadlines service
+	book      sessionBook   // when sessions ran, and their process groups
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }
@@ -132,6 +151,9 @@ func New(opts Options) (*Supervisor, error) {
 	s.bus.init(opts.Clock, opts.Notify)
 	s.names = opts.Config.AgentNames()
 	s.poster = mailbox.NewPoster(opts.Store, s.names, mailbox.WakerFunc(s.Wake))
+	s.desk = newDesk(s)
+	s.acks = newAckDeadlines(s)
+	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	names := opts.Agents
 	if len(names) == 0 {
 		names = s.names
@@ -159,6 +181,10 @@ func New(opts Options) (*Supervisor, error) {
 // Poster is the supervisor's mail service: mail posted through it wakes
 // its recipients at once. The live view in `swarm up` posts through it.
 func (s *Supervisor) Poster() *mailbox.Poster { return s.poster }
+
+// Protocol is the supervisor's protocol service: protocol messages and
+// ACKs, posted through Poster.
+func (s *Supervisor) Protocol() *Protocol { return s.protocol }
 
 // Preflight checks what every engine needs and what the worktrees need,
 // before anything is created. The error names everything missing.
@@ -197,6 +223,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	if err := s.mail.start(ctx, s.store); err != nil {
+		return err
+	}
+	if err := s.desk.start(ctx); err != nil {
 		return err
 	}
 	srv, err := s.opts.Listen(s.opts.Layout)

@@ -53,8 +53,9 @@ func (e *fakeEngine) HasWork(agent string, seq int64) bool {
 }
 
 type fakeWorktrees struct {
-	root     string
-	guardErr func(agent string) error
+	root string
+	// guard, when set, makes the guard of each of agent's sessions.
+	guard func(agent string) *fakeGuard
 }
 
 func (w *fakeWorktrees) Preflight(context.Context) error { return nil }
@@ -66,17 +67,41 @@ func (w *fakeWorktrees) Lock(context.Context, string, string) error { return nil
 func (w *fakeWorktrees) Unlock(context.Context, string) error       { return nil }
 func (w *fakeWorktrees) RemoveStaleLock(string) (bool, error)       { return false, nil }
 func (w *fakeWorktrees) Guard(_ context.Context, agent string) (Guard, error) {
-	return guardFunc(func(context.Context) error {
-		if w.guardErr != nil {
-			return w.guardErr(agent)
+	if w.guard != nil {
+		if g := w.guard(agent); g != nil {
+			return g, nil
 		}
-		return nil
-	}), nil
+	}
+	return &fakeGuard{}, nil
 }
 
-type guardFunc func(context.Context) error
+// fakeGuard finds prior when it is made and, at Check, prior plus what
+// check returns.
+type fakeGuard struct {
+	prior []Finding
+	check func() ([]Finding, error)
+}
 
-func (g guardFunc) Check(ctx context.Context) error { return g(ctx) }
+func (g *fakeGuard) Prior() []Finding { return g.prior }
+func (g *fakeGuard) Check(context.Context) ([]Finding, error) {
+	found := append([]Finding(nil), g.prior...)
+	if g.check == nil {
+		return found, nil
+	}
+	more, err := g.check()
+	return append(found, more...), err
+}
+
+// fakeFinding is a guard finding.
+type fakeFinding struct {
+	kind, key, text string
+	blame           []string
+}
+
+func (f fakeFinding) Escalation() string { return f.kind }
+func (f fakeFinding) Blame() []string    { return f.blame }
+func (f fakeFinding) Dedupe() string     { return f.key }
+func (f fakeFinding) String() string     { return f.text }
 
 type fakePrompts struct {
 	mu    sync.Mutex
@@ -264,7 +289,7 @@ func (h *harness) send(d message.Draft) message.Message {
 }
 
 func (h *harness) states(agent string) []string {
-	evs, err := h.store.Events(context.Background(), mailbox.EventFilter{Agent: agent})
+	evs, err := h.store.Events(context.Background(), mailbox.EventFilter{Agent: agent, Kind: fsm.SubjectAgent})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -414,7 +439,11 @@ func TestFailuresBackOffThenStop(t *testing.T) {
 
 func TestGuardFindingFailsTheSession(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
-	h.wt.guardErr = func(string) error { return errors.New("alpha committed on main") }
+	h.wt.guard = func(string) *fakeGuard {
+		return &fakeGuard{check: func() ([]Finding, error) {
+			return []Finding{fakeFinding{kind: "branch_violation", key: "base_moved:main:1", text: "alpha committed on main", blame: []string{"alpha"}}}, nil
+		}}
+	}
 	h.start()
 	r := h.nextRun()
 	r.finish <- engine.Result{Outcome: engine.Success}

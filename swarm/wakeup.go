@@ -88,6 +88,9 @@ func (s *Supervisor) followFeed(ctx context.Context) error {
 		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("read new mail", "err", err)
 		}
+		// An escalation raised or decided by another process whose poke
+		// was missed.
+		s.EscalationChanged()
 	}
 }
 

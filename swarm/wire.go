@@ -2,7 +2,9 @@ package swarm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,8 +20,18 @@ import (
 
 // This file adapts the real packages to the supervisor's interfaces.
 
-// GitWorktrees adapts worktree.Manager.
-type GitWorktrees struct{ M *worktree.Manager }
+// GitWorktrees adapts worktree.Manager. With Meta, each agent's guard
+// baseline (the snapshot its last session's check took) is kept under
+// MetaGuardBaseline+agent, so that a change made while swarm was down is
+// found at the agent's first session after the restart.
+type GitWorktrees struct {
+	M    *worktree.Manager
+	Meta worktree.MetaStore
+}
+
+// MetaGuardBaseline prefixes the meta key of an agent's guard baseline
+// (JSON of a worktree.Snapshot).
+const MetaGuardBaseline = "guard_baseline:"
 
 func (w GitWorktrees) Preflight(ctx context.Context) error {
 	if err := w.M.Preflight(ctx); err != nil {
@@ -50,16 +62,92 @@ func (w GitWorktrees) Unlock(ctx context.Context, agent string) error { return w
 func (w GitWorktrees) RemoveStaleLock(agent string) (bool, error) { return w.M.RemoveStaleLock(agent) }
 
 func (w GitWorktrees) Guard(ctx context.Context, agent string) (Guard, error) {
+	if w.Meta != nil && w.M.Baseline(agent) == nil {
+		// The first session of the agent in this process compares from
+		// where the last process left it.
+		if b, err := loadBaseline(ctx, w.Meta, agent); err != nil {
+			slog.Warn("read the guard baseline; the first session compares from its own start", "agent", agent, "err", err)
+		} else if b != nil {
+			w.M.SetBaseline(agent, b)
+		}
+	}
 	g, err := w.M.Guard(ctx, agent)
 	if err != nil {
 		return nil, err
 	}
-	return guard{g}, nil
+	return guard{g: g, w: w, agent: agent}, nil
 }
 
-type guard struct{ g *worktree.SessionGuard }
+// CommitExists reports whether the repository has the commit.
+func (w GitWorktrees) CommitExists(ctx context.Context, hash string) (bool, error) {
+	return w.M.CommitExists(ctx, hash)
+}
 
-func (g guard) Check(ctx context.Context) error { return g.g.Err(ctx) }
+// commitChecker is how the supervisor checks a task_result's commit_hash:
+// through its worktrees when they can, else with git at the repo root.
+func commitChecker(opts Options) func(context.Context, string) (bool, error) {
+	if c, ok := opts.Worktrees.(interface {
+		CommitExists(ctx context.Context, hash string) (bool, error)
+	}); ok {
+		return c.CommitExists
+	}
+	return func(ctx context.Context, hash string) (bool, error) {
+		m, err := worktree.New(ctx, worktree.Options{Root: opts.Layout.Root})
+		if err != nil {
+			return false, err
+		}
+		return m.CommitExists(ctx, hash)
+	}
+}
+
+type guard struct {
+	g     *worktree.SessionGuard
+	w     GitWorktrees
+	agent string
+}
+
+func (g guard) Prior() []Finding { return findings(g.g.Prior()) }
+
+func (g guard) Check(ctx context.Context) ([]Finding, error) {
+	found, err := g.g.Check(ctx)
+	if err == nil && g.w.Meta != nil {
+		if serr := storeBaseline(ctx, g.w.Meta, g.agent, g.w.M.Baseline(g.agent)); serr != nil {
+			slog.Warn("store the guard baseline; a change made while swarm is down may go unnoticed", "agent", g.agent, "err", serr)
+		}
+	}
+	return findings(found), err
+}
+
+func findings(fs []worktree.Finding) []Finding {
+	out := make([]Finding, len(fs))
+	for i, f := range fs {
+		out[i] = f
+	}
+	return out
+}
+
+func loadBaseline(ctx context.Context, meta worktree.MetaStore, agent string) (*worktree.Snapshot, error) {
+	v, ok, err := meta.Meta(ctx, MetaGuardBaseline+agent)
+	if err != nil || !ok || v == "" {
+		return nil, err
+	}
+	var s worktree.Snapshot
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return nil, fmt.Errorf("meta %s: %w", MetaGuardBaseline+agent, err)
+	}
+	return &s, nil
+}
+
+func storeBaseline(ctx context.Context, meta worktree.MetaStore, agent string, s *worktree.Snapshot) error {
+	if s == nil {
+		return nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return meta.SetMeta(ctx, MetaGuardBaseline+agent, string(b))
+}
 
 // BeadsTasks is the shared bd adapter: one `bd ready` for every agent that
 // asks at the same moment, and a per-agent client for the tools.

@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 )
@@ -66,6 +67,11 @@ type (
 		paused bool
 		err    error
 	}
+	decidedMsg struct {
+		action escalation.Event
+		esc    escalation.Escalation
+		err    error
+	}
 	tickMsg struct{ gen int }
 )
 
@@ -90,6 +96,8 @@ type Model struct {
 
 	loaded           bool
 	agents           []Agent
+	escalations      []escalation.Escalation
+	escSel           int               // the selected escalation
 	mail             []message.Message // oldest first
 	tokens, sessions int64
 	selected         int
@@ -198,6 +206,13 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.gotSent(msg)
 	case pausedMsg:
 		m.gotPaused(msg)
+	case decidedMsg:
+		if msg.err != nil {
+			m.setFlash(fmt.Sprintf("cannot %s: %v", msg.action, msg.err), true)
+		} else {
+			m.setFlash(fmt.Sprintf("escalation %d %s", msg.esc.ID, decidedText(msg.action)), false)
+		}
+		return m.reload()
 	case tickMsg:
 		if msg.gen != m.tickGen {
 			return nil // a timer replaced by an earlier one
@@ -249,6 +264,11 @@ func (m *Model) apply(ev lifecycle.Notice) tea.Cmd {
 			m.notes[ev.Agent] = note{text: ev.Text, at: ev.At}
 		}
 		cmds = append(cmds, m.reload())
+	case lifecycle.NoticeEscalation:
+		if ev.Agent != "" && ev.Text != "" {
+			m.notes[ev.Agent] = note{text: ev.Text, at: ev.At}
+		}
+		cmds = append(cmds, m.reload())
 	}
 	if c := m.current(); c != nil && c.Name == ev.Agent && ev.Kind != "message" {
 		cmds = append(cmds, m.loadTail())
@@ -267,6 +287,10 @@ func notable(ev lifecycle.Notice) string {
 		return "interrupted" + cause
 	case ev.From == lifecycle.Running && ev.To == lifecycle.Running:
 		return "urgent mail joined the session"
+	case ev.To == lifecycle.Held:
+		return "held" + strings.TrimPrefix(cause, ": held")
+	case ev.From == lifecycle.Held:
+		return "released" + cause
 	case ev.To == lifecycle.Paused:
 		return "paused"
 	case ev.From == lifecycle.Paused:
@@ -342,6 +366,7 @@ func (m *Model) gotSnapshot(msg snapshotMsg) tea.Cmd {
 		m.addMail(mm)
 	}
 	m.tokens, m.sessions = msg.snap.Tokens, msg.snap.Sessions
+	m.setEscalations(msg.snap.Escalations)
 	m.selected = 0
 	for i, a := range m.agents {
 		if a.Name == name {
@@ -500,6 +525,20 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		name := a.Name
 		m.ask(fmt.Sprintf("interrupt %s (urgent mail %q)? [y/N]", name, interruptBody), "nothing sent: "+name+" was not interrupted",
 			func() tea.Cmd { return m.send(name, interruptBody, true, true) })
+	case "e":
+		if len(m.escalations) > 0 {
+			m.escSel = (m.escSel + 1) % len(m.escalations)
+		}
+	case "a", "r", "x":
+		e := m.selectedEscalation()
+		if e == nil {
+			m.setFlash("no escalation is open", false)
+			return nil
+		}
+		action := map[string]escalation.Event{"a": escalation.Ack, "r": escalation.Event(escalation.Resume), "x": escalation.Event(escalation.Abort)}[k.String()]
+		id := e.ID
+		m.ask(fmt.Sprintf("%s escalation %d (%s)? [y/N]", action, id, oneLine(e.Summary)), "cancelled: nothing was decided",
+			func() tea.Cmd { return m.decide(id, action) })
 	case "p":
 		if a == nil {
 			return nil
@@ -511,6 +550,51 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		})
 	}
 	return nil
+}
+
+// setEscalations takes the unresolved escalations, keeping the selection
+// on the same escalation when it is still there.
+func (m *Model) setEscalations(es []escalation.Escalation) {
+	var id int64
+	if e := m.selectedEscalation(); e != nil {
+		id = e.ID
+	}
+	m.escalations, m.escSel = es, 0
+	for i, e := range es {
+		if e.ID == id {
+			m.escSel = i
+		}
+	}
+	_ = id
+}
+
+func (m *Model) selectedEscalation() *escalation.Escalation {
+	if m.escSel < 0 || m.escSel >= len(m.escalations) {
+		return nil
+	}
+	return &m.escalations[m.escSel]
+}
+
+// decide applies an escalation decision the operator confirmed.
+func (m *Model) decide(id int64, action escalation.Event) tea.Cmd {
+	src := m.src
+	m.setFlash(fmt.Sprintf("%s escalation %d…", action, id), false)
+	return m.jobs.cmd(m.ctx, func(ctx context.Context) tea.Msg {
+		esc, err := src.Decide(ctx, id, action)
+		return decidedMsg{action: action, esc: esc, err: err}
+	})
+}
+
+func decidedText(action escalation.Event) string {
+	switch action {
+	case escalation.Ack:
+		return "acked: no more reminders"
+	case escalation.Event(escalation.Resume):
+		return "resolved: resume; a held agent carries on"
+	case escalation.Event(escalation.Abort):
+		return "resolved: abort; a held agent goes idle"
+	}
+	return "resolved: " + string(action)
 }
 
 // quit stops the swarm (swarm up) or leaves the view (swarm watch, or a

@@ -17,6 +17,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 )
@@ -37,6 +38,7 @@ type fakeSource struct {
 	prompts   map[string][]Section
 	sent      []string // "to|body|urgent"
 	pauses    []string // "pause agent" / "resume agent"
+	decided   []string // "action id"
 	sendErr   error
 	nextID    int64
 	events    chan lifecycle.Notice
@@ -100,6 +102,24 @@ func (f *fakeSource) SetPaused(ctx context.Context, agent string, paused bool) e
 	}
 	f.pauses = append(f.pauses, verb+" "+agent)
 	return nil
+}
+
+func (f *fakeSource) Decide(ctx context.Context, id int64, action escalation.Event) (escalation.Escalation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.decided = append(f.decided, fmt.Sprintf("%s %d", action, id))
+	for i, e := range f.snap.Escalations {
+		if e.ID == id {
+			if action == escalation.Ack {
+				e.State = escalation.Acked
+				f.snap.Escalations[i] = e
+			} else {
+				f.snap.Escalations = slices.Delete(f.snap.Escalations, i, i+1)
+			}
+			return e, nil
+		}
+	}
+	return escalation.Escalation{}, fmt.Errorf("no escalation %d", id)
 }
 
 func newFake() *fakeSource {
@@ -708,5 +728,57 @@ func TestRunEndsWithItsContext(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// TestEscalationsAboveTheAgents: open escalations show above the agents,
+// e selects, and a, r and x act on the selected one after a y.
+func TestEscalationsAboveTheAgents(t *testing.T) {
+	src := newFake()
+	backend := "backend"
+	src.snap.Escalations = []escalation.Escalation{
+		{ID: 7, Kind: escalation.KindBranchViolation, Severity: escalation.Critical, State: escalation.Open, Hold: true, Agent: &backend,
+			Summary: "session 3 of backend broke the base-branch guard", CreatedAt: base.Add(-2 * time.Minute)},
+		{ID: 5, Kind: escalation.KindAgent, Severity: escalation.Warning, State: escalation.Acked,
+			Summary: "need a decision on the schema\nmore", CreatedAt: base.Add(-time.Hour)},
+	}
+	h := newHarness(t, src, true)
+	scr := h.screen()
+	for _, want := range []string{
+		"Escalations (2) · e next · a ack · r resume · x abort",
+		"▸ #7 critical branch_violation backend (held) 2m: session 3 of backend broke the base-branch guard",
+		"#5 warning agent acked 1h: need a decision on the schema …",
+	} {
+		if !hasFields(scr, want) {
+			t.Errorf("no %q in\n%s", want, scr)
+		}
+	}
+	if n := strings.Count(scr, "\n") + 1; n != 30 {
+		t.Fatalf("the view has %d lines, want 30", n)
+	}
+	// A question first; anything but y cancels.
+	h.keys("r")
+	if !strings.Contains(h.screen(), "resume escalation 7 (session 3 of backend broke the base-branch guard)? y/n") {
+		t.Fatalf("no question:\n%s", h.screen())
+	}
+	h.keys("n")
+	if len(src.decided) != 0 || !strings.Contains(h.screen(), "cancelled: nothing was decided") {
+		t.Fatalf("decided %v after n", src.decided)
+	}
+	h.keys("e", "a", "y")
+	if strings.Join(src.decided, ",") != "ack 5" {
+		t.Fatalf("decided %v", src.decided)
+	}
+	h.keys("e", "x", "y")
+	if strings.Join(src.decided, ",") != "ack 5,abort 7" || !strings.Contains(h.screen(), "escalation 7 resolved: abort") {
+		t.Fatalf("decided %v\n%s", src.decided, h.screen())
+	}
+	if strings.Contains(h.screen(), "#7 critical") {
+		t.Fatalf("the resolved escalation is still shown:\n%s", h.screen())
+	}
+	// A Held transition stays in the agent's row.
+	h.transition("backend", lifecycle.Running, lifecycle.Held, "held: escalation 9", 3)
+	if !strings.Contains(h.row("backend"), "held: escalation 9") {
+		t.Fatalf("row = %q", h.row("backend"))
 	}
 }

@@ -1,7 +1,8 @@
 // Package tui is swarm's live view: a full-screen terminal UI (bubbletea v2
 // and lipgloss v2) that shows the agents, their states, the latest mail and
 // the selected agent's session log as they change, and lets the operator
-// message, interrupt, pause and resume agents.
+// message, interrupt, pause and resume agents, and ack or decide the
+// escalations waiting for them (each asking y/n first).
 //
 // The view reads and acts only through a Source, so one model serves both
 // `swarm up` (in process, fed by the supervisor's notices) and `swarm watch`
@@ -26,6 +27,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 )
@@ -48,6 +50,8 @@ type Snapshot struct {
 	Mail     []message.Message // the latest messages, oldest first
 	Tokens   int64             // every agent's tokens
 	Sessions int64             // sessions run, across agents and restarts
+	// Escalations are the unresolved ones, most severe first, then newest.
+	Escalations []escalation.Escalation
 }
 
 // Section is one section of a stored prompt.
@@ -74,6 +78,9 @@ type Source interface {
 	// SetPaused asks the supervisor to pause (after the running session)
 	// or resume the agent.
 	SetPaused(ctx context.Context, agent string, paused bool) error
+	// Decide acks or resolves an escalation as the operator (action is
+	// ack, resume, abort, approve or reject), and tells the supervisor.
+	Decide(ctx context.Context, id int64, action escalation.Event) (escalation.Escalation, error)
 }
 
 // Options configure the view.

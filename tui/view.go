@@ -12,6 +12,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/termsafe"
@@ -128,6 +129,14 @@ func (m *Model) mainLines(w, h int) []string {
 	out := []string{m.header(w, "? help · "+quit)}
 	body := h - 3 // header, status line, footer
 
+	// Escalations waiting for the operator, above everything else.
+	if len(m.escalations) > 0 {
+		lines := m.escalationLines(w, min(len(m.escalations), 3, max(body/4, 1)), now)
+		out = append(out, rule("Escalations", fmt.Sprintf("(%d) · e next · a ack · r resume · x abort", len(m.escalations)), w))
+		out = append(out, lines...)
+		body -= 1 + len(lines)
+	}
+
 	// Agents: as many rows as fit in half the body, scrolled to the
 	// selection.
 	n := max(len(m.agents), 1)
@@ -231,6 +240,38 @@ func (m *Model) agentLines(w, rows int, now time.Time) []string {
 	return out
 }
 
+// escalationLines shows up to rows escalations, scrolled to the selected
+// one.
+func (m *Model) escalationLines(w, rows int, now time.Time) []string {
+	off := max(m.escSel-rows+1, 0)
+	var out []string
+	for i := off; i < len(m.escalations) && len(out) < rows; i++ {
+		e := m.escalations[i]
+		mark := "  "
+		if i == m.escSel {
+			mark = stBold.Render("▸ ")
+		}
+		about := ""
+		if e.Agent != nil {
+			about = " " + *e.Agent
+			if e.Holds() {
+				about += " (held)"
+			}
+		}
+		state := ""
+		if e.State == escalation.Acked {
+			state = " acked"
+		}
+		line := fmt.Sprintf("#%d %s %s%s%s %s: %s", e.ID, e.Severity, e.Kind, about, state, ageLabel(now.Sub(e.CreatedAt)), oneLine(e.Summary))
+		style := stNote
+		if e.Severity == escalation.Critical {
+			style = stUrgent
+		}
+		out = append(out, mark+style.Render(fit(line, w-2)))
+	}
+	return out
+}
+
 func (m *Model) mailLines(w, rows int, now time.Time) []string {
 	if len(m.mail) == 0 {
 		return []string{stDim.Render(fit("  no mail yet", w))}
@@ -309,6 +350,9 @@ func (m *Model) statusLine(w int) string {
 	case m.flash != "":
 		return fit(m.flash, w)
 	}
+	if len(m.escalations) > 0 {
+		return stDim.Render(fit("↑↓ select · enter prompt · m message · u urgent · i interrupt · p pause/resume · e/a/r/x escalations · ? help", w))
+	}
 	return stDim.Render(fit("↑↓ select · enter prompt · m message · u urgent · i interrupt · p pause/resume · ? help", w))
 }
 
@@ -341,6 +385,8 @@ func (m *Model) helpLines(w, h int) []string {
 		{"u", "write an urgent message: it interrupts the running session"},
 		{"i", `interrupt the selected agent: asks, then urgent mail "` + interruptBody + `"`},
 		{"p", "pause the selected agent after its running session, or resume it"},
+		{"e", "select the next open escalation"},
+		{"a, r, x", "ack, resume or abort the selected escalation (asks y/n)"},
 		{"q", quit},
 		{"?", "this help"},
 		{"", ""},
@@ -361,6 +407,7 @@ func (m *Model) helpLines(w, h int) []string {
 		{lifecycle.Idle, "no work: waiting for mail, tasks or a nudge"},
 		{lifecycle.CoolingDown, "waiting after a failed session"},
 		{lifecycle.Paused, "paused by the operator"},
+		{lifecycle.Held, "held by an open escalation until the operator decides"},
 		{lifecycle.Stopped, "not running"},
 		{lifecycle.BuildingPrompt, "between sessions (also Initializing, Spawning, SessionComplete)"},
 	} {

@@ -389,28 +389,54 @@ func TestGuardAllowsSwarmsRecordedMerge(t *testing.T) {
 	}
 }
 
-// Merge itself commits as the operator (here the fallback identity, there
-// being none configured): its base move passes without a record; the
-// branch it deletes needs one.
+// Merge, Squash and Discard record their own moves (the base's, and the
+// branch they delete), so a guard that compares across them, in this
+// process or after a restart, reports nothing.
 func TestGuardAllowsSwarmsMergeCall(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	ctx := context.Background()
-	f.ensure("alpha")
-	bravo := f.ensure("bravo")
-	f.commitWith(bravo.Path, as("swarm/bravo"), "b.txt", "b\n", "bravo work")
-	g := f.guard("alpha")
-	old := f.git(".", "rev-parse", "swarm/bravo")
-	if _, err := f.m.Merge(ctx, "bravo"); err != nil {
-		t.Fatal(err)
+	for _, op := range []string{"merge", "squash", "discard"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			ctx := context.Background()
+			f.ensure("alpha")
+			bravo := f.ensure("bravo")
+			f.commitWith(bravo.Path, as("swarm/bravo"), "b.txt", "b\n", "bravo work")
+			g := f.guard("alpha")
+			stored, err := json.Marshal(g.Start())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var run func(context.Context, string) (Result, error)
+			switch op {
+			case "merge":
+				run = f.m.Merge
+			case "squash":
+				run = f.m.Squash
+			default:
+				run = f.m.Discard
+			}
+			if _, err := run(ctx, "bravo"); err != nil {
+				t.Fatal(err)
+			}
+			// bravo starts again, from the base.
+			f.ensure("bravo")
+			noFindings(t, "swarm's "+op, f.check(g))
+
+			// The same across a restart: the moves are in the meta store.
+			var restored Snapshot
+			if err := json.Unmarshal(stored, &restored); err != nil {
+				t.Fatal(err)
+			}
+			m2 := f.manager(Options{})
+			m2.SetBaseline("alpha", &restored)
+			g2, err := m2.Guard(ctx, "alpha")
+			if err != nil {
+				t.Fatal(err)
+			}
+			noFindings(t, "swarm's "+op+" after a restart", g2.Prior())
+		})
 	}
-	// The call the merge path makes for the branch it deletes.
-	if err := f.m.RecordMove(ctx, "refs/heads/swarm/bravo", old, ""); err != nil {
-		t.Fatal(err)
-	}
-	// bravo starts again, from the base.
-	f.ensure("bravo")
-	noFindings(t, "swarm's merge", f.check(g))
 }
 
 func TestGuardFindsTeammatesBranchMoved(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,6 +235,12 @@ func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (res
 		if r.merged() && !info.Registered {
 			// The interrupted run had got as far as deleting the branch.
 			res.Commit, res.Commits, res.Removed = j.Commit, j.Commits, true
+			if j.Commit != "" {
+				m.recordMove(ctx, "refs/heads/"+j.Base, j.BaseTip, j.Commit)
+			}
+			if j.Tip != "" {
+				m.recordMove(ctx, branchRef(agent), j.Tip, "")
+			}
 			rec.add(agent, "%s: the interrupted run had finished with it: %s is on %s and its worktree and branch are gone", agent, j.Branch, j.Base)
 			return res, m.clearJournal(agent)
 		}
@@ -259,6 +266,11 @@ func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (res
 		rec.alreadyMerged(j)
 		res.Commit, res.Commits = j.Commit, j.Commits
 		squash = j.Op == opSquash
+		// The interrupted run may have died before recording its move;
+		// recording it twice excuses the same commits.
+		if j.Commit != "" {
+			m.recordMove(ctx, "refs/heads/"+j.Base, j.BaseTip, j.Commit)
+		}
 	} else {
 		j.Op = op
 		if res.Commits, err = m.unmerged(ctx, base, agent); err != nil {
@@ -269,6 +281,9 @@ func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (res
 				return res, err
 			}
 			res.Commit = j.Commit
+			if res.Commit != "" {
+				m.recordMove(ctx, "refs/heads/"+base, j.BaseTip, res.Commit)
+			}
 		}
 	}
 	if err := m.removeJournaled(ctx, info, j, false); err != nil {
@@ -280,9 +295,14 @@ func (m *Manager) integrate(ctx context.Context, agent string, squash bool) (res
 	if squash {
 		del = "-D"
 	}
+	tip, err := m.resolveRef(ctx, branchRef(agent))
+	if err != nil {
+		return res, fmt.Errorf("%s is on %s, but: %w", info.Branch, base, err)
+	}
 	if _, err := m.run(ctx, m.root, "branch", del, info.Branch); err != nil {
 		return res, fmt.Errorf("%s is on %s, but deleting the branch failed: %w", info.Branch, base, err)
 	}
+	m.recordMove(ctx, branchRef(agent), tip, "")
 	res.Removed = true
 	return res, m.clearJournal(agent)
 }
@@ -493,10 +513,24 @@ func (m *Manager) Discard(ctx context.Context, agent string) (res Result, err er
 		return res, err
 	}
 	if info.HasBranch {
+		tip, err := m.resolveRef(ctx, branchRef(agent))
+		if err != nil {
+			return res, fmt.Errorf("discard %s: %w", agent, err)
+		}
 		if _, err := m.run(ctx, m.root, "branch", "-D", info.Branch); err != nil {
 			return res, fmt.Errorf("discard %s: %w", agent, err)
 		}
+		m.recordMove(ctx, branchRef(agent), tip, "")
 	}
 	res.Removed = true
 	return res, m.clearJournal(agent)
+}
+
+// recordMove is RecordMove for the merge path, which has made its move by
+// then: a failure to record it is logged, not returned, as the work is
+// done; at worst a session guard reports swarm's own move to the operator.
+func (m *Manager) recordMove(ctx context.Context, ref, old, new string) {
+	if err := m.RecordMove(ctx, ref, old, new); err != nil {
+		slog.Warn("could not record swarm's own ref move for the session guard", "ref", ref, "err", err)
+	}
 }

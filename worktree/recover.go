@@ -28,13 +28,18 @@ type Recovery struct {
 // String is the line to print.
 func (r Recovery) String() string { return r.Text }
 
+// RecoveredLogMessage is the message of the log record each Recovery line
+// is also logged with, for the callers that do not print them; a caller
+// that prints them may leave those records out.
+const RecoveredLogMessage = "recovered from an interrupted run"
+
 // recoveries collects what a recovery did; every line is logged too, for
 // the callers that do not print them.
 type recoveries []Recovery
 
 func (rs *recoveries) add(agent, format string, args ...any) {
 	r := Recovery{Agent: agent, Text: fmt.Sprintf(format, args...)}
-	slog.Warn("recovered from an interrupted run", "agent", agent, "what", r.Text)
+	slog.Warn(RecoveredLogMessage, "agent", agent, "what", r.Text)
 	*rs = append(*rs, r)
 }
 

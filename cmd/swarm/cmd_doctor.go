@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +60,8 @@ anything missing:
   supervisor  when one runs, that its control socket answers (none running
               is fine)
   database    .swarm/swarm.db passes PRAGMA integrity_check
+  notify      [notify]'s command can run (found, executable), and where
+              escalations go (nowhere is fine)
 
 Exit status 1 when a check fails. --engine NAME checks the engine that
 'swarm up --engine NAME' would use instead of the configured ones.
@@ -147,6 +151,9 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 	if l.Root != "" {
 		doctorSupervisor(ctx, r, l)
 		doctorDatabase(ctx, r, app, l, cfg)
+	}
+	if cfg != nil {
+		doctorNotify(r, cfg)
 	}
 
 	r.OK = !slices.ContainsFunc(r.Checks, func(c doctorCheck) bool { return c.Status == checkFail })
@@ -379,6 +386,64 @@ func doctorScripts(ctx context.Context, r *doctorReport, db open.Target, e *scri
 			r.add("script "+a.Name, checkOK, "next: %s", p)
 		}
 	}
+}
+
+// doctorNotify checks that [notify]'s command can run: a hook that cannot
+// would only show in the supervisor log, when an escalation opens.
+func doctorNotify(r *doctorReport, cfg *config.Config) {
+	n := cfg.Notify
+	if !n.Enabled() {
+		r.add("notify", checkOff, "escalations are not sent anywhere (optional: [notify] command or webhook in swarm.toml)")
+		return
+	}
+	var where []string
+	if len(n.Command) > 0 {
+		name := n.Command[0]
+		path, why := "", ""
+		if strings.ContainsRune(name, os.PathSeparator) {
+			// Run from the repository root, like the supervisor runs it.
+			path = name
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(cfg.Root, path)
+			}
+			switch fi, err := os.Stat(path); {
+			case err != nil:
+				why = "does not exist"
+			case fi.IsDir():
+				why = "is a directory"
+			case fi.Mode()&0o111 == 0:
+				why = "is not executable"
+			}
+		} else if p, err := exec.LookPath(name); err != nil {
+			why = "is not found on PATH"
+		} else {
+			path = p
+		}
+		if why != "" {
+			r.add("notify", checkFail, "[notify] command %q %s; escalations would not reach you: fix command in swarm.toml (or chmod +x it)", name, why)
+			return
+		}
+		where = append(where, "command "+path)
+	}
+	if n.Webhook != "" {
+		where = append(where, "webhook "+redactURL(n.Webhook))
+	}
+	r.add("notify", checkOK, "escalations (%s and up) go to %s", n.MinSeverity, strings.Join(where, " and "))
+}
+
+// redactURL hides a password or query (a token) in a URL shown to the user.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unreadable URL)"
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	return u.String()
 }
 
 // doctorSupervisor checks the control socket of a running supervisor. No

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/worktree"
 )
 
 // DownOptions are the inputs of `swarm down`.
@@ -23,6 +26,9 @@ type DownOptions struct {
 	Squash  bool
 	Discard bool
 	Yes     bool
+	// DeleteIgnored deletes the files git ignores in the worktrees it
+	// removes (--delete-ignored).
+	DeleteIgnored bool
 }
 
 func init() { commands = append(commands, newDownCmd) }
@@ -49,11 +55,24 @@ then deal with each agent's worktree and branch, in swarm.toml order:
 (the branch that was checked out when the worktrees were created) with no
 uncommitted changes to tracked files. A conflict is aborted cleanly: that
 agent's branch and worktree are kept, the others carry on, and swarm down
-exits 1 naming the agent and the files.`,
+exits 1 naming the agent and the files.
+
+A worktree holding files git ignores (build output, node_modules, .env) is
+not removed: swarm down lists them, keeps it, and exits 1; --delete-ignored
+deletes them with the worktree.
+
+Interrupted (Ctrl-C, kill -9, a crash), swarm down can be run again: it
+first kills the processes of sessions a crashed supervisor left running,
+then finishes or rolls back what the interrupted run left half done, and
+says what it did ("recovered: ...").
+
+It refuses to run inside an agent session ($SWARM_SESSION_ID set): stopping
+the swarm is the operator's.`,
 		Example: `  swarm down
   swarm down --merge
   swarm down --squash --json
-  swarm down --discard --yes`,
+  swarm down --discard --yes
+  swarm down --merge --delete-ignored`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode, err := opts.mode()
@@ -69,6 +88,7 @@ exits 1 naming the agent and the files.`,
 	f.BoolVar(&opts.Squash, "squash", false, "squash every agent's branch into one commit on the base branch")
 	f.BoolVar(&opts.Discard, "discard", false, "delete the agents' worktrees and branches, unmerged work included")
 	f.BoolVarP(&opts.Yes, "yes", "y", false, "with --discard: do not ask for confirmation")
+	f.BoolVar(&opts.DeleteIgnored, "delete-ignored", false, "with --merge, --squash or --discard: delete the files git ignores in the worktrees too, instead of keeping those worktrees")
 	return cmd
 }
 
@@ -105,6 +125,9 @@ var stdinIsTerminal = func(r io.Reader) bool {
 
 func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error {
 	app := opts.App
+	if err := operatorOnly(app, "swarm down"); err != nil {
+		return err
+	}
 	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
@@ -117,7 +140,12 @@ func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error 
 		return err
 	}
 	defer st.Close()
-	req := swarm.DownRequest{Config: cfg, Layout: l, Store: st, Mode: mode}
+	// What recovery did is in the report; the worktree package's log line
+	// of each would say it twice.
+	prevLog := slog.Default()
+	slog.SetDefault(slog.New(dropMessage{prevLog.Handler(), worktree.RecoveredLogMessage}))
+	defer slog.SetDefault(prevLog)
+	req := swarm.DownRequest{Config: cfg, Layout: l, Store: st, Mode: mode, DeleteIgnored: opts.DeleteIgnored}
 	if mode == swarm.DownDiscard && !opts.Yes {
 		req.Confirm = func(ctx context.Context, plan []swarm.DiscardPlan) (bool, error) { return confirmDiscard(app, plan) }
 	}
@@ -146,12 +174,11 @@ func confirmDiscard(app *App, plan []swarm.DiscardPlan) (bool, error) {
 	w := app.Stderr
 	fmt.Fprintln(w, "swarm down --discard will delete these worktrees and branches:")
 	for _, p := range plan {
-		what := downPlural(len(p.Commits), "unmerged commit")
-		if p.Dirty {
-			what += ", and uncommitted changes"
-		}
-		fmt.Fprintf(w, "  %s (%s): %s\n", p.Agent, p.Branch, what)
+		fmt.Fprintf(w, "  %s (%s): %s\n", p.Agent, p.Branch, droppedWork(len(p.Commits), len(p.Uncommitted)))
 		for _, c := range p.Commits {
+			fmt.Fprintf(w, "      %s\n", c)
+		}
+		for _, c := range p.Uncommitted {
 			fmt.Fprintf(w, "      %s\n", c)
 		}
 	}
@@ -171,14 +198,31 @@ func printDown(w io.Writer, root string, res swarm.DownResult) {
 	if res.SupervisorStopped {
 		fmt.Fprintln(w, "Stopped the supervisor.")
 	}
+	for _, k := range res.Killed {
+		fmt.Fprintf(w, "Killed the processes a crashed supervisor left running: %s\n", k)
+	}
+	for _, r := range res.Recovered {
+		fmt.Fprintf(w, "recovered: %s\n", r)
+	}
+	if res.RecoverError != "" {
+		fmt.Fprintf(w, "could not finish what an interrupted run left: %s\n", res.RecoverError)
+	}
 	if len(res.Agents) == 0 {
 		fmt.Fprintln(w, "No agent worktrees or branches; nothing else to do.")
 		return
 	}
 	for _, a := range res.Agents {
+		for _, r := range a.Recovered {
+			if !slices.Contains(res.Recovered, r) {
+				fmt.Fprintf(w, "recovered: %s\n", r)
+			}
+		}
 		saved := ""
 		if a.AutoCommit != "" {
 			saved = fmt.Sprintf("; saved uncommitted work as %s", downShort(a.AutoCommit))
+		}
+		if a.Removed && len(a.Ignored) > 0 {
+			saved += fmt.Sprintf("; deleted %s git ignores there (%s)", downPlural(len(a.Ignored), "file"), strings.Join(a.Ignored, ", "))
 		}
 		switch a.Status {
 		case "kept":
@@ -194,10 +238,16 @@ func printDown(w io.Writer, root string, res swarm.DownResult) {
 				fmt.Fprintf(w, "%s: %s %s into %s as %s (%s)%s; removed its worktree and branch\n", a.Agent, a.Status, a.Branch, res.BaseBranch, downShort(a.Commit), downPlural(len(a.Commits), "commit"), saved)
 			}
 		case "discarded":
-			fmt.Fprintf(w, "%s: discarded %s and its worktree (%s dropped)\n", a.Agent, a.Branch, downPlural(len(a.Commits), "unmerged commit"))
+			fmt.Fprintf(w, "%s: discarded %s and its worktree (%s dropped)%s\n", a.Agent, a.Branch, droppedWork(len(a.Commits), len(a.Uncommitted)), saved)
 			for _, c := range a.Commits {
 				fmt.Fprintf(w, "    %s\n", c)
 			}
+			for _, c := range a.Uncommitted {
+				fmt.Fprintf(w, "    %s\n", c)
+			}
+		case "ignored_files":
+			fmt.Fprintf(w, "%s: kept %s and %s: it holds %s git ignores (%s), which removing it would delete; move what you need, then run again with --delete-ignored%s\n",
+				a.Agent, a.Branch, rel(root, a.Worktree), downPlural(len(a.Ignored), "file"), strings.Join(a.Ignored, ", "), saved)
 		case "conflict":
 			fmt.Fprintf(w, "%s: CONFLICT merging %s into %s in %s; merge aborted, kept %s and %s%s\n", a.Agent, a.Branch, res.BaseBranch, strings.Join(a.ConflictFiles, ", "), a.Branch, rel(root, a.Worktree), saved)
 		default:
@@ -207,6 +257,20 @@ func printDown(w io.Writer, root string, res swarm.DownResult) {
 }
 
 var downVerb = map[string]string{"merged": "merge", "squashed": "squash"}
+
+// droppedWork says what a discard drops: unmerged commits and uncommitted
+// changes, never "0 commits" when edits go.
+func droppedWork(commits, uncommitted int) string {
+	switch {
+	case commits == 0 && uncommitted == 0:
+		return "nothing unmerged"
+	case uncommitted == 0:
+		return downPlural(commits, "unmerged commit")
+	case commits == 0:
+		return downPlural(uncommitted, "uncommitted change")
+	}
+	return downPlural(commits, "unmerged commit") + " and " + downPlural(uncommitted, "uncommitted change")
+}
 
 func downFailure(mode swarm.DownMode, base string, failed []string) error {
 	switch mode {
@@ -239,4 +303,17 @@ func downPlural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// dropMessage is a log handler that leaves out the records with one message.
+type dropMessage struct {
+	slog.Handler
+	msg string
+}
+
+func (d dropMessage) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == d.msg {
+		return nil
+	}
+	return d.Handler.Handle(ctx, r)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
@@ -24,7 +23,9 @@ type InboxOptions struct {
 	State string
 	Sent  bool
 	Limit int
-	Now   func() time.Time
+	// MarkRead marks the listed mail to operator done.
+	MarkRead bool
+	Now      func() time.Time
 }
 
 func init() { commands = append(commands, newInboxCmd) }
@@ -41,11 +42,21 @@ oldest first, with each message's delivery state:
   delivered (sN) shown in session N, which has not completed yet
   done (sN)      session N completed with it
 
+A protocol message shows its type, its msg_id and its ACK: pending (with
+the time left once delivered), acked, overdue or cancelled, or "-" when it
+asks for none. --json prints each message with its envelope under
+"protocol" and its ACK record under "ack" ({"required", "state",
+"timeout_sec", "due_at", "acked_at"}).
+
 With --sent, list the messages the agent sent instead, so a sender can see
-what became of each.`,
+what became of each.
+
+Mail to operator stays queued until you answer it ('swarm reply <id>') or
+mark it read: 'swarm inbox operator --mark-read' marks what it lists done.`,
 		Example: `  swarm inbox backend
   swarm inbox operator --state queued
-  swarm inbox backend --sent --json --limit 0`,
+  swarm inbox backend --sent --json --limit 0
+  swarm inbox operator --state queued --mark-read`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: app.completeAgents(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,6 +68,7 @@ what became of each.`,
 	f.StringVar(&opts.State, "state", "", "only messages in this state: queued, delivered or done")
 	f.BoolVar(&opts.Sent, "sent", false, "list the messages this agent sent")
 	f.IntVar(&opts.Limit, "limit", 50, "show the newest N messages (0 means all)")
+	f.BoolVar(&opts.MarkRead, "mark-read", false, "with operator: mark the mail listed done")
 	cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]cobra.Completion{"queued", "delivered", "done"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -69,11 +81,14 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	if opts.State != "" && !slices.Contains(message.States, message.State(opts.State)) {
 		return usagef("--state must be queued, delivered or done, got %q", opts.State)
 	}
+	if opts.MarkRead && (opts.Name != message.Operator || opts.Sent) {
+		return usagef("--mark-read marks mail to operator read: use it with 'swarm inbox operator' (without --sent); an agent's mail becomes done when its session completes")
+	}
 	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}
-	if opts.Name != config.Operator {
+	if !message.Reserved(opts.Name) {
 		if _, ok := cfg.Agent(opts.Name); !ok {
 			return unknownName("agent", opts.Name, cfg.Recipients(), "known names are")
 		}
@@ -87,11 +102,23 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	if err != nil {
 		return err
 	}
-	if app.JSON {
-		if ms == nil {
-			ms = []message.Message{}
+	marked := int64(0)
+	if opts.MarkRead {
+		var ids []int64
+		for _, m := range ms {
+			if m.State != message.Done {
+				ids = append(ids, m.ID)
+			}
 		}
-		return app.printJSON(ms)
+		if marked, err = st.MarkOperatorDone(ctx, ids); err != nil {
+			return err
+		}
+		for i := range ms {
+			ms[i].State = message.Done
+		}
+	}
+	if app.JSON {
+		return app.printJSON(withEnvelopes(ms))
 	}
 	if len(ms) == 0 {
 		fmt.Fprintf(app.Stdout, "no messages for %s\n", opts.Name)
@@ -113,9 +140,25 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 		if m.IsUrgent() {
 			body = "[URGENT] " + body
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.ID, who, m.Kind, stateLabel(m), humanAge(now.Sub(m.CreatedAt)), body)
+		kind := string(m.Kind)
+		if m.Kind == message.KindProtocol && m.MsgID != "" {
+			// A protocol message: its type, msg_id and ACK, then the summary.
+			kind = m.ProtocolType
+			body = m.MsgID
+			if l := ackLabel(m, now); l != "-" {
+				body += " · ACK " + l
+			}
+			body += " · " + firstLineCut(m.Body, 60)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.ID, who, kind, stateLabel(m), humanAge(now.Sub(m.CreatedAt)), body)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if opts.MarkRead {
+		fmt.Fprintf(app.Stdout, "marked %d message(s) read (done)\n", marked)
+	}
+	return nil
 }
 
 func stateLabel(m message.Message) string {

@@ -4,13 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/protocol"
+	"github.com/swarmhq/swarm/swarm"
 )
 
 // SendOptions are the inputs of `swarm send`.
@@ -21,38 +27,86 @@ type SendOptions struct {
 	All     bool
 	Urgent  bool
 	From    string
-	ReplyTo int64
+	ReplyTo string // a message number (12, #12) or a protocol msg_id
 	Kind    string
 
+	// A protocol message (--type): its task, payload JSON (or @file, or -
+	// for stdin), the ACK it asks for and the msg_ids it builds on.
+	Type       string
+	Task       string
+	Payload    string
+	AckTimeout time.Duration
+	NoAck      bool
+	ContextRef []string
+
 	replyToSet bool
+	kindSet    bool
+	changed    func(name string) bool
 }
+
+// looksNumeric matches what is meant as a message number, valid or not.
+var looksNumeric = regexp.MustCompile(`^#?[-+]?[0-9]+$`)
+
+func (o *SendOptions) flagSet(name string) bool { return o.changed != nil && o.changed(name) }
 
 func init() { commands = append(commands, newSendCmd) }
 
 func newSendCmd(app *App) *cobra.Command {
 	opts := &SendOptions{App: app}
 	cmd := &cobra.Command{
-		Use:   "send <to> <body>",
-		Short: "Send a message to an agent (or to operator)",
+		Use:   "send <to> <body> | send <to> --type T --task ID --payload JSON",
+		Short: "Send a message to an agent (or to operator), or a typed protocol message",
 		Long: `Send a message to an agent's mailbox. It is shown in the agent's next
 prompt. With --urgent, a running session is interrupted at once (or, with
 interrupt = "boundary", the message joins it at the next tool call).
 
 The sender is --from, else $SWARM_AGENT (set inside agent sessions), else
-operator. <body> of "-" reads the body from stdin. Sending works whether or
-not 'swarm up' is running; a running supervisor is woken at once.`,
+operator. <body> of "-" reads the body from stdin. --reply-to takes a
+message's number (12 or #12) or a protocol msg_id. Sending works whether or
+not 'swarm up' is running; a running supervisor is woken at once.
+
+With --type, it sends a protocol message (AMP/1.0) instead: task_dispatch,
+task_result, review_request, review_verdict, escalation or ping (use 'swarm
+ack' to acknowledge). The runtime computes msg_id, sender, timestamp and the
+ACK defaults (a task_dispatch must be acknowledged within 5m of its
+delivery, a review_request within 10m; --ack-timeout and --no-ack change
+that) and checks the payload against the type's schema and rules before
+storing anything. It prints the msg_id (--json: the stored message, with the
+envelope under "protocol"). A message that fails is not stored: the command
+exits 2 naming every failing field by its JSON path. With --reply-to, the
+task, the recipient (when <to> is left out) and context_ref come from the
+message answered. A task_result from an agent must come from its current
+session ($SWARM_SESSION_ID).`,
 		Example: `  swarm send backend "the /users endpoint returns 500"
   swarm send backend "stop: the migration is wrong" --urgent
   swarm send --all "standup: post your status to operator"
   git diff | swarm send reviewer -
-  swarm send operator "done with the API" --from backend --reply-to 12`,
-		Args:              func(cmd *cobra.Command, args []string) error { return sendArgs(opts.All, args) },
+  swarm send operator "done with the API" --from backend --reply-to 12
+  swarm send backend --type task_dispatch --task T-42 --payload '{"description": "Add pagination to GET /users",
+    "branch": "swarm/backend", "acceptance_criteria": ["GET /users?page=2 works"], "risk_level": "low"}'
+  swarm send lead --type task_result --reply-to task_dispatch-T-42-1763900000123 \
+    --payload '{"status": "completed", "summary": "paginated", "commit_hash": "4f2a9c1"}'
+  swarm send critic --type review_request --task T-42 --payload @review.json --ack-timeout 15m`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if opts.Type != "" && !opts.All {
+				return cobra.RangeArgs(0, 1)(cmd, args)
+			}
+			return sendArgs(opts.All, args)
+		},
 		ValidArgsFunction: app.completeAgents(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.replyToSet = cmd.Flags().Changed("reply-to")
-			if opts.All {
+			opts.kindSet = cmd.Flags().Changed("kind")
+			opts.changed = cmd.Flags().Changed
+			switch {
+			case opts.All:
 				opts.Body = args[0]
-			} else {
+			case opts.Type != "":
+				if len(args) == 1 {
+					opts.To = args[0]
+				}
+				return runSendProtocol(cmd.Context(), opts)
+			default:
 				opts.To, opts.Body = args[0], args[1]
 			}
 			return runSend(cmd.Context(), opts)
@@ -62,11 +116,105 @@ not 'swarm up' is running; a running supervisor is woken at once.`,
 	f.BoolVar(&opts.All, "all", false, "broadcast to every agent except the sender")
 	f.BoolVarP(&opts.Urgent, "urgent", "u", false, "interrupt the recipient's running session")
 	f.StringVar(&opts.From, "from", "", "sender name (default $SWARM_AGENT, else operator)")
-	f.Int64Var(&opts.ReplyTo, "reply-to", 0, "answer message `ID`, in its thread")
-	f.StringVar(&opts.Kind, "kind", string(message.KindMessage), "message, task, status, nudge or protocol (status mail never wakes an idle agent)")
+	f.StringVar(&opts.ReplyTo, "reply-to", "", "answer message `ID` (12, #12 or a protocol msg_id), in its thread")
+	f.StringVar(&opts.Kind, "kind", string(message.KindMessage), "message, task, status or nudge (status mail never wakes an idle agent)")
+	f.StringVar(&opts.Type, "type", "", "send a protocol message of this `TYPE`: task_dispatch, task_result, review_request, review_verdict, escalation or ping")
+	f.StringVar(&opts.Task, "task", "", "the protocol message's task `ID` (default with --reply-to: the task of the message answered)")
+	f.StringVar(&opts.Payload, "payload", "", "the protocol message's payload: `JSON`, @file, or - for stdin")
+	f.DurationVar(&opts.AckTimeout, "ack-timeout", 0, "ask for an ACK within this `DURATION` of delivery (default by type: task_dispatch 5m, review_request 10m)")
+	f.BoolVar(&opts.NoAck, "no-ack", false, "ask for no ACK")
+	f.StringArrayVar(&opts.ContextRef, "context-ref", nil, "a stored `MSG_ID` this message builds on (repeatable)")
 	cmd.RegisterFlagCompletionFunc("from", app.completeAgents(true))
-	cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions([]cobra.Completion{"message", "task", "status", "nudge", "protocol"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions([]cobra.Completion{"message", "task", "status", "nudge"}, cobra.ShellCompDirectiveNoFileComp))
+	types := make([]cobra.Completion, 0, len(protocol.Types))
+	for _, t := range protocol.Types {
+		if t != protocol.TypeAck {
+			types = append(types, string(t))
+		}
+	}
+	cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions(types, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// protocolOnly are the flags that only a protocol message (--type) takes.
+var protocolOnly = []string{"task", "payload", "ack-timeout", "no-ack", "context-ref"}
+
+// runSendProtocol sends a protocol message (--type).
+func runSendProtocol(ctx context.Context, opts *SendOptions) error {
+	app := opts.App
+	switch {
+	case opts.Urgent:
+		return usagef("--urgent does not apply to protocol messages: their ACK deadline says how soon they matter")
+	case opts.kindSet:
+		return usagef("--kind does not go with --type: a protocol message is always of kind protocol")
+	case opts.replyToSet && strings.TrimSpace(opts.ReplyTo) == "":
+		return usagef("--reply-to needs a message number (12 or #12) or a msg_id (see 'swarm inbox' or 'swarm protocol log')")
+	case opts.To == "" && opts.ReplyTo == "":
+		return usagef("name the recipient: swarm send <to> --type %s ... (or answer a message with --reply-to)", opts.Type)
+	case opts.Task == "" && opts.ReplyTo == "":
+		return usagef("--task is required: the id of the task the message is about (or answer a message with --reply-to)")
+	case opts.Payload == "":
+		return usagef("--payload is required: the %s payload as JSON, @file or - for stdin", opts.Type)
+	}
+	t := protocol.Type(opts.Type)
+	if t == protocol.TypeAck {
+		return usagef("acknowledge a message with 'swarm ack <msg_id>', not with --type ack")
+	}
+	if !t.Valid() {
+		return usagef("--type %q is not a protocol type: use task_dispatch, task_result, review_request, review_verdict, escalation or ping", opts.Type)
+	}
+	payload, err := readPayload(app, opts.Payload)
+	if err != nil {
+		return err
+	}
+	from, session := app.identity(opts.From)
+	l, cfg, err := app.loadConfig()
+	if err != nil {
+		return err
+	}
+	st, err := app.openStore(ctx, l, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	req := swarm.SendRequest{
+		Draft: protocol.Draft{Type: t, From: from, To: opts.To, TaskID: opts.Task, Payload: payload,
+			ContextRef: opts.ContextRef, AckTimeout: opts.AckTimeout, NoAck: opts.NoAck},
+		ReplyTo: strings.TrimSpace(opts.ReplyTo),
+		Session: session,
+	}
+	m, _, err := app.protocol(st, l, cfg).Send(ctx, req)
+	if err != nil {
+		return protocolRefusal(app.Stderr, err)
+	}
+	if app.JSON {
+		return app.printJSON(withEnvelope(m))
+	}
+	fmt.Fprintln(app.Stdout, m.MsgID)
+	return nil
+}
+
+// readPayload reads --payload: JSON as given, @file, or - for stdin.
+func readPayload(app *App, v string) ([]byte, error) {
+	switch {
+	case v == "-":
+		b, err := io.ReadAll(io.LimitReader(app.Stdin, protocol.MaxPayload+1))
+		if err != nil {
+			return nil, fmt.Errorf("read the payload from stdin: %w", err)
+		}
+		return b, nil
+	case strings.HasPrefix(v, "@"):
+		path := v[1:]
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(app.Cwd, path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, usagef("--payload %s: %v", v, err)
+		}
+		return b, nil
+	}
+	return []byte(v), nil
 }
 
 // sendArgs checks the positional arguments, saying what is missing.
@@ -93,8 +241,16 @@ func sendArgs(all bool, args []string) error {
 
 func runSend(ctx context.Context, opts *SendOptions) error {
 	app := opts.App
-	if opts.ReplyTo < 0 || (opts.ReplyTo == 0 && opts.replyToSet) {
-		return usagef("--reply-to needs a message id (see 'swarm inbox'), got %d", opts.ReplyTo)
+	if opts.replyToSet && strings.TrimSpace(opts.ReplyTo) == "" {
+		return usagef("--reply-to needs a message number (12 or #12) or a protocol msg_id (see 'swarm inbox')")
+	}
+	for _, name := range protocolOnly {
+		if opts.flagSet(name) {
+			return usagef("--%s belongs to protocol messages: add --type (task_dispatch, task_result, ...)", name)
+		}
+	}
+	if message.Kind(opts.Kind) == message.KindProtocol {
+		return usagef("--kind protocol is built from an envelope: send it with --type T --task ID --payload JSON")
 	}
 	body := opts.Body
 	if body == "-" {
@@ -111,7 +267,7 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	if from == "" {
 		from = config.Operator
 	}
-	d := message.Draft{From: from, To: opts.To, Kind: message.Kind(opts.Kind), Body: body, ReplyTo: opts.ReplyTo}
+	d := message.Draft{From: from, To: opts.To, Kind: message.Kind(opts.Kind), Body: body}
 	if opts.Urgent {
 		d.Urgency = message.Urgent
 	}
@@ -131,6 +287,21 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		return err
 	}
 	defer st.Close()
+	if opts.ReplyTo != "" {
+		if looksNumeric.MatchString(opts.ReplyTo) {
+			n, ok := swarm.MessageNumber(opts.ReplyTo)
+			if !ok {
+				return usagef("--reply-to needs a message number (12 or #12) or a protocol msg_id, got %q", opts.ReplyTo)
+			}
+			d.ReplyTo = n
+		} else {
+			orig, err := swarm.ResolveMessage(ctx, st, opts.ReplyTo)
+			if err != nil {
+				return err
+			}
+			d.ReplyTo = orig.ID
+		}
+	}
 
 	poster, an := app.announcingPoster(st, l, cfg)
 	var sent []message.Message

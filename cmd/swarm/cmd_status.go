@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/repo"
@@ -42,8 +43,10 @@ started": restart 'swarm up' to run it.
 --json prints {"running", "pid", "agents": [{"name", "state", "session_seq",
 "mode", "engine", "branch", "worktree", "pending", "urgent", "heartbeat_at",
 "stale", "consecutive_errors", "total_errors", "tokens", "activity",
-"state_since", "not_started"}]}; not_started is present only for such an
-agent, and says what to do.`,
+"state_since", "not_started"}], "escalations": [...]}; not_started is present
+only for such an agent, and says what to do; escalations are the ones not
+resolved yet as 'swarm escalations --json' prints them, each also a line
+above the agents table.`,
 		Example: `  swarm status
   swarm status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
@@ -57,6 +60,9 @@ type statusJSON struct {
 	Running bool          `json:"running"`
 	Pid     *int          `json:"pid"`
 	Agents  []agentStatus `json:"agents"`
+	// Escalations are the unresolved ones (open and acked), as 'swarm
+	// escalations --json' lists them.
+	Escalations []escalation.Escalation `json:"escalations"`
 }
 
 type agentStatus struct {
@@ -167,6 +173,13 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 		}
 		out.Agents = append(out.Agents, s)
 	}
+	out.Escalations, err = st.Escalations(ctx, mailbox.EscalationFilter{})
+	if err != nil {
+		return out, err
+	}
+	if out.Escalations == nil {
+		out.Escalations = []escalation.Escalation{}
+	}
 	return out, nil
 }
 
@@ -193,6 +206,12 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		fmt.Fprintf(app.Stdout, "swarm is running (pid %d)\n\n", *s.Pid)
 	} else {
 		fmt.Fprintf(app.Stdout, "swarm is not running ('swarm up' starts it)\n\n")
+	}
+	for _, e := range s.Escalations {
+		fmt.Fprintln(app.Stdout, escalationLine(e, now))
+	}
+	if len(s.Escalations) > 0 {
+		fmt.Fprintf(app.Stdout, "('swarm escalations' lists them; 'swarm escalation show N' shows one)\n\n")
 	}
 	var notRun []string
 	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)

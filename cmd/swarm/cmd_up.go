@@ -14,15 +14,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/swarmhq/swarm/lifecycle"
-	"github.com/swarmhq/swarm/termsafe"
-
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -56,8 +55,10 @@ to .swarm/logs/<agent>/<session>.log.
 
 Ctrl-C (or q then y in the view, SIGTERM, or 'swarm down') stops gracefully: running sessions are
 cancelled, waiting up to interrupt_grace, mail they had is queued again, and
-swarm exits 0. A second Ctrl-C forces the stop. After a crash, the next
-'swarm up' recovers: nothing is lost and session numbers continue.
+swarm exits 0. A second Ctrl-C forces the stop: every session's processes
+are killed at once. After a crash, the next 'swarm up' recovers: nothing is
+lost, session numbers continue, and what an interrupted 'swarm down' left
+half done in the worktrees is finished first ("recovered: ...").
 
 With -d it runs in the background instead: it returns as soon as the
 supervisor answers on its control socket, printing its pid, and the
@@ -65,7 +66,8 @@ supervisor's output goes to .swarm/logs/up.out. 'swarm watch' shows it and
 'swarm down' stops it. Exit status 1 when it stops before it answers (its
 last output is shown).
 
-Only one supervisor runs per repository.`,
+Only one supervisor runs per repository. It refuses to start inside an
+agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 		Example: `  swarm up
   swarm up --engine script            # offline, with scripted agents
   swarm up --agents backend,frontend  # only some agents
@@ -86,6 +88,9 @@ Only one supervisor runs per repository.`,
 
 func runUp(ctx context.Context, opts *UpOptions) error {
 	app := opts.App
+	if err := operatorOnly(app, "swarm up"); err != nil {
+		return err
+	}
 	l, cfg, err := app.loadConfig()
 	if err != nil {
 		return err
@@ -160,6 +165,15 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if err := sup.Preflight(ctx); err != nil {
 		return err
 	}
+	// What an interrupted run left half done is finished before any
+	// runner starts, under the lock; what was done is said, and logged.
+	recoverOut := io.Writer(app.Stdout)
+	if useTUI {
+		recoverOut = io.Discard
+	} else if app.JSON {
+		recoverOut = app.Stderr
+	}
+	recoverWorktrees(ctx, wtm, st, sup.AgentNames(), recoverOut, logger)
 
 	// The first signal stops gracefully; a second one forces the stop. The
 	// watcher ends with runUp, which waits for it.
@@ -192,7 +206,9 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		select {
 		case <-endWatch:
 		case <-sigs:
-			fmt.Fprintln(app.Stderr, "swarm: forced stop; the next 'swarm up' recovers")
+			// Nothing of a session may outlive a forced stop.
+			n := sup.KillSessions()
+			fmt.Fprintf(app.Stderr, "swarm: forced stop: killed %d session process group(s); the next 'swarm up' recovers\n", n)
 			os.Exit(exitError)
 		}
 	}()
@@ -224,7 +240,7 @@ func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *wor
 		Agents:         opts.Agents,
 		EngineOverride: opts.Engine,
 		Engines:        swarm.EngineFactory(cfg, opts.Engine),
-		Worktrees:      swarm.GitWorktrees{M: wtm},
+		Worktrees:      swarm.GitWorktrees{M: wtm, Meta: st},
 		Prompts:        swarm.NewPipePrompts(cfg, l, st, tasks, time.Now, logger),
 		Logger:         logger,
 		Notify:         notify,
@@ -233,6 +249,21 @@ func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *wor
 		o.Tasks = tasks
 	}
 	return swarm.New(o)
+}
+
+// recoverWorktrees finishes what an interrupted run left half done in the
+// worktrees, printing each line to w (the supervisor log has them already);
+// a problem it could not solve is printed and logged, and the agents it
+// concerns fail on their own when they start.
+func recoverWorktrees(ctx context.Context, wtm *worktree.Manager, st mailbox.Store, agents []string, w io.Writer, logger *slog.Logger) {
+	lines, err := swarm.RecoverWorktrees(ctx, wtm, st, agents)
+	for _, l := range lines {
+		fmt.Fprintf(w, "swarm up: recovered: %s\n", l)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "swarm up: could not finish what an interrupted run left: %v\n", err)
+		logger.Error("could not finish what an interrupted run left", "err", err)
+	}
 }
 
 // stoppedLine is what swarm up says last. It cannot know what a 'swarm
@@ -272,6 +303,8 @@ func newLinePrinter(w io.Writer, asJSON bool, logger *slog.Logger) func(lifecycl
 			logger.Info("message", "id", n.Message.ID, "from", n.Message.From, "to", n.Message.To, "urgency", string(n.Message.Urgency), "kind", string(n.Message.Kind))
 		case lifecycle.NoticeInfo:
 			logger.Info(n.Text, "agent", n.Agent)
+		case lifecycle.NoticeEscalation:
+			logger.Warn(n.Text, "agent", n.Agent, "cause", n.Cause)
 		}
 	}
 }
@@ -294,6 +327,8 @@ func formatNotice(n lifecycle.Notice) string {
 		return fmt.Sprintf("%s  %-12s mail #%d %s → %s: %s%s", ts, "", m.ID, m.From, m.To, urgent, firstLineCut(m.Body, 70))
 	case "info":
 		return fmt.Sprintf("%s  %-12s %s", ts, n.Agent, termsafe.String(n.Text))
+	case "escalation":
+		return fmt.Sprintf("%s  %-12s ! %s", ts, n.Agent, termsafe.String(n.Text))
 	}
 	return ""
 }

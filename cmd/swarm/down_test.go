@@ -204,8 +204,9 @@ func TestDownDiscardAsksOnTerminal(t *testing.T) {
 		}
 		for _, want := range []string{
 			"swarm down --discard will delete these worktrees and branches:",
-			"alpha (swarm/alpha): 1 unmerged commit, and uncommitted changes",
+			"alpha (swarm/alpha): 1 unmerged commit and 1 uncommitted change\n",
 			" alpha: add a.txt\n",
+			"      ?? dirty.txt\n",
 			"Discard them? [y/N] ",
 		} {
 			if !strings.Contains(stderr, want) {
@@ -221,7 +222,8 @@ func TestDownDiscardAsksOnTerminal(t *testing.T) {
 	}
 
 	code, stdout, stderr := downRun(t, root, "y\n", "down", "--discard")
-	if code != 0 || !strings.Contains(stdout, "alpha: discarded swarm/alpha and its worktree (1 unmerged commit dropped)") {
+	if code != 0 || !strings.Contains(stdout, "alpha: discarded swarm/alpha and its worktree (1 unmerged commit and 1 uncommitted change dropped)\n") ||
+		!strings.Contains(stdout, "\n    ?? dirty.txt\n") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	if _, err := os.Stat(wt); !os.IsNotExist(err) {

@@ -33,9 +33,14 @@ func TestScripts(t *testing.T) {
 		Dir:                 filepath.Join("testdata", "script"),
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
-		Setup:               setupRepo,
+		Setup:               setupJourney,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"jsonq": cmdJSONQ,
+			"jsonq":        cmdJSONQ,
+			"waitjson":     cmdWaitJSON,
+			"waitmatch":    cmdWaitMatch,
+			"waitdue":      cmdWaitDue,
+			"ackescalated": cmdAckEscalated,
+			"msgid":        cmdMsgID,
 		},
 	})
 }
@@ -57,7 +62,7 @@ func setupRepo(env *testscript.Env) error {
 	env.Setenv("GIT_AUTHOR_EMAIL", "op@example.com")
 	env.Setenv("GIT_COMMITTER_NAME", "Test Operator")
 	env.Setenv("GIT_COMMITTER_EMAIL", "op@example.com")
-	for _, k := range []string{"SWARM_ROOT", "SWARM_DB", "SWARM_AGENT", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
+	for _, k := range []string{"SWARM_ROOT", "SWARM_DB", "SWARM_AGENT", "SWARM_SESSION_ID", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
 		env.Setenv(k, "")
 	}
 	run := func(args ...string) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
@@ -51,6 +52,7 @@ func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l rep
 	}()
 
 	src := &upSource{storeSource: newStoreSource(l, cfg, st, sup.Poster()), notices: notices, done: done}
+	src.decide = sup.Decide // in process: the hold is released at once
 	viewErr := tui.Run(viewCtx, src, tui.Options{
 		Title: fmt.Sprintf("swarm up · %s · pid %d", l.Root, os.Getpid()),
 		Stop:  func() { stop(swarm.ErrShutdown) },
@@ -103,6 +105,9 @@ type storeSource struct {
 	st     mailbox.Store
 	poster *mailbox.Poster
 	now    func() time.Time
+	// decide acks or resolves an escalation; nil: through the store, then
+	// a poke of the supervisor.
+	decide func(ctx context.Context, id int64, action escalation.Event, note string) (escalation.Escalation, error)
 }
 
 func newStoreSource(l repo.Layout, cfg *config.Config, st mailbox.Store, poster *mailbox.Poster) *storeSource {
@@ -142,6 +147,7 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 			}
 		}
 	}
+	snap.Escalations = status.Escalations
 	slices.SortFunc(snap.Mail, func(a, b message.Message) int { return cmp.Compare(a.ID, b.ID) })
 	snap.Mail = snap.Mail[max(len(snap.Mail)-viewMail, 0):]
 	if snap.Sessions, err = s.st.SessionCount(ctx); err != nil {
@@ -213,4 +219,15 @@ func (s *storeSource) Send(ctx context.Context, to, body string, urgent bool) (m
 func (s *storeSource) SetPaused(ctx context.Context, agent string, paused bool) error {
 	_, err := pauseAgent(ctx, s.l, agent, paused)
 	return err
+}
+
+func (s *storeSource) Decide(ctx context.Context, id int64, action escalation.Event) (escalation.Escalation, error) {
+	if s.decide != nil {
+		return s.decide(ctx, id, action, "")
+	}
+	e, err := swarm.Decide(ctx, s.st, id, action, "")
+	if err == nil {
+		pokeEscalation(ctx, s.l, id)
+	}
+	return e, err
 }

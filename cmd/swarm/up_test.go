@@ -45,6 +45,8 @@ func TestUpScripts(t *testing.T) {
 			return geminitest.Text("done")
 		}
 	})
+	hooks := newHookServer()
+	t.Cleanup(hooks.Close) // the scripts run after this function returns
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "up"),
 		RequireExplicitExec: true,
@@ -53,6 +55,7 @@ func TestUpScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("FAKE_GEMINI_URL", fake.URL)
+			env.Setenv("WEBHOOK_URL", hooks.url(env.WorkDir))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -63,6 +66,11 @@ func TestUpScripts(t *testing.T) {
 			"waitup":    cmdWaitUp,
 			"pidgone":   cmdPidGone,
 			"waitwatch": cmdWaitWatchers,
+			// escalate_test.go
+			"webhook":     hooks.cmdWebhook,
+			"hookline":    cmdHookLine,
+			"waitsession": cmdWaitSession,
+			"escid":       cmdEscID,
 		},
 	})
 }

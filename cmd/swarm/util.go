@@ -1,9 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/repo"
 )
 
 func isNotFound(err error) bool {
@@ -12,3 +21,35 @@ func isNotFound(err error) bool {
 }
 
 func filepathJoin(elem ...string) string { return filepath.Join(elem...) }
+
+// operatorOnly refuses a command inside an agent session ($SWARM_SESSION_ID
+// set): starting and stopping the swarm and deciding escalations are the
+// operator's. It guards against an agent's mistake, not against a
+// same-user attacker, who can unset the variable.
+func operatorOnly(app *App, command string) error {
+	sid := app.Env.Getenv("SWARM_SESSION_ID")
+	if sid == "" {
+		return nil
+	}
+	return fmt.Errorf("'%s' is for the operator, and this runs inside agent session %s ($SWARM_SESSION_ID is set); ask the operator instead: swarm escalate \"<what you need>\"", command, sid)
+}
+
+// pokeEscalation tells a running supervisor that escalation id was raised
+// or decided, so it holds, releases and notifies now. Without a supervisor
+// the row waits for the next 'swarm up', which applies it.
+func pokeEscalation(ctx context.Context, l repo.Layout, id int64) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := control.Call(ctx, l, control.Request{Op: control.OpEscalation, Escalation: id}); err != nil && !errors.Is(err, control.ErrNoSupervisor) {
+		slog.Warn("tell the supervisor about the escalation; it notices within a second anyway", "escalation", id, "err", err)
+	}
+}
+
+// parseID reads a message or escalation number: 12 or #12.
+func parseID(what, s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "#"), 10, 64)
+	if err != nil || n < 1 {
+		return 0, usagef("%s must be a number such as 12 or #12, got %q", what, s)
+	}
+	return n, nil
+}

@@ -18,6 +18,9 @@
 //	P5  worktree creation per agent (worktree.Manager.Ensure) against a plain
 //	    `git worktree add` on the same repository
 //	P6  base prompt size per mode, in bytes and estimated tokens (chars/4)
+//	P7  protocol (run after P1): validated task_dispatches against plain
+//	    sends through the same Poster (ratio), and the lag from a stored
+//	    ACK deadline to its ack_timeout escalation in a running `swarm up`
 //
 // Usage (make bench builds bin/swarm first):
 //
@@ -167,7 +170,7 @@ func run(binPath, out string, keep, quick bool, only string) int {
 		id string
 		fn func(context.Context) error
 	}{
-		{"P1", b.p1}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6},
+		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6},
 	}
 	var errs []string
 	for _, s := range steps {

@@ -7,8 +7,8 @@
 //   - only the store implementations (mailbox/<backend>) import
 //     database/sql or a SQL driver;
 //   - engines do not import the supervisor;
-//   - the typed domain leaves (fsm, lifecycle, message, mode, migrations)
-//     import nothing of swarm's but each other.
+//   - the typed domain leaves (escalation, fsm, lifecycle, message, mode,
+//     migrations) import nothing of swarm's but each other.
 //
 // Rules read the production imports of each package (tests may reach
 // further: a conformance suite opens a real store).
@@ -62,7 +62,7 @@ func isStore(r string) bool {
 	return ok && !strings.Contains(rest, "/") && rest != "mailboxtest"
 }
 
-var leaves = []string{"fsm", "lifecycle", "message", "mode", "migrations"}
+var leaves = []string{"escalation", "fsm", "lifecycle", "message", "mode", "migrations"}
 
 var sqlImports = []string{`database/sql`, `modernc.org/sqlite`, `github.com/jackc/pgx/v5`}
 

@@ -1,6 +1,7 @@
 // Package mailboxtest is the conformance suite every mailbox.Store
 // implementation must pass: delivery semantics, compare-and-set
-// transitions, sessions, recovery, events, meta and the change feed. Each
+// transitions, sessions, recovery, events, meta, the change feed,
+// escalations, operator mail and protocol mail with its ACKs. Each
 // backend's tests call Run with a factory that opens a fresh, empty store.
 package mailboxtest
 
@@ -76,6 +77,15 @@ func Run(t *testing.T, newStore Factory) {
 		{"RollbackLeavesNothing", testRollback},
 		{"FeedSeesOtherConnections", testFeed},
 		{"Check", testCheck},
+		{"EscalationLifecycle", testEscalationLifecycle},
+		{"EscalationLists", testEscalationLists},
+		{"EscalationRefusals", testEscalationRefusals},
+		{"OperatorMailDone", testOperatorMailDone},
+		{"ProtocolLookups", testProtocolLookups},
+		{"AckClock", testAckClock},
+		{"AckStoredWithItsMessage", testAckStoredWithItsMessage},
+		{"AckResumeAndAbort", testAckResumeAndAbort},
+		{"PostProtocol", testPostProtocol},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

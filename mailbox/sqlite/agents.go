@@ -79,8 +79,8 @@ func getAgent(ctx context.Context, q execer, name string) (mailbox.Agent, error)
 }
 
 // Transition applies one compare-and-set change and records its event.
-// Agent subjects move the agents row; the first event of a subject has no
-// from state.
+// Agent subjects move the agents row, escalation subjects the escalations
+// row; the first event of a subject has no from state.
 func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 	ctx, now := t.ctx, t.now()
 	var agent any
@@ -96,6 +96,12 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 			return fsm.Event{}, fmt.Errorf("move %s from %s to %s: %w", c.Subject, c.From, c.To, mailbox.ErrStateConflict)
 		}
 		agent = c.Subject
+	case fsm.SubjectEscalation:
+		a, err := t.moveEscalation(c)
+		if err != nil {
+			return fsm.Event{}, err
+		}
+		agent = a
 	default:
 		return fsm.Event{}, fmt.Errorf("move %s %s: subjects of this kind have no table yet", c.Kind, c.Subject)
 	}
@@ -141,6 +147,10 @@ func (s *Store) Events(ctx context.Context, f mailbox.EventFilter) ([]fsm.Event,
 	if f.Agent != "" {
 		q += ` AND agent = ?`
 		args = append(args, f.Agent)
+	}
+	if f.Kind != "" {
+		q += ` AND subject_kind = ?`
+		args = append(args, f.Kind)
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {

@@ -12,17 +12,22 @@ import (
 	"github.com/swarmhq/swarm/message"
 )
 
-const messageCols = `id, coalesce(thread_id, id), reply_to, sender, recipient, kind, urgency, body, payload, created_at, state, session_seq, shown`
+const messageCols = `id, coalesce(thread_id, id), reply_to, sender, recipient, kind, urgency, body, payload, created_at, state, session_seq, shown,
+	msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state, ack_due_at, acked_at`
 
 func scanMessage(sc interface{ Scan(...any) error }) (message.Message, error) {
 	var (
-		m       message.Message
-		replyTo sql.NullInt64
-		payload sql.NullString
-		created int64
-		seq     sql.NullInt64
+		m                    message.Message
+		replyTo              sql.NullInt64
+		payload              sql.NullString
+		created              int64
+		seq                  sql.NullInt64
+		msgID, taskID, ptype sql.NullString
+		ack                  message.Ack
+		due, ackedAt         sql.NullInt64
 	)
-	err := sc.Scan(&m.ID, &m.ThreadID, &replyTo, &m.From, &m.To, &m.Kind, &m.Urgency, &m.Body, &payload, &created, &m.State, &seq, &m.Shown)
+	err := sc.Scan(&m.ID, &m.ThreadID, &replyTo, &m.From, &m.To, &m.Kind, &m.Urgency, &m.Body, &payload, &created, &m.State, &seq, &m.Shown,
+		&msgID, &taskID, &ptype, &ack.Required, &ack.Timeout, &ack.State, &due, &ackedAt)
 	if err != nil {
 		return m, err
 	}
@@ -36,6 +41,11 @@ func scanMessage(sc interface{ Scan(...any) error }) (message.Message, error) {
 		m.SessionSeq = &seq.Int64
 	}
 	m.CreatedAt = fromNanos(created)
+	if m.Kind == message.KindProtocol {
+		m.MsgID, m.TaskID, m.ProtocolType = msgID.String, taskID.String, ptype.String
+		ack.DueAt, ack.AckedAt = optTime(due), optTime(ackedAt)
+		m.Ack = &ack
+	}
 	return m, nil
 }
 
@@ -56,10 +66,11 @@ func collect(rows *sql.Rows, err error) ([]message.Message, error) {
 }
 
 // InsertMessages stores validated drafts: one prepared INSERT … RETURNING
-// alone, or all of them in one transaction.
+// alone, or all of them in one transaction. An ack (a draft with AckOf)
+// marks the message it acknowledges in the same transaction.
 func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
 	now := s.now()
-	if len(drafts) == 1 {
+	if len(drafts) == 1 && drafts[0].AckOf == "" {
 		m, err := insert(ctx, s.insert, drafts[0].Normalize(), now)
 		if err != nil {
 			return nil, err
@@ -70,6 +81,11 @@ func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]m
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		stmt := tx.StmtContext(ctx, s.insert)
 		for _, d := range drafts {
+			if d.AckOf != "" {
+				if err := markAcked(ctx, tx, d.AckOf, d.From, nanos(now)); err != nil {
+					return err
+				}
+			}
 			m, err := insert(ctx, stmt, d.Normalize(), now)
 			if err != nil {
 				return err
@@ -84,8 +100,34 @@ func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]m
 	return out, nil
 }
 
+// markAcked records the ACK of msgID by its recipient: pending or overdue
+// become acked.
+func markAcked(ctx context.Context, q execer, msgID, by string, now int64) error {
+	res, err := q.ExecContext(ctx, `UPDATE messages SET ack_state = 'acked', acked_at = ?
+		WHERE msg_id = ? AND recipient = ? AND ack_state IN ('pending', 'overdue')`, now, msgID, by)
+	if err != nil {
+		return fmt.Errorf("acknowledge %s: %w", msgID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	var state message.AckState
+	var to string
+	err = q.QueryRowContext(ctx, `SELECT ack_state, recipient FROM messages WHERE msg_id = ?`, msgID).Scan(&state, &to)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("acknowledge %s: %w", msgID, mailbox.ErrNoSuchMessage)
+	case err != nil:
+		return fmt.Errorf("acknowledge %s: %w", msgID, err)
+	case to != by:
+		return fmt.Errorf("acknowledge %s: it was sent to %s, not %s: %w", msgID, to, by, mailbox.ErrAckClosed)
+	}
+	return fmt.Errorf("acknowledge %s: its ACK is %s: %w", msgID, state, mailbox.ErrAckClosed)
+}
+
 // insert stores one draft with a single statement. A reply takes its
-// parent's thread; the reply_to foreign key rejects a missing parent.
+// parent's thread; the reply_to foreign key rejects a missing parent, and
+// the unique index on msg_id a msg_id already stored.
 func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (message.Message, error) {
 	var replyTo any
 	if d.ReplyTo != 0 {
@@ -95,17 +137,24 @@ func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (mes
 	if len(d.Payload) > 0 {
 		payload = string(d.Payload)
 	}
-	row := q.QueryRowContext(ctx, replyTo, d.From, d.To, d.Kind, d.Urgency, d.Body, payload, nanos(now))
+	ackSecs := int64((d.AckTimeout + time.Second - 1) / time.Second)
+	row := q.QueryRowContext(ctx, replyTo, d.From, d.To, d.Kind, d.Urgency, d.Body, payload, nanos(now),
+		nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs)
 	m, err := scanMessage(row)
-	if err != nil && d.ReplyTo != 0 && isForeignKey(err) {
+	switch {
+	case err != nil && d.ReplyTo != 0 && isForeignKey(err):
 		return m, fmt.Errorf("reply to #%d: %w", d.ReplyTo, mailbox.ErrNoSuchMessage)
+	case err != nil && d.MsgID != "" && isUnique(err):
+		return m, fmt.Errorf("msg_id %s: %w", d.MsgID, mailbox.ErrDuplicateMsgID)
 	}
 	return m, err
 }
 
 const insertSQL = `INSERT INTO messages
-	(thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at)
-	VALUES ((SELECT coalesce(thread_id, id) FROM messages WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+	(thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at,
+	 msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state)
+	VALUES ((SELECT coalesce(thread_id, id) FROM messages WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+	 ?9, ?10, ?11, ?12 > 0, ?12, CASE WHEN ?12 > 0 THEN 'pending' ELSE 'none' END)
 	RETURNING ` + messageCols
 
 // querier is the prepared insert, alone or bound to a transaction.
@@ -138,8 +187,11 @@ func deliver(ctx context.Context, q execer, now int64, agent string, seq int64, 
 	if ids != nil && len(ids) == 0 {
 		return nil, nil
 	}
-	query := `UPDATE messages SET state = 'delivered', session_seq = ?, delivered_at = ?
-		WHERE recipient = ? AND state = 'queued'`
+	// The ACK clock starts at the first delivery; a redelivery keeps the
+	// deadline, so an interrupted session does not buy time.
+	query := `UPDATE messages SET state = 'delivered', session_seq = ?1, delivered_at = ?2,
+		ack_due_at = CASE WHEN ack_state = 'pending' AND ack_due_at IS NULL THEN ?2 + ack_timeout_sec * 1000000000 ELSE ack_due_at END
+		WHERE recipient = ?3 AND state = 'queued'`
 	args := []any{seq, now, agent}
 	if ids != nil {
 		query += ` AND id IN (` + placeholders(len(ids)) + `)`
@@ -216,8 +268,8 @@ func (s *Store) Inbox(ctx context.Context, name string, f mailbox.Filter) ([]mes
 // the rule of which kinds wake.
 func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, error) {
 	var c mailbox.Counts
-	rows, err := s.db.QueryContext(ctx, `SELECT state, kind, urgency, count(*) FROM messages
-		WHERE recipient = ? AND state <> 'done' GROUP BY state, kind, urgency`, agent)
+	rows, err := s.db.QueryContext(ctx, `SELECT state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
+		WHERE recipient = ? AND state <> 'done' GROUP BY state, kind, protocol_type, urgency`, agent)
 	if err != nil {
 		return c, fmt.Errorf("count mail of %s: %w", agent, err)
 	}
@@ -226,21 +278,22 @@ func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, erro
 		var (
 			st message.State
 			k  message.Kind
+			pt string
 			u  message.Urgency
 			n  int
 		)
-		if err := rows.Scan(&st, &k, &u, &n); err != nil {
+		if err := rows.Scan(&st, &k, &pt, &u, &n); err != nil {
 			return c, err
 		}
-		c.Add(st, k, u, n)
+		c.Add(st, k, pt, u, n)
 	}
 	return c, rows.Err()
 }
 
 // PendingAll counts every recipient's undone mail in one grouped query.
 func (s *Store) PendingAll(ctx context.Context) (map[string]mailbox.Counts, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT recipient, state, kind, urgency, count(*) FROM messages
-		WHERE state <> 'done' GROUP BY recipient, state, kind, urgency`)
+	rows, err := s.db.QueryContext(ctx, `SELECT recipient, state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
+		WHERE state <> 'done' GROUP BY recipient, state, kind, protocol_type, urgency`)
 	if err != nil {
 		return nil, fmt.Errorf("count waiting mail: %w", err)
 	}
@@ -251,14 +304,15 @@ func (s *Store) PendingAll(ctx context.Context) (map[string]mailbox.Counts, erro
 			to string
 			st message.State
 			k  message.Kind
+			pt string
 			u  message.Urgency
 			n  int
 		)
-		if err := rows.Scan(&to, &st, &k, &u, &n); err != nil {
+		if err := rows.Scan(&to, &st, &k, &pt, &u, &n); err != nil {
 			return nil, err
 		}
 		c := out[to]
-		c.Add(st, k, u, n)
+		c.Add(st, k, pt, u, n)
 		out[to] = c
 	}
 	return out, rows.Err()

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -165,6 +166,32 @@ func TestMigratesTheFirstRelease(t *testing.T) {
 	}
 	if v, err := s.Check(ctx); err != nil || v != "ok" {
 		t.Fatalf("integrity = %q, %v", v, err)
+	}
+	// The rebuilt messages table (0003) kept threads and its foreign key,
+	// and lets mail to operator become done without a session.
+	all, err := s.MessagesSince(ctx, 0, 0)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("messages = %+v, %v", all, err)
+	}
+	p := mailbox.NewPoster(s, []string{"backend", "frontend"}, nil)
+	if _, err := p.Post(ctx, message.Draft{From: "operator", To: "backend", Body: "x", ReplyTo: 99}); !errors.Is(err, mailbox.ErrNoSuchMessage) {
+		t.Fatalf("reply to a missing message: %v", err)
+	}
+	q, err := p.Post(ctx, message.Draft{From: "backend", To: "operator", Body: "a question", ReplyTo: all[0].ID})
+	if err != nil || q.ThreadID != all[0].ThreadID {
+		t.Fatalf("reply after the rebuild = %+v, %v", q, err)
+	}
+	if n, err := s.MarkOperatorDone(ctx, []int64{q.ID}); err != nil || n != 1 {
+		t.Fatalf("MarkOperatorDone = %d, %v", n, err)
+	}
+	var fkProblems int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fkProblems); err != nil || fkProblems != 0 {
+		t.Fatalf("foreign key check: %d problem(s), %v", fkProblems, err)
+	}
+	var ddl string
+	s.db.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'messages'`).Scan(&ddl)
+	if !strings.Contains(ddl, `REFERENCES "messages"`) {
+		t.Fatalf("messages.reply_to no longer references messages:\n%s", ddl)
 	}
 }
 

@@ -1,0 +1,357 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/protocol"
+	"github.com/swarmhq/swarm/worktree"
+)
+
+// This file is the protocol layer (DESIGN §9.2) as one use case that the
+// CLI (swarm send --type, swarm ack, swarm protocol log) and the engines'
+// tools (send_protocol, ack) share: it resolves what a reply answers,
+// binds ACKs and results to the sender's current session, builds and
+// stores the message through the one mail service (Poster.PostProtocol),
+// and raises a branch_violation escalation when a dispatch names a
+// protected branch. The ACK deadlines are enforced by the supervisor's
+// ack-deadlines service (acks.go).
+
+// Protocol sends protocol messages and ACKs. It is safe for concurrent use.
+type Protocol struct {
+	Store  mailbox.Store
+	Poster *mailbox.Poster
+	// Commits reports whether the repository has a commit (commit_hash
+	// must name one). Nil refuses every commit_hash.
+	Commits func(ctx context.Context, hash string) (bool, error)
+	// Now is the clock of msg_ids and timestamps; nil means time.Now.
+	Now func() time.Time
+	// Base names the base branch while none is recorded yet (before the
+	// first swarm up): the branch checked out at the root. Nil: none.
+	Base func(ctx context.Context) string
+	// Raise raises an escalation: in the supervisor Supervisor.Raise, in
+	// a CLI process Raise plus a poke. Nil raises nothing.
+	Raise func(ctx context.Context, d escalation.Draft) (escalation.Escalation, bool, error)
+}
+
+// SendRequest is a protocol message to send.
+type SendRequest struct {
+	// Draft is what the sender supplies. Its From is the sender's
+	// identity ($SWARM_AGENT, operator, or swarm), never a model's
+	// argument.
+	Draft protocol.Draft
+	// ReplyTo names the message answered: its number (12 or #12) or its
+	// msg_id. It fills task_id, to (when not given) and context_ref.
+	ReplyTo string
+	// Session is the sender's $SWARM_SESSION_ID, "" outside a session.
+	// An ack or a task_result from an agent must come from its current
+	// session.
+	Session string
+}
+
+// BranchViolationError is a dispatch refused for naming a protected
+// branch, and the branch_violation escalation it raised. It unwraps to
+// the *protocol.ValidationError, so it is a validation failure (exit 2).
+type BranchViolationError struct {
+	Err        *protocol.ValidationError
+	Escalation escalation.Escalation
+	Created    bool // false: an open twin was counted instead
+	RaiseErr   error
+}
+
+func (e *BranchViolationError) Error() string { return e.Err.Error() }
+func (e *BranchViolationError) Unwrap() error { return e.Err }
+
+// Note says what became of the escalation, for the sender.
+func (e *BranchViolationError) Note() string {
+	switch {
+	case e.RaiseErr != nil:
+		return fmt.Sprintf("the branch_violation escalation could not be raised: %v", e.RaiseErr)
+	case e.Escalation.ID == 0:
+		return ""
+	}
+	what := "opened"
+	if !e.Created {
+		what = fmt.Sprintf("raised again (%d times)", e.Escalation.Count)
+	}
+	note := fmt.Sprintf("branch_violation escalation %d %s", e.Escalation.ID, what)
+	if e.Escalation.Holds() {
+		note += fmt.Sprintf("; %s is held until the operator decides it (swarm escalation show %d)", e.Escalation.AgentName(), e.Escalation.ID)
+	}
+	return note
+}
+
+// StaleSessionError refuses an ACK or a task_result from a process of a
+// session that is not its agent's current one: a leftover of an earlier
+// session cannot act for the new instance. It is not a usage error (exit 1).
+type StaleSessionError struct {
+	Agent   string
+	Given   string // $SWARM_SESSION_ID of the caller, "" when unset
+	Current string // the agent's latest session, "" when it has none
+	What    string // "acknowledge" or "send a task_result"
+}
+
+func (e *StaleSessionError) Error() string {
+	switch {
+	case e.Current == "":
+		return fmt.Sprintf("%s has had no session yet, so nothing of it can %s; run this from inside its session", e.Agent, e.What)
+	case e.Given == "":
+		return fmt.Sprintf("only %s's current session (%s) can %s, and $SWARM_SESSION_ID is not set here: run it from inside that session", e.Agent, e.Current, e.What)
+	}
+	return fmt.Sprintf("this process belongs to session %s, but %s's current session is %s: a leftover of an earlier session cannot %s for the new one", e.Given, e.Agent, e.Current, e.What)
+}
+
+// Builder returns the protocol builder over the store: the recorded base
+// branch (main and master are refused anyway), the repository's commits
+// and the clock.
+func (p *Protocol) Builder(ctx context.Context) (*protocol.Builder, error) {
+	base, _, err := p.Store.Meta(ctx, worktree.MetaBaseBranch)
+	if err != nil {
+		return nil, fmt.Errorf("read the base branch: %w", err)
+	}
+	if base == "" && p.Base != nil {
+		base = p.Base(ctx)
+	}
+	return &protocol.Builder{Resolver: mailbox.Resolver{Store: p.Store, Commits: p.Commits}, BaseBranch: base, Now: p.Now}, nil
+}
+
+// Send builds, checks and stores a protocol message. Refusals:
+// *protocol.ValidationError (every failing field by its JSON path; a
+// *BranchViolationError when a dispatch names a protected branch, after
+// raising the escalation), *StaleSessionError, or the mail service's own
+// (an unknown recipient).
+func (p *Protocol) Send(ctx context.Context, req SendRequest) (message.Message, protocol.Envelope, error) {
+	d := req.Draft
+	if req.ReplyTo != "" {
+		answered, err := p.envelopeOf(ctx, req.ReplyTo)
+		if err != nil {
+			return message.Message{}, protocol.Envelope{}, err
+		}
+		if err := d.ReplyTo(answered); err != nil {
+			return message.Message{}, protocol.Envelope{}, err
+		}
+	}
+	if d.Type == protocol.TypeTaskResult || d.Type == protocol.TypeAck {
+		what := "send a task_result"
+		if d.Type == protocol.TypeAck {
+			what = "acknowledge"
+		}
+		if err := p.CheckSession(ctx, d.From, req.Session, what); err != nil {
+			return message.Message{}, protocol.Envelope{}, err
+		}
+	}
+	b, err := p.Builder(ctx)
+	if err != nil {
+		return message.Message{}, protocol.Envelope{}, err
+	}
+	m, env, err := p.Poster.PostProtocol(ctx, b, d)
+	var bv *protocol.BranchViolation
+	var ve *protocol.ValidationError
+	if errors.As(err, &bv) && errors.As(err, &ve) {
+		return m, env, p.branchViolation(ctx, d, bv, ve)
+	}
+	return m, env, err
+}
+
+// branchViolation raises the escalation of a dispatch to a protected
+// branch: critical, holding the sender when it is an agent.
+func (p *Protocol) branchViolation(ctx context.Context, d protocol.Draft, bv *protocol.BranchViolation, ve *protocol.ValidationError) error {
+	out := &BranchViolationError{Err: ve}
+	if p.Raise == nil {
+		return out
+	}
+	agent := ""
+	if !message.Reserved(d.From) {
+		agent = d.From
+	}
+	summary := fmt.Sprintf("%s dispatched task %s to %s on the protected branch %q", d.From, d.TaskID, d.To, bv.Branch)
+	out.Escalation, out.Created, out.RaiseErr = p.Raise(ctx, escalation.Draft{
+		Kind: escalation.KindBranchViolation, Hold: agent != "", Agent: agent,
+		Summary: summary,
+		Details: details(map[string]any{"type": d.Type, "from": d.From, "to": d.To, "task_id": d.TaskID,
+			"branch": bv.Branch, "base_branch": bv.Base, "payload": string(d.Payload)}),
+		DedupeKey: escalation.DefaultDedupeKey(escalation.KindBranchViolation, agent, "dispatch:"+d.TaskID, bv.Branch),
+	})
+	return out
+}
+
+// CheckSession refuses an agent's ACK or task_result from anything but
+// its current session: session must be its latest session (running or
+// last ended). Operator and swarm have no sessions and are not checked.
+func (p *Protocol) CheckSession(ctx context.Context, agent, session, what string) error {
+	if message.Reserved(agent) {
+		return nil
+	}
+	serr := &StaleSessionError{Agent: agent, Given: session, What: what}
+	last, err := p.Store.LastSession(ctx, agent, "")
+	switch {
+	case errors.Is(err, mailbox.ErrNoSuchSession):
+		return serr
+	case err != nil:
+		return fmt.Errorf("read %s's sessions: %w", agent, err)
+	}
+	serr.Current = SessionID(agent, last.Seq)
+	if session != serr.Current {
+		return serr
+	}
+	return nil
+}
+
+// Ack acknowledges one message (ref: 12, #12 or a msg_id) as agent, from
+// session.
+func (p *Protocol) Ack(ctx context.Context, agent, session, ref string) (message.Message, error) {
+	m, err := ResolveMessage(ctx, p.Store, ref)
+	if err != nil {
+		return message.Message{}, err
+	}
+	env, err := mailbox.Envelope(m)
+	if err != nil {
+		return message.Message{}, fmt.Errorf("nothing to acknowledge: %w", err)
+	}
+	a := m.Ack
+	switch {
+	case m.To != agent:
+		return message.Message{}, fmt.Errorf("%s was sent to %s, not to %s: only its recipient acknowledges it", m.MsgID, m.To, agent)
+	case a == nil || !a.Required:
+		return message.Message{}, fmt.Errorf("%s asks for no ACK: nothing to acknowledge", m.MsgID)
+	case a.State == message.AckAcked:
+		return message.Message{}, fmt.Errorf("%s was acknowledged already, at %s: nothing to do", m.MsgID, a.AckedAt.Format(time.RFC3339))
+	case a.State == message.AckCancelled:
+		return message.Message{}, fmt.Errorf("%s was cancelled by the operator: do not work on it", m.MsgID)
+	case a.DueAt == nil && !message.Reserved(agent):
+		return message.Message{}, fmt.Errorf("%s has not been delivered to %s yet: acknowledge it once it is in your prompt", m.MsgID, agent)
+	}
+	if err := p.CheckSession(ctx, agent, session, "acknowledge"); err != nil {
+		return message.Message{}, err
+	}
+	b, err := p.Builder(ctx)
+	if err != nil {
+		return message.Message{}, err
+	}
+	sent, _, err := p.Poster.PostProtocol(ctx, b, protocol.AckDraft(env, agent))
+	return sent, err
+}
+
+// AckAll acknowledges every message that awaits agent's ACK and has been
+// delivered to it, oldest first, and returns the ACKs it sent.
+func (p *Protocol) AckAll(ctx context.Context, agent, session string) ([]message.Message, error) {
+	if err := p.CheckSession(ctx, agent, session, "acknowledge"); err != nil {
+		return nil, err
+	}
+	owed, err := p.Store.PendingAcks(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	var sent []message.Message
+	for _, m := range owed {
+		a, err := p.Ack(ctx, agent, session, m.MsgID)
+		if errors.Is(err, mailbox.ErrAckClosed) {
+			continue // acknowledged (or cancelled) meanwhile
+		}
+		if err != nil {
+			return sent, fmt.Errorf("acknowledge %s: %w", m.MsgID, err)
+		}
+		sent = append(sent, a)
+	}
+	return sent, nil
+}
+
+// Log returns a task's protocol messages, oldest first; with no task, the
+// newest limit protocol messages (all when limit is 0).
+func (p *Protocol) Log(ctx context.Context, task string, limit int) ([]message.Message, error) {
+	if task != "" {
+		return p.Store.TaskMessages(ctx, task)
+	}
+	return p.Store.ProtocolMessages(ctx, limit)
+}
+
+// envelopeOf is the envelope of the protocol message ref names.
+func (p *Protocol) envelopeOf(ctx context.Context, ref string) (protocol.Envelope, error) {
+	m, err := ResolveMessage(ctx, p.Store, ref)
+	if err != nil {
+		return protocol.Envelope{}, err
+	}
+	if m.Kind != message.KindProtocol {
+		return protocol.Envelope{}, fmt.Errorf("message #%d is plain mail, not a protocol message: answer it with 'swarm reply %d' or 'swarm send %s <body> --reply-to %d'", m.ID, m.ID, m.From, m.ID)
+	}
+	return mailbox.Envelope(m)
+}
+
+// ResolveMessage finds the message ref names: its number (12 or #12) or a
+// protocol msg_id.
+func ResolveMessage(ctx context.Context, st mailbox.Store, ref string) (message.Message, error) {
+	ref = strings.TrimSpace(ref)
+	if n, ok := MessageNumber(ref); ok {
+		m, err := st.Message(ctx, n)
+		if errors.Is(err, mailbox.ErrNoSuchMessage) {
+			return m, fmt.Errorf("no message #%d: 'swarm inbox <agent>' lists messages with their numbers", n)
+		}
+		return m, err
+	}
+	m, err := st.ProtocolMessage(ctx, ref)
+	if errors.Is(err, mailbox.ErrNoSuchMessage) {
+		return m, fmt.Errorf("no message %q: give a message number (12 or #12) or a protocol msg_id ('swarm protocol log' lists them)", ref)
+	}
+	return m, err
+}
+
+// MessageNumber reads a message number written 12 or #12.
+func MessageNumber(ref string) (int64, bool) {
+	n, err := strconv.ParseInt(strings.TrimPrefix(ref, "#"), 10, 64)
+	return n, err == nil && n > 0
+}
+
+// protocolTool is the engine's way to send protocol messages and ACKs as
+// the agent, from its running session.
+type protocolTool struct {
+	p       *Protocol
+	agent   string
+	session string
+}
+
+func (t protocolTool) Send(ctx context.Context, pm engine.ProtocolMessage) (engine.ProtocolSent, error) {
+	d := protocol.Draft{Type: protocol.Type(pm.Type), From: t.agent, To: pm.To, TaskID: pm.TaskID, Payload: pm.Payload,
+		ContextRef: pm.ContextRef, AckTimeout: pm.AckTimeout, NoAck: pm.NoAck}
+	m, env, err := t.p.Send(ctx, SendRequest{Draft: d, ReplyTo: pm.ReplyTo, Session: t.session})
+	var bv *BranchViolationError
+	if errors.As(err, &bv) && bv.Note() != "" {
+		return engine.ProtocolSent{}, fmt.Errorf("%w\n%s", err, bv.Note())
+	}
+	if err != nil {
+		return engine.ProtocolSent{}, err
+	}
+	return sentOf(m, env.AckTimeout()), nil
+}
+
+func (t protocolTool) Ack(ctx context.Context, ref string, all bool) ([]engine.ProtocolSent, error) {
+	var acks []message.Message
+	if all {
+		var err error
+		if acks, err = t.p.AckAll(ctx, t.agent, t.session); err != nil {
+			return nil, err
+		}
+	} else {
+		m, err := t.p.Ack(ctx, t.agent, t.session, ref)
+		if err != nil {
+			return nil, err
+		}
+		acks = []message.Message{m}
+	}
+	out := make([]engine.ProtocolSent, len(acks))
+	for i, m := range acks {
+		out[i] = sentOf(m, 0)
+	}
+	return out, nil
+}
+
+func sentOf(m message.Message, ack time.Duration) engine.ProtocolSent {
+	return engine.ProtocolSent{ID: m.ID, MsgID: m.MsgID, To: m.To, AckTimeout: ack}
+}
