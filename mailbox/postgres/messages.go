@@ -280,8 +280,8 @@ func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, erro
 
 // PendingAll counts every recipient's undone mail in one grouped query.
 func (s *Store) PendingAll(ctx context.Context) (map[string]mailbox.Counts, error) {
-	rows, err := s.pool.Query(ctx, `SELECT recipient, state, kind, urgency, count(*) FROM messages
-		WHERE state <> 'done' GROUP BY recipient, state, kind, urgency`)
+	rows, err := s.pool.Query(ctx, `SELECT recipient, state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
+		WHERE state <> 'done' GROUP BY recipient, state, kind, protocol_type, urgency`)
 	if err != nil {
 		return nil, fmt.Errorf("count waiting mail: %w", err)
 	}
@@ -292,14 +292,15 @@ func (s *Store) PendingAll(ctx context.Context) (map[string]mailbox.Counts, erro
 			to string
 			st message.State
 			k  message.Kind
+			pt string
 			u  message.Urgency
 			n  int
 		)
-		if err := rows.Scan(&to, &st, &k, &u, &n); err != nil {
+		if err := rows.Scan(&to, &st, &k, &pt, &u, &n); err != nil {
 			return nil, fmt.Errorf("count waiting mail: %w", err)
 		}
 		c := out[to]
-		c.Add(st, k, u, n)
+		c.Add(st, k, pt, u, n)
 		out[to] = c
 	}
 	return out, rows.Err()
