@@ -71,7 +71,7 @@ func runAck(ctx context.Context, opts *AckOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

@@ -117,7 +117,7 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 	} else if d.Hold {
 		return usagef("--hold needs an agent to hold: run it inside the agent's session, or pass --agent NAME")
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

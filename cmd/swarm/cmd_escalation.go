@@ -100,11 +100,11 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 			return err
 		}
 	}
-	l, _, err := app.loadConfig()
+	l, cfg, err := app.loadConfig()
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func runEscalations(ctx context.Context, opts *EscalationsOptions) error {
 			return err
 		}
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func runProtocolLog(ctx context.Context, opts *ProtocolLogOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

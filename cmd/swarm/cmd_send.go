@@ -174,7 +174,7 @@ func runSendProtocol(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.openStore(ctx, l)
+	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/swarmhq/swarm/lifecycle"
-	"github.com/swarmhq/swarm/termsafe"
-
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
