@@ -14,15 +14,20 @@ import (
 	"github.com/swarmhq/swarm/message"
 )
 
-const messageCols = `id, coalesce(thread_id, id), reply_to, sender, recipient, kind, urgency, body, payload, created_at, state, session_seq, shown`
+const messageCols = `id, coalesce(thread_id, id), reply_to, sender, recipient, kind, urgency, body, payload, created_at, state, session_seq, shown,
+	msg_id, task_id, protocol_type, ack_required <> 0, ack_timeout_sec, ack_state, ack_due_at, acked_at`
 
 func scanMessage(sc pgx.Row) (message.Message, error) {
 	var (
-		m       message.Message
-		payload *string
-		created int64
+		m                    message.Message
+		payload              *string
+		created              int64
+		msgID, taskID, ptype *string
+		ack                  message.Ack
+		due, ackedAt         *int64
 	)
-	err := sc.Scan(&m.ID, &m.ThreadID, &m.ReplyTo, &m.From, &m.To, &m.Kind, &m.Urgency, &m.Body, &payload, &created, &m.State, &m.SessionSeq, &m.Shown)
+	err := sc.Scan(&m.ID, &m.ThreadID, &m.ReplyTo, &m.From, &m.To, &m.Kind, &m.Urgency, &m.Body, &payload, &created, &m.State, &m.SessionSeq, &m.Shown,
+		&msgID, &taskID, &ptype, &ack.Required, &ack.Timeout, &ack.State, &due, &ackedAt)
 	if err != nil {
 		return m, err
 	}
@@ -30,7 +35,19 @@ func scanMessage(sc pgx.Row) (message.Message, error) {
 		m.Payload = []byte(*payload)
 	}
 	m.CreatedAt = fromNanos(created)
+	if m.Kind == message.KindProtocol {
+		m.MsgID, m.TaskID, m.ProtocolType = deref(msgID), deref(taskID), deref(ptype)
+		ack.DueAt, ack.AckedAt = optTime(due), optTime(ackedAt)
+		m.Ack = &ack
+	}
 	return m, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func collect(rows pgx.Rows, err error) ([]message.Message, error) {
@@ -53,19 +70,24 @@ func collect(rows pgx.Rows, err error) ([]message.Message, error) {
 // the message lock before the identity default draws an id, and holds it
 // until commit, so ids commit in order (see the package comment). A reply
 // takes its parent's thread; the reply_to foreign key rejects a missing
-// parent.
+// parent, and the unique index on msg_id a msg_id already stored. A
+// protocol draft asking for an ACK (ack_timeout_sec > 0) stores it pending.
 const insertSQL = `WITH serial AS MATERIALIZED (SELECT pg_advisory_xact_lock($9::bigint))
-	INSERT INTO messages (thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at)
+	INSERT INTO messages (thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at,
+		msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state)
 	SELECT (SELECT coalesce(m.thread_id, m.id) FROM messages m WHERE m.id = $1::bigint), $1::bigint,
-		$2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::bigint
+		$2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::bigint,
+		$10::text, $11::text, $12::text, CASE WHEN $13::bigint > 0 THEN 1 ELSE 0 END, $13::bigint,
+		CASE WHEN $13::bigint > 0 THEN 'pending' ELSE 'none' END
 	FROM serial
 	RETURNING ` + messageCols
 
 // InsertMessages stores validated drafts: one statement alone, or all of
-// them in one transaction.
+// them in one transaction. An ack (a draft with AckOf) marks the message
+// it acknowledges in the same transaction.
 func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
 	now := s.now()
-	if len(drafts) == 1 {
+	if len(drafts) == 1 && drafts[0].AckOf == "" {
 		m, err := insert(ctx, s.pool, drafts[0].Normalize(), now)
 		if err != nil {
 			return nil, err
@@ -75,6 +97,11 @@ func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]m
 	var out []message.Message
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for _, d := range drafts {
+			if d.AckOf != "" {
+				if err := markAcked(ctx, tx, d.AckOf, d.From, nanos(now)); err != nil {
+					return err
+				}
+			}
 			m, err := insert(ctx, tx, d.Normalize(), now)
 			if err != nil {
 				return err
@@ -89,6 +116,31 @@ func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]m
 	return out, nil
 }
 
+// markAcked records the ACK of msgID by its recipient: pending or overdue
+// become acked.
+func markAcked(ctx context.Context, q querier, msgID, by string, now int64) error {
+	tag, err := q.Exec(ctx, `UPDATE messages SET ack_state = 'acked', acked_at = $1
+		WHERE msg_id = $2 AND recipient = $3 AND ack_state IN ('pending', 'overdue')`, now, msgID, by)
+	if err != nil {
+		return fmt.Errorf("acknowledge %s: %w", msgID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var state message.AckState
+	var to string
+	err = q.QueryRow(ctx, `SELECT ack_state, recipient FROM messages WHERE msg_id = $1`, msgID).Scan(&state, &to)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("acknowledge %s: %w", msgID, mailbox.ErrNoSuchMessage)
+	case err != nil:
+		return fmt.Errorf("acknowledge %s: %w", msgID, err)
+	case to != by:
+		return fmt.Errorf("acknowledge %s: it was sent to %s, not %s: %w", msgID, to, by, mailbox.ErrAckClosed)
+	}
+	return fmt.Errorf("acknowledge %s: its ACK is %s: %w", msgID, state, mailbox.ErrAckClosed)
+}
+
 func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (message.Message, error) {
 	var replyTo *int64
 	if d.ReplyTo != 0 {
@@ -99,10 +151,15 @@ func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (mes
 		p := string(d.Payload)
 		payload = &p
 	}
-	m, err := scanMessage(q.QueryRow(ctx, insertSQL, replyTo, d.From, d.To, string(d.Kind), string(d.Urgency), d.Body, payload, nanos(now), lockMessages))
+	ackSecs := int64((d.AckTimeout + time.Second - 1) / time.Second)
+	m, err := scanMessage(q.QueryRow(ctx, insertSQL, replyTo, d.From, d.To, string(d.Kind), string(d.Urgency), d.Body, payload, nanos(now), lockMessages,
+		nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs))
 	if err != nil {
 		if d.ReplyTo != 0 && pgCode(err) == codeForeignKey {
 			return m, fmt.Errorf("reply to #%d: %w", d.ReplyTo, mailbox.ErrNoSuchMessage)
+		}
+		if d.MsgID != "" && pgCode(err) == codeUnique {
+			return m, fmt.Errorf("msg_id %s: %w", d.MsgID, mailbox.ErrDuplicateMsgID)
 		}
 		return m, fmt.Errorf("store a message from %s to %s: %w", d.From, d.To, err)
 	}
@@ -138,7 +195,10 @@ func (t *txn) Deliver(agent string, seq int64, ids []int64) ([]message.Message, 
 	if ids != nil && len(ids) == 0 {
 		return nil, nil
 	}
-	query := `UPDATE messages SET state = 'delivered', session_seq = $1, delivered_at = $2
+	// The ACK clock starts at the first delivery; a redelivery keeps the
+	// deadline, so an interrupted session does not buy time.
+	query := `UPDATE messages SET state = 'delivered', session_seq = $1, delivered_at = $2,
+		ack_due_at = CASE WHEN ack_state = 'pending' AND ack_due_at IS NULL THEN $2 + ack_timeout_sec * 1000000000 ELSE ack_due_at END
 		WHERE recipient = $3 AND state = 'queued'`
 	args := []any{seq, t.now(), agent}
 	if ids != nil {
@@ -205,8 +265,8 @@ func (s *Store) Inbox(ctx context.Context, name string, f mailbox.Filter) ([]mes
 // the rule of which kinds wake.
 func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, error) {
 	var c mailbox.Counts
-	rows, err := s.pool.Query(ctx, `SELECT state, kind, urgency, count(*) FROM messages
-		WHERE recipient = $1 AND state <> 'done' GROUP BY state, kind, urgency`, agent)
+	rows, err := s.pool.Query(ctx, `SELECT state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
+		WHERE recipient = $1 AND state <> 'done' GROUP BY state, kind, protocol_type, urgency`, agent)
 	if err != nil {
 		return c, fmt.Errorf("count mail of %s: %w", agent, err)
 	}
@@ -215,13 +275,14 @@ func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, erro
 		var (
 			st message.State
 			k  message.Kind
+			pt string
 			u  message.Urgency
 			n  int
 		)
-		if err := rows.Scan(&st, &k, &u, &n); err != nil {
+		if err := rows.Scan(&st, &k, &pt, &u, &n); err != nil {
 			return c, fmt.Errorf("count mail of %s: %w", agent, err)
 		}
-		c.Add(st, k, u, n)
+		c.Add(st, k, pt, u, n)
 	}
 	return c, rows.Err()
 }
