@@ -69,7 +69,10 @@ type Config struct {
 type Settings struct {
 	Engine         string
 	Model          string
-	Mode           mode.Mode
+	Mode           mode.Mode // execute | coordinate, or a profile: code | review | delegate
+	Strategy       mode.Strategy
+	TreeRoot       string                   // execute/tree: the beads task the agent owns
+	Capabilities   map[mode.Capability]bool // overrides of the derived vector
 	SessionTimeout time.Duration
 	MaxTurns       int
 	Interrupt      string
@@ -83,6 +86,12 @@ type Agent struct {
 	Role     string // the role text, read from the file when RoleFile is set
 	RoleFile string // the @path, relative to the repo root, if any
 	Script   string // script engine file; empty means .swarm/scripts/<name>.toml
+}
+
+// Spec is the agent's mode, strategy and capability overrides: what
+// mode.Spec.Vector derives its capabilities from, once per session.
+func (s Settings) Spec() mode.Spec {
+	return mode.Spec{Mode: s.Mode, Strategy: s.Strategy, Overrides: s.Capabilities, TreeRoot: s.TreeRoot}
 }
 
 // Engine is an [engine.NAME] table, or a built-in.
@@ -155,7 +164,8 @@ type Env struct {
 var defaultSettings = Settings{
 	Engine:         EngineGemini,
 	Model:          "gemini-2.5-flash",
-	Mode:           mode.Code,
+	Mode:           mode.ExecuteMode,
+	Strategy:       mode.Simple,
 	SessionTimeout: 30 * time.Minute,
 	MaxTurns:       100,
 	Interrupt:      InterruptCancel,

@@ -22,6 +22,7 @@ import (
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 )
 
 // Errors every implementation returns (wrapped) for the same conditions.
@@ -33,6 +34,8 @@ var (
 	ErrStateConflict = errors.New("state changed underneath")
 	// ErrNoSuchAgent means the agent has no row yet.
 	ErrNoSuchAgent = errors.New("no such agent")
+	// ErrNoReport means the agent has made no report.
+	ErrNoReport = errors.New("no report")
 	// ErrNoSuchSession means the session does not exist (or is not running,
 	// where a running one is needed).
 	ErrNoSuchSession = errors.New("no such session")
@@ -87,6 +90,12 @@ type Store interface {
 	// AddSessionPgid records a process group the session started, so
 	// recovery can kill it after a crash.
 	AddSessionPgid(ctx context.Context, agent string, seq int64, pgid int) error
+
+	// AddReport stores an agent's report and returns it with its id and
+	// time. A task-level kind needs a task; a session report has none.
+	AddReport(ctx context.Context, r Report) (Report, error)
+	// LastReport returns the agent's newest report, or ErrNoReport.
+	LastReport(ctx context.Context, agent string) (Report, error)
 
 	// Events returns events oldest first.
 	Events(ctx context.Context, f EventFilter) ([]fsm.Event, error)
@@ -201,16 +210,48 @@ type Session struct {
 	TokensOut int64
 	Pgids     []int
 	Error     string
+	// Capabilities is the vector derived when the session started; nil
+	// for sessions recorded before capabilities were stored.
+	Capabilities mode.Vector
 }
 
-// SessionStart is a session about to run: its prompt and the ready task
-// ids the prompt listed.
+// SessionStart is a session about to run: its prompt, the ready task ids
+// the prompt listed and its capability vector.
 type SessionStart struct {
-	Agent  string
-	Seq    int64
-	Engine string
-	Prompt string
-	Tasks  []string
+	Agent        string
+	Seq          int64
+	Engine       string
+	Prompt       string
+	Tasks        []string
+	Capabilities mode.Vector
+}
+
+// ReportKind is what a report is about.
+type ReportKind string
+
+// Report kinds: three about a task, one about the session.
+const (
+	ReportProgress ReportKind = "progress"
+	ReportBlocked  ReportKind = "blocked"
+	ReportComplete ReportKind = "complete"
+	ReportSession  ReportKind = "session"
+)
+
+// ReportKinds lists every report kind.
+var ReportKinds = []ReportKind{ReportProgress, ReportBlocked, ReportComplete, ReportSession}
+
+// TaskLevel reports whether the kind is about a task.
+func (k ReportKind) TaskLevel() bool { return k != ReportSession }
+
+// Report is what an agent said about a task or its session.
+type Report struct {
+	ID         int64      `json:"id"`
+	Agent      string     `json:"agent"`
+	SessionSeq int64      `json:"session_seq,omitempty"`
+	Kind       ReportKind `json:"kind"`
+	Task       string     `json:"task,omitempty"`
+	Message    string     `json:"message"`
+	At         time.Time  `json:"at"`
 }
 
 // SessionEnd is how a session ended.

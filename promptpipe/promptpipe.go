@@ -92,9 +92,13 @@ var Titles = [...]string{
 
 // PromptContext is what the caller knows about the agent and its session.
 type PromptContext struct {
-	Agent      string
-	Role       string // the role text, already read from an @file
-	Mode       mode.Mode
+	Agent    string
+	Role     string // the role text, already read from an @file
+	Mode     mode.Mode
+	Strategy mode.Strategy // "" means the mode's default
+	// Caps is the session's capability vector, derived once when it
+	// started; nil derives it from Mode and Strategy (a preview).
+	Caps       mode.Vector
 	SessionID  string // empty in a preview
 	SessionSeq int64  // 1, 2, … per agent
 	DBPath     string // the mailbox database
@@ -263,6 +267,17 @@ func (pc PromptContext) validate() error {
 		return fmt.Errorf("build prompt for %s: session number %d, want 1 or more", pc.Agent, pc.SessionSeq)
 	}
 	return nil
+}
+
+// Spec is the context's mode and strategy.
+func (pc PromptContext) Spec() mode.Spec { return mode.Spec{Mode: pc.Mode, Strategy: pc.Strategy} }
+
+// Vector is the capability vector the prompt describes.
+func (pc PromptContext) Vector() mode.Vector {
+	if pc.Caps != nil {
+		return pc.Caps
+	}
+	return pc.Spec().Vector()
 }
 
 func modeError(m mode.Mode) error {

@@ -32,7 +32,7 @@ func Render(pc PromptContext, src Sources, cfg config.Prompt, now time.Time) Pro
 	}
 	add(SecIdentity, identity(pc))
 	add(SecAgentRole, agentRole(pc))
-	add(SecModeInstructions, ModeInstructions(pc.Mode, pc.Beads))
+	add(SecModeInstructions, ModeInstructions(pc.Spec(), pc.Vector(), pc.Beads))
 	if pc.Workflow != nil {
 		add(SecWorkflowContext, workflowContext(*pc.Workflow))
 	}
@@ -235,7 +235,7 @@ func tasks(pc PromptContext, all []beads.Issue, cfg config.Prompt) (string, []st
 		fmt.Fprintf(&b, "and %d more (`bd ready` lists them all).\n", more)
 	}
 	switch {
-	case !pc.Beads || !pc.Mode.Allows(mode.BDClaim):
+	case !pc.Beads || !pc.Vector().AllowsTool(mode.BDClaim, pc.Beads):
 		b.WriteString("Your mode does not claim tasks: they are listed so you know what the team is working on.\n")
 	case pc.Mode.Kind() == mode.Coordinate:
 		b.WriteString("Hand these out: name the task id in each assignment, so its owner claims it.\n")

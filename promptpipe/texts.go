@@ -2,52 +2,7 @@ package promptpipe
 
 import (
 	"fmt"
-	"slices"
-	"strings"
-
-	"github.com/swarmhq/swarm/mode"
 )
-
-// ModeInstructions is section 3: the rules of mode m and exactly the tools
-// it grants (mode.Tools, the list the engines enforce). beads reports
-// whether bd is installed, which adds the beads tools where the mode has
-// them. No tool outside the list is named.
-func ModeInstructions(m mode.Mode, beads bool) string {
-	tools := m.Tools(beads)
-	has := func(t string) bool { return slices.Contains(tools, t) }
-	var b strings.Builder
-	switch m {
-	case mode.Code:
-		b.WriteString("You are in code mode: you make the changes yourself, on your branch.\n")
-	case mode.Delegate:
-		b.WriteString("You are in delegate mode: you plan and hand out work; your teammates make the changes. You cannot edit files or run commands.\n")
-	case mode.Review:
-		b.WriteString("You are in review mode: you check your teammates' work and report what you find. You cannot edit files or run commands.\n")
-	default:
-		fmt.Fprintf(&b, "You are in %s mode: %s.\n", m, m.Summary())
-	}
-	fmt.Fprintf(&b, "Your tools: %s. You have no others.\n", strings.Join(tools, ", "))
-	switch m {
-	case mode.Code:
-		b.WriteString("- Own each change from start to end: read the code, edit it, build and test it, commit it.\n")
-		b.WriteString("- Stay in your role's part of the code. A change that belongs to a teammate goes to them as a message, not into your commit.\n")
-		if has(mode.BDClaim) {
-			fmt.Fprintf(&b, "- Claim a beads task with %s before you start it, and close it with %s once the work is committed.\n", mode.BDClaim, mode.BDClose)
-		}
-	case mode.Delegate:
-		b.WriteString("- Read enough of the code to plan. Split the work into small tasks, each with one owner, the files involved, the expected result and how to check it.\n")
-		fmt.Fprintf(&b, "- Send each task to its owner with %s. Never give one task to two agents, and do not try to do the work yourself.\n", mode.SendMessage)
-		b.WriteString("- Follow up: answer questions, unblock, re-plan when things change, and tell `operator` about progress and decisions.\n")
-		if has(mode.BDClaim) {
-			fmt.Fprintf(&b, "- Name the beads task id when you hand a task out, so its owner claims it. %s gives a task's details; %s and %s are for tasks you coordinate yourself.\n", mode.BDShow, mode.BDClaim, mode.BDClose)
-		}
-	case mode.Review:
-		b.WriteString("- You see teammates' work through what they send you (diffs, paths, descriptions) and the files in your own worktree.\n")
-		b.WriteString("- Look for bugs, missing tests, broken contracts and security problems before style.\n")
-		fmt.Fprintf(&b, "- Send the author one verdict with %s: approved, or the problems, most serious first, each with file:line, what is wrong and why. Mark what must be fixed apart from suggestions.\n", mode.SendMessage)
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
 
 // coreMandates is section 6, the rules every agent keeps.
 func coreMandates(pc PromptContext) string {

@@ -7,6 +7,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 )
 
 // The supervisor reaches worktrees, prompts and tasks through these small
@@ -50,6 +51,9 @@ type PromptRequest struct {
 	Mail      []message.Message
 	Interrupt *Interrupt
 	BeadsOK   bool
+	// Caps is the session's capability vector, derived once when the
+	// session is built; nil in a preview, which derives it the same way.
+	Caps mode.Vector
 }
 
 // Prompt is a built prompt.

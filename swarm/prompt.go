@@ -84,6 +84,8 @@ func (p PipePrompts) render(ctx context.Context, req PromptRequest) (promptpipe.
 		Agent:      req.Agent.Name,
 		Role:       req.Agent.Role,
 		Mode:       req.Agent.Mode,
+		Strategy:   req.Agent.Strategy,
+		Caps:       req.Caps,
 		SessionID:  req.SessionID,
 		SessionSeq: req.Seq,
 		DBPath:     absPath(p.Layout.DB),

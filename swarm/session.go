@@ -40,7 +40,13 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := r.sup.opts.Prompts.Build(ctx, r.sup.promptRequest(r.agent, seq, r.worktree, queued, r.interrupt))
+	// The capability vector is derived once per session: the prompt
+	// describes it, the store keeps it (the swarm commands check it) and
+	// the engine enforces it.
+	caps := r.agent.Spec().Vector()
+	req := r.sup.promptRequest(r.agent, seq, r.worktree, queued, r.interrupt)
+	req.Caps = caps
+	p, err := r.sup.opts.Prompts.Build(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -57,7 +63,7 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 		if mail, err = tx.Deliver(r.agent.Name, seq, ids); err != nil {
 			return err
 		}
-		if err := tx.StartSession(mailbox.SessionStart{Agent: r.agent.Name, Seq: seq, Engine: r.eng.Name(), Prompt: p.Text, Tasks: p.TaskIDs}); err != nil {
+		if err := tx.StartSession(mailbox.SessionStart{Agent: r.agent.Name, Seq: seq, Engine: r.eng.Name(), Prompt: p.Text, Tasks: p.TaskIDs, Capabilities: caps}); err != nil {
 			return err
 		}
 		r.seq = seq
@@ -69,6 +75,7 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	r.sessionTasks = p.TaskIDs
 	r.sessionMail = mail
 	r.sessionPrompt = p.Text
+	r.sessionCaps = caps
 	if r.realWork(mail, p.TaskIDs) {
 		if err := r.sup.store.SetNudges(bg(ctx), r.agent.Name, 0); err != nil {
 			r.sup.log.Warn("reset nudges", "agent", r.agent.Name, "err", err)
@@ -134,6 +141,8 @@ func (r *runner) startSession(ctx context.Context) (*session, error) {
 		Branch:    r.branch,
 		Prompt:    r.sessionPrompt,
 		Mode:      r.agent.Mode,
+		Strategy:  r.agent.Strategy,
+		Caps:      r.sessionCaps,
 		Model:     r.agent.Model,
 		MaxTurns:  r.agent.MaxTurns,
 		Timeout:   r.agent.SessionTimeout,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/worktree"
 )
@@ -35,8 +37,12 @@ heartbeat. A heartbeat older than three intervals is marked stale: the
 supervisor is gone or stuck. Works with or without a running supervisor.
 
 --json prints {"running", "pid", "agents": [{"name", "state", "session_seq",
-"mode", "engine", "branch", "worktree", "pending", "heartbeat_at", "stale",
-"consecutive_errors", "total_errors", "tokens"}]}.`,
+"mode", "profile", "strategy", "capabilities", "last_report", "engine",
+"branch", "worktree", "pending", "heartbeat_at", "stale",
+"consecutive_errors", "total_errors", "tokens"}]}. mode is execute or
+coordinate, profile code, review, delegate or null, capabilities the
+vector of the agent's last session (else as configured), and last_report
+{kind, task, message, at} or null.`,
 		Example: `  swarm status
   swarm status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
@@ -53,22 +59,23 @@ type statusJSON struct {
 }
 
 type agentStatus struct {
-	Name              string     `json:"name"`
-	State             string     `json:"state"`
-	SessionSeq        int64      `json:"session_seq"`
-	Mode              string     `json:"mode"`
-	Engine            string     `json:"engine"`
-	Branch            string     `json:"branch"`
-	Worktree          string     `json:"worktree"`
-	Pending           int        `json:"pending"`
-	Urgent            int        `json:"urgent"`
-	HeartbeatAt       *time.Time `json:"heartbeat_at"`
-	Stale             bool       `json:"stale"`
-	ConsecutiveErrors int        `json:"consecutive_errors"`
-	TotalErrors       int        `json:"total_errors"`
-	Tokens            int64      `json:"tokens"`
-	Activity          string     `json:"activity,omitempty"`
-	StateSince        *time.Time `json:"state_since,omitempty"`
+	Name       string `json:"name"`
+	State      string `json:"state"`
+	SessionSeq int64  `json:"session_seq"`
+	modeJSON
+	LastReport        *reportJSON `json:"last_report"`
+	Engine            string      `json:"engine"`
+	Branch            string      `json:"branch"`
+	Worktree          string      `json:"worktree"`
+	Pending           int         `json:"pending"`
+	Urgent            int         `json:"urgent"`
+	HeartbeatAt       *time.Time  `json:"heartbeat_at"`
+	Stale             bool        `json:"stale"`
+	ConsecutiveErrors int         `json:"consecutive_errors"`
+	TotalErrors       int         `json:"total_errors"`
+	Tokens            int64       `json:"tokens"`
+	Activity          string      `json:"activity,omitempty"`
+	StateSince        *time.Time  `json:"state_since,omitempty"`
 }
 
 // supervisorPid asks the control socket who is running.
@@ -102,8 +109,19 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	for _, a := range cfg.Agents {
 		eng := a.Engine
 		row, ok := byName[a.Name]
-		s := agentStatus{Name: a.Name, State: "Stopped", Mode: string(a.Mode), Engine: eng,
+		var caps mode.Vector
+		if last, err := st.LastSession(ctx, a.Name, ""); err == nil {
+			caps = last.Capabilities
+		} else if !errors.Is(err, mailbox.ErrNoSuchSession) {
+			return out, err
+		}
+		s := agentStatus{Name: a.Name, State: "Stopped", modeJSON: modeOf(a, caps), Engine: eng,
 			Branch: worktree.Branch(a.Name), Worktree: filepathJoin(cfg.Worktree.Dir, a.Name)}
+		if r, err := st.LastReport(ctx, a.Name); err == nil {
+			s.LastReport = &reportJSON{Kind: string(r.Kind), Task: r.Task, Message: r.Message, At: r.At}
+		} else if !errors.Is(err, mailbox.ErrNoReport) {
+			return out, err
+		}
 		if ok {
 			s.State, s.SessionSeq = string(row.State), row.SessionSeq
 			if row.Engine != "" {
@@ -171,8 +189,24 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		if a.StateSince != nil && a.State != "Stopped" {
 			since = " " + humanAge(now.Sub(*a.StateSince))
 		}
-		fmt.Fprintf(tw, "%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", a.Name, a.State, since, a.SessionSeq, a.Mode, a.Engine, mail,
+		fmt.Fprintf(tw, "%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", a.Name, a.State, since, a.SessionSeq, a.modeWord(), a.Engine, mail,
 			a.ConsecutiveErrors, a.TotalErrors, a.Tokens, hb)
 	}
 	return tw.Flush()
+}
+
+// reportJSON is an agent's last report in status --json.
+type reportJSON struct {
+	Kind    string    `json:"kind"`
+	Task    string    `json:"task,omitempty"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// modeWord is the MODE column: the profile, else mode/strategy.
+func (a agentStatus) modeWord() string {
+	if a.Profile != nil {
+		return *a.Profile
+	}
+	return a.Mode + "/" + a.Strategy
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mode"
 )
 
 const agentCols = `name, state, session_seq, mode, engine, branch, worktree, consecutive_errors, total_errors,
@@ -223,8 +225,12 @@ func (t *txn) StartSession(st mailbox.SessionStart) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(t.ctx, `INSERT INTO sessions (agent, seq, state, engine, started_at, prompt, tasks)
-		VALUES (?, ?, 'running', ?, ?, ?, ?)`, st.Agent, st.Seq, st.Engine, t.now(), st.Prompt, string(tj))
+	var caps any
+	if st.Capabilities != nil {
+		caps = st.Capabilities.JSON()
+	}
+	_, err = t.tx.ExecContext(t.ctx, `INSERT INTO sessions (agent, seq, state, engine, started_at, prompt, tasks, capabilities)
+		VALUES (?, ?, 'running', ?, ?, ?, ?, ?)`, st.Agent, st.Seq, st.Engine, t.now(), st.Prompt, string(tj), caps)
 	if err != nil {
 		return fmt.Errorf("start session %s/%d: %w", st.Agent, st.Seq, err)
 	}
@@ -273,7 +279,7 @@ func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgi
 	return nil
 }
 
-const sessionCols = `id, agent, seq, state, engine, started_at, ended_at, prompt, tasks, tokens_in, tokens_out, pgids, error`
+const sessionCols = `id, agent, seq, state, engine, started_at, ended_at, prompt, tasks, tokens_in, tokens_out, pgids, error, capabilities`
 
 func scanSession(sc interface{ Scan(...any) error }) (mailbox.Session, error) {
 	var (
@@ -282,9 +288,10 @@ func scanSession(sc interface{ Scan(...any) error }) (mailbox.Session, error) {
 		ended   sql.NullInt64
 		tasks   string
 		pgids   string
+		caps    sql.NullString
 	)
 	err := sc.Scan(&s.ID, &s.Agent, &s.Seq, &s.State, &s.Engine, &started, &ended, &s.Prompt, &tasks,
-		&s.TokensIn, &s.TokensOut, &pgids, &s.Error)
+		&s.TokensIn, &s.TokensOut, &pgids, &s.Error, &caps)
 	if err != nil {
 		return s, err
 	}
@@ -300,6 +307,13 @@ func scanSession(sc interface{ Scan(...any) error }) (mailbox.Session, error) {
 	}
 	if err := json.Unmarshal([]byte(pgids), &s.Pgids); err != nil {
 		s.Pgids = nil
+	}
+	if caps.Valid {
+		v, err := mode.ParseVector(caps.String)
+		if err != nil {
+			return s, fmt.Errorf("session %d of %s: %w", s.Seq, s.Agent, err)
+		}
+		s.Capabilities = v
 	}
 	return s, nil
 }
@@ -367,4 +381,46 @@ func (t *txn) RecoverAgent(agent string) (mailbox.Recovered, error) {
 	}
 	r.Requeued, err = settle(ctx, t.tx, t.now(), agent, 0, false)
 	return r, err
+}
+
+// AddReport stores a report.
+func (s *Store) AddReport(ctx context.Context, r mailbox.Report) (mailbox.Report, error) {
+	if !slices.Contains(mailbox.ReportKinds, r.Kind) {
+		return r, fmt.Errorf("report of %s: unknown kind %q", r.Agent, r.Kind)
+	}
+	if r.Kind.TaskLevel() != (r.Task != "") {
+		return r, fmt.Errorf("report of %s: a %s report needs a task exactly when it is about one", r.Agent, r.Kind)
+	}
+	if r.Message == "" {
+		return r, fmt.Errorf("report of %s: empty message", r.Agent)
+	}
+	now := nanos(s.now())
+	res, err := s.db.ExecContext(ctx, `INSERT INTO reports (agent, session_seq, kind, task, message, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.Agent, r.SessionSeq, r.Kind, r.Task, r.Message, now)
+	if err != nil {
+		return r, fmt.Errorf("store the report of %s: %w", r.Agent, err)
+	}
+	if r.ID, err = res.LastInsertId(); err != nil {
+		return r, err
+	}
+	r.At = fromNanos(now)
+	return r, nil
+}
+
+// LastReport returns the agent's newest report.
+func (s *Store) LastReport(ctx context.Context, agent string) (mailbox.Report, error) {
+	var (
+		r  mailbox.Report
+		at int64
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT id, agent, session_seq, kind, task, message, at FROM reports WHERE agent = ? ORDER BY id DESC LIMIT 1`, agent).
+		Scan(&r.ID, &r.Agent, &r.SessionSeq, &r.Kind, &r.Task, &r.Message, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("last report of %s: %w", agent, mailbox.ErrNoReport)
+	}
+	if err != nil {
+		return r, fmt.Errorf("read the last report of %s: %w", agent, err)
+	}
+	r.At = fromNanos(at)
+	return r, nil
 }
