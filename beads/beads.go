@@ -219,6 +219,19 @@ func (c *Client) Close(ctx context.Context, id, reason string) (json.RawMessage,
 	return c.rawCall(ctx, append(args, "--json")...)
 }
 
+// SetStatus runs `bd update <id> --status <status> --json`: the queue's
+// fail gives a task back as blocked, so `bd ready` does not offer it again
+// until someone looks at it.
+func (c *Client) SetStatus(ctx context.Context, id, status string) (json.RawMessage, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := checkID(status); err != nil {
+		return nil, fmt.Errorf("bad status %q", status)
+	}
+	return c.rawCall(ctx, "update", id, "--status", status, "--json")
+}
+
 // Show runs `bd show <id> --json`.
 func (c *Client) Show(ctx context.Context, id string) (json.RawMessage, error) {
 	if err := checkID(id); err != nil {

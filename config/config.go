@@ -229,6 +229,18 @@ func Parse(data []byte, name, root string) (*Config, error) {
 	return &b.cfg, nil
 }
 
+// NeedBeads names, in config order, the agents whose strategy cannot work
+// without bd (queue, tree), with their strategies: "worker (queue)".
+func (c *Config) NeedBeads() []string {
+	var out []string
+	for _, a := range c.Agents {
+		if s := a.Spec(); s.NeedsBeads() {
+			out = append(out, fmt.Sprintf("%s (%s)", a.Name, s.EffectiveStrategy()))
+		}
+	}
+	return out
+}
+
 // AgentNames returns the agents' names in config order.
 func (c *Config) AgentNames() []string {
 	names := make([]string, len(c.Agents))

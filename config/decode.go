@@ -31,18 +31,18 @@ type rawFile struct {
 }
 
 type rawSettings struct {
-	Engine         *string `toml:"engine"`
-	Model          *string `toml:"model"`
-	Mode           *string `toml:"mode"`
-	Strategy       *string `toml:"strategy"`
-	TreeRoot       *string `toml:"tree_root"`
+	Engine   *string `toml:"engine"`
+	Model    *string `toml:"model"`
+	Mode     *string `toml:"mode"`
+	Strategy *string `toml:"strategy"`
+	TreeRoot *string `toml:"tree_root"`
 	// Capabilities overrides the derived capability vector:
 	// capabilities = { can_... = bool }.
-	Capabilities map[string]bool `toml:"capabilities"`
-	SessionTimeout *string `toml:"session_timeout"`
-	MaxTurns       *int    `toml:"max_turns"`
-	Interrupt      *string `toml:"interrupt"`
-	InterruptGrace *string `toml:"interrupt_grace"`
+	Capabilities   map[string]bool `toml:"capabilities"`
+	SessionTimeout *string         `toml:"session_timeout"`
+	MaxTurns       *int            `toml:"max_turns"`
+	Interrupt      *string         `toml:"interrupt"`
+	InterruptGrace *string         `toml:"interrupt_grace"`
 }
 
 type rawAgent struct {

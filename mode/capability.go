@@ -157,6 +157,13 @@ func (s Spec) EffectiveStrategy() Strategy {
 	return s.Kind().Strategies()[0]
 }
 
+// NeedsBeads reports whether the strategy cannot work without bd: the
+// queue is `bd ready`, and a tree is a beads subtree.
+func (s Spec) NeedsBeads() bool {
+	st := s.EffectiveStrategy()
+	return s.Kind() == Execute && (st == Queue || st == Tree)
+}
+
 // Vector derives the capability vector: the defaults of DESIGN §9.4's
 // table for the mode and strategy, the review profile's mask, then the
 // overrides.

@@ -165,6 +165,9 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 		return err
 	}
 	var problems []string
+	if need := s.cfg.NeedBeads(); len(need) > 0 && s.opts.Tasks == nil {
+		problems = append(problems, fmt.Sprintf("strategy needs bd (beads), which is not installed: %s; install bd (https://github.com/steveyegge/beads) or use strategy = \"simple\"", strings.Join(need, ", ")))
+	}
 	seen := map[string]bool{}
 	for _, name := range s.order {
 		r := s.runners[name]

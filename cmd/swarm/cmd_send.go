@@ -10,6 +10,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 )
 
 // SendOptions are the inputs of `swarm send`.
@@ -106,6 +107,20 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		return err
 	}
 	defer st.Close()
+
+	// From inside a session, the session's stored capabilities decide.
+	who, err := app.callerOf(ctx, st, cfg)
+	if err != nil {
+		return err
+	}
+	if err := who.require(mode.CanMessage, "swarm send"); err != nil {
+		return err
+	}
+	if d.Kind == message.KindTask {
+		if err := who.require(mode.CanDispatch, "swarm send --kind task (a dispatch)"); err != nil {
+			return err
+		}
+	}
 
 	poster := app.poster(st, l, cfg)
 	var sent []message.Message
