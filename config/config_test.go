@@ -186,7 +186,7 @@ func TestErrors(t *testing.T) {
 		{"bad interrupt", "[[agent]]\nname = \"a\"\ninterrupt = \"kill\"\n", `swarm.toml:3: interrupt must be`},
 		{"bad size", "[prompt]\nmessage_cap = \"lots\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: bad size "lots"`},
 		{"no name", "[[agent]]\nrole = \"x\"\n", `swarm.toml:1: agent has no name`},
-		{"strategy of the other mode", "[[agent]]\nname = \"a\"\nmode = \"execute\"\nstrategy = \"dag\"\n", `swarm.toml:4: strategy "dag" does not fit mode "execute", which is a execute mode (its strategies: simple, queue, tree)`},
+		{"strategy of the other mode", "[[agent]]\nname = \"a\"\nmode = \"execute\"\nstrategy = \"dag\"\n", `swarm.toml:4: strategy "dag" does not fit mode "execute", an execute mode (its strategies: simple, queue, tree)`},
 		{"profile with a coordinate strategy", "[[agent]]\nname = \"a\"\nmode = \"code\"\nstrategy = \"intelligent-batching\"\n", `swarm.toml:4: strategy "intelligent-batching" does not fit mode "code"`},
 		{"misspelt strategy", "[[agent]]\nname = \"a\"\nmode = \"coordinate\"\nstrategy = \"dga\"\n", `swarm.toml:4: unknown strategy "dga" for mode "coordinate" (valid: default, intelligent-batching, dag); did you mean "dag"?`},
 		{"default strategy of the other mode", "[defaults]\nstrategy = \"queue\"\n[[agent]]\nname = \"a\"\n[[agent]]\nname = \"b\"\nmode = \"coordinate\"\nstrategy = \"queue\"\n", `swarm.toml:8: strategy "queue" does not fit mode "coordinate"`},

@@ -48,7 +48,11 @@ func CheckStrategy(m Mode, s Strategy) error {
 		names = append(names, string(x))
 	}
 	if slices.Contains(AllStrategies(), s) {
-		return fmt.Errorf("strategy %q does not fit mode %q, which is a %s mode (its strategies: %s)", s, m, m.Kind(), strings.Join(names, ", "))
+		article := "a"
+		if m.Kind() == Execute {
+			article = "an"
+		}
+		return fmt.Errorf("strategy %q does not fit mode %q, %s %s mode (its strategies: %s)", s, m, article, m.Kind(), strings.Join(names, ", "))
 	}
 	return fmt.Errorf("unknown strategy %q for mode %q (valid: %s)", s, m, strings.Join(names, ", "))
 }
