@@ -81,7 +81,24 @@ type Issue struct {
 	DependencyCount int      `json:"dependency_count"`
 	DependentCount  int      `json:"dependent_count"`
 	CommentCount    int      `json:"comment_count"`
+	// Dependencies are the issue's own edges as `bd list --json` and `bd
+	// ready --json` print them (`bd show` prints full issues instead).
+	Dependencies []Dependency `json:"dependencies,omitempty"`
 }
+
+// Dependency is one edge: IssueID depends on DependsOnID. Type "blocks"
+// orders work; "parent-child" makes a tree.
+type Dependency struct {
+	IssueID     string `json:"issue_id"`
+	DependsOnID string `json:"depends_on_id"`
+	Type        string `json:"type"`
+}
+
+// Dependency types.
+const (
+	DepBlocks      = "blocks"
+	DepParentChild = "parent-child"
+)
 
 // IsEpic reports whether the issue is an epic, which the prompt leaves out
 // unless configured: an epic is a container, not a piece of work.
@@ -192,6 +209,20 @@ func (c *Client) Ready(ctx context.Context) ([]Issue, error) {
 	issues, err := ParseReady(out)
 	if err != nil {
 		return nil, &Error{Command: "bd ready --json", Err: err}
+	}
+	return issues, nil
+}
+
+// List runs `bd list --json`: every issue that is not closed, with its
+// dependencies, for the task graph.
+func (c *Client) List(ctx context.Context) ([]Issue, error) {
+	out, err := c.run(ctx, "list", "--json")
+	if err != nil {
+		return nil, err
+	}
+	issues, err := ParseReady(out)
+	if err != nil {
+		return nil, &Error{Command: "bd list --json", Err: err}
 	}
 	return issues, nil
 }

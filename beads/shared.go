@@ -51,6 +51,10 @@ func (s *Shared) Close() {
 
 var errClosed = errors.New("bd: shared calls are closed")
 
+// List runs `bd list --json` through the client, not shared: only
+// agents whose strategy plans from the task graph ask for it.
+func (s *Shared) List(ctx context.Context) ([]Issue, error) { return s.client.List(ctx) }
+
 // Client returns the client whose calls are shared.
 func (s *Shared) Client() *Client { return s.client }
 

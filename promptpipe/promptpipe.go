@@ -94,6 +94,7 @@ var Titles = [...]string{
 type PromptContext struct {
 	Agent    string
 	Role     string // the role text, already read from an @file
+	TreeRoot string // execute/tree: the beads task whose subtree the agent owns
 	Mode     mode.Mode
 	Strategy mode.Strategy // "" means the mode's default
 	// Caps is the session's capability vector, derived once when it
@@ -155,6 +156,11 @@ type Sources struct {
 	ProjectInstructions string
 	// Tasks is `bd ready`; nil when bd is missing, slow or failing.
 	Tasks []beads.Issue
+	// Graph is `bd list` (every open task with its dependencies), read
+	// for the dag, intelligent-batching and tree strategies; HasGraph
+	// says bd answered.
+	Graph    []beads.Issue
+	HasGraph bool
 }
 
 // Section is one numbered section of a prompt.
@@ -270,7 +276,9 @@ func (pc PromptContext) validate() error {
 }
 
 // Spec is the context's mode and strategy.
-func (pc PromptContext) Spec() mode.Spec { return mode.Spec{Mode: pc.Mode, Strategy: pc.Strategy} }
+func (pc PromptContext) Spec() mode.Spec {
+	return mode.Spec{Mode: pc.Mode, Strategy: pc.Strategy, TreeRoot: pc.TreeRoot}
+}
 
 // Vector is the capability vector the prompt describes.
 func (pc PromptContext) Vector() mode.Vector {

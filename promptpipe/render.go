@@ -48,7 +48,15 @@ func Render(pc PromptContext, src Sources, cfg config.Prompt, now time.Time) Pro
 	if len(pc.Messages) > 0 {
 		add(SecMessages, messages(pc, cfg.MessageCap, now))
 	}
-	if body, listed := tasks(pc, src.Tasks, cfg); body != "" {
+	body, listed := tasks(pc, src.Tasks, cfg)
+	if plan := taskPlan(pc, src); plan != "" {
+		body = strings.TrimRight(body, "\n")
+		if body != "" {
+			body += "\n\n"
+		}
+		body += plan
+	}
+	if body != "" {
 		add(SecTasks, body)
 		p.TaskIDs = listed
 	}

@@ -85,6 +85,7 @@ func (p PipePrompts) render(ctx context.Context, req PromptRequest) (promptpipe.
 		Role:       req.Agent.Role,
 		Mode:       req.Agent.Mode,
 		Strategy:   req.Agent.Strategy,
+		TreeRoot:   req.Agent.TreeRoot,
 		Caps:       req.Caps,
 		SessionID:  req.SessionID,
 		SessionSeq: req.Seq,
