@@ -83,8 +83,8 @@ func getAgent(ctx context.Context, q querier, name string) (mailbox.Agent, error
 }
 
 // Transition applies one compare-and-set change and records its event.
-// Agent subjects move the agents row; the first event of a subject has no
-// from state.
+// Agent subjects move the agents row, escalation subjects the escalations
+// row; the first event of a subject has no from state.
 func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 	ctx, now := t.ctx, t.now()
 	var agent *string
@@ -100,6 +100,12 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 			return fsm.Event{}, fmt.Errorf("move %s from %s to %s: %w", c.Subject, c.From, c.To, mailbox.ErrStateConflict)
 		}
 		agent = &c.Subject
+	case fsm.SubjectEscalation:
+		a, err := t.moveEscalation(c)
+		if err != nil {
+			return fsm.Event{}, err
+		}
+		agent = a
 	default:
 		return fsm.Event{}, fmt.Errorf("move %s %s: subjects of this kind have no table yet", c.Kind, c.Subject)
 	}
@@ -138,8 +144,12 @@ func (s *Store) Events(ctx context.Context, f mailbox.EventFilter) ([]fsm.Event,
 	q := `SELECT ` + eventCols + ` FROM events WHERE id > $1`
 	args := []any{f.SinceID}
 	if f.Agent != "" {
-		q += ` AND agent = $2`
 		args = append(args, f.Agent)
+		q += fmt.Sprintf(` AND agent = $%d`, len(args))
+	}
+	if f.Kind != "" {
+		args = append(args, string(f.Kind))
+		q += fmt.Sprintf(` AND subject_kind = $%d`, len(args))
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {

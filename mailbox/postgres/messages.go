@@ -15,7 +15,7 @@ import (
 )
 
 const messageCols = `id, coalesce(thread_id, id), reply_to, sender, recipient, kind, urgency, body, payload, created_at, state, session_seq, shown,
-	msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state, ack_due_at, acked_at`
+	msg_id, task_id, protocol_type, ack_required <> 0, ack_timeout_sec, ack_state, ack_due_at, acked_at`
 
 func scanMessage(sc pgx.Row) (message.Message, error) {
 	var (
@@ -23,12 +23,11 @@ func scanMessage(sc pgx.Row) (message.Message, error) {
 		payload              *string
 		created              int64
 		msgID, taskID, ptype *string
-		ackRequired          int64
 		ack                  message.Ack
 		due, ackedAt         *int64
 	)
 	err := sc.Scan(&m.ID, &m.ThreadID, &m.ReplyTo, &m.From, &m.To, &m.Kind, &m.Urgency, &m.Body, &payload, &created, &m.State, &m.SessionSeq, &m.Shown,
-		&msgID, &taskID, &ptype, &ackRequired, &ack.Timeout, &ack.State, &due, &ackedAt)
+		&msgID, &taskID, &ptype, &ack.Required, &ack.Timeout, &ack.State, &due, &ackedAt)
 	if err != nil {
 		return m, err
 	}
@@ -38,7 +37,6 @@ func scanMessage(sc pgx.Row) (message.Message, error) {
 	m.CreatedAt = fromNanos(created)
 	if m.Kind == message.KindProtocol {
 		m.MsgID, m.TaskID, m.ProtocolType = deref(msgID), deref(taskID), deref(ptype)
-		ack.Required = ackRequired == 1
 		ack.DueAt, ack.AckedAt = optTime(due), optTime(ackedAt)
 		m.Ack = &ack
 	}
@@ -50,21 +48,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func optTime(n *int64) *time.Time {
-	if n == nil {
-		return nil
-	}
-	t := fromNanos(*n)
-	return &t
-}
-
-func optString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func collect(rows pgx.Rows, err error) ([]message.Message, error) {
@@ -87,7 +70,8 @@ func collect(rows pgx.Rows, err error) ([]message.Message, error) {
 // the message lock before the identity default draws an id, and holds it
 // until commit, so ids commit in order (see the package comment). A reply
 // takes its parent's thread; the reply_to foreign key rejects a missing
-// parent.
+// parent, and the unique index on msg_id a msg_id already stored. A
+// protocol draft asking for an ACK (ack_timeout_sec > 0) stores it pending.
 const insertSQL = `WITH serial AS MATERIALIZED (SELECT pg_advisory_xact_lock($9::bigint))
 	INSERT INTO messages (thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at,
 		msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state)
@@ -132,6 +116,31 @@ func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]m
 	return out, nil
 }
 
+// markAcked records the ACK of msgID by its recipient: pending or overdue
+// become acked.
+func markAcked(ctx context.Context, q querier, msgID, by string, now int64) error {
+	tag, err := q.Exec(ctx, `UPDATE messages SET ack_state = 'acked', acked_at = $1
+		WHERE msg_id = $2 AND recipient = $3 AND ack_state IN ('pending', 'overdue')`, now, msgID, by)
+	if err != nil {
+		return fmt.Errorf("acknowledge %s: %w", msgID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var state message.AckState
+	var to string
+	err = q.QueryRow(ctx, `SELECT ack_state, recipient FROM messages WHERE msg_id = $1`, msgID).Scan(&state, &to)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("acknowledge %s: %w", msgID, mailbox.ErrNoSuchMessage)
+	case err != nil:
+		return fmt.Errorf("acknowledge %s: %w", msgID, err)
+	case to != by:
+		return fmt.Errorf("acknowledge %s: it was sent to %s, not %s: %w", msgID, to, by, mailbox.ErrAckClosed)
+	}
+	return fmt.Errorf("acknowledge %s: its ACK is %s: %w", msgID, state, mailbox.ErrAckClosed)
+}
+
 func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (message.Message, error) {
 	var replyTo *int64
 	if d.ReplyTo != 0 {
@@ -144,7 +153,7 @@ func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (mes
 	}
 	ackSecs := int64((d.AckTimeout + time.Second - 1) / time.Second)
 	m, err := scanMessage(q.QueryRow(ctx, insertSQL, replyTo, d.From, d.To, string(d.Kind), string(d.Urgency), d.Body, payload, nanos(now), lockMessages,
-		optString(d.MsgID), optString(d.TaskID), optString(d.ProtocolType), ackSecs))
+		nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs))
 	if err != nil {
 		if d.ReplyTo != 0 && pgCode(err) == codeForeignKey {
 			return m, fmt.Errorf("reply to #%d: %w", d.ReplyTo, mailbox.ErrNoSuchMessage)
@@ -187,7 +196,7 @@ func (t *txn) Deliver(agent string, seq int64, ids []int64) ([]message.Message, 
 		return nil, nil
 	}
 	// The ACK clock starts at the first delivery; a redelivery keeps the
-	// deadline.
+	// deadline, so an interrupted session does not buy time.
 	query := `UPDATE messages SET state = 'delivered', session_seq = $1, delivered_at = $2,
 		ack_due_at = CASE WHEN ack_state = 'pending' AND ack_due_at IS NULL THEN $2 + ack_timeout_sec * 1000000000 ELSE ack_due_at END
 		WHERE recipient = $3 AND state = 'queued'`

@@ -61,6 +61,12 @@ func TestSchemaRejectsBadStates(t *testing.T) {
 		`UPDATE messages SET state = 'lost' WHERE id = $1`,
 		`UPDATE messages SET kind = 'memo' WHERE id = $1`,
 		`UPDATE messages SET state = 'delivered' WHERE id = $1`, // delivered needs a session
+		`UPDATE messages SET sender = recipient WHERE id = $1`,
+		`UPDATE messages SET state = 'done' WHERE id = $1`,                                               // done without a session: only mail to operator, or cancelled
+		`UPDATE messages SET msg_id = 'x-1' WHERE id = $1`,                                               // a msg_id only on protocol mail
+		`UPDATE messages SET kind = 'protocol' WHERE id = $1`,                                            // protocol mail needs a msg_id
+		`UPDATE messages SET ack_required = 1 WHERE id = $1`,                                             // an ACK needs a state and a timeout
+		`UPDATE messages SET ack_state = 'overdue', ack_required = 1, ack_timeout_sec = 5 WHERE id = $1`, // overdue needs a deadline
 	} {
 		if _, err := s.pool.Exec(ctx, q, m.ID); err == nil {
 			t.Errorf("%s: accepted", q)
@@ -70,10 +76,40 @@ func TestSchemaRejectsBadStates(t *testing.T) {
 		`INSERT INTO agents (name, state) VALUES ('x', 'Dancing')`,
 		`INSERT INTO events (at, subject_kind, subject, to_state) VALUES (1, 'planet', 'x', 'y')`,
 		`INSERT INTO events (at, subject_kind, subject, agent, to_state) VALUES (1, 'agent', 'x', 'y', 'Idle')`,
+		`INSERT INTO escalations (kind, severity, summary, dedupe_key, created_at) VALUES ('gossip', 'info', 'x', 'k', 1)`,
+		`INSERT INTO escalations (kind, severity, summary, dedupe_key, created_at, hold) VALUES ('agent', 'info', 'x', 'k', 1, 1)`,
+		`INSERT INTO escalations (kind, severity, summary, dedupe_key, created_at, state) VALUES ('agent', 'info', 'x', 'k', 1, 'resolved')`,
+		`INSERT INTO escalations (kind, severity, summary, dedupe_key, created_at, decision) VALUES ('agent', 'info', 'x', 'k', 1, 'abort')`,
 	} {
 		if _, err := s.pool.Exec(ctx, q); err == nil {
 			t.Errorf("%s: accepted", q)
 		}
+	}
+}
+
+// TestEveryTableNotifies checks that every table the store writes carries
+// the change-feed trigger: a table without one would be a change that
+// other processes never hear of (SQLite's data_version sees every commit).
+func TestEveryTableNotifies(t *testing.T) {
+	s := open(t, pgtest.NewDB(t), nil)
+	rows, err := s.pool.Query(context.Background(), `SELECT c.relname FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname <> 'schema_migrations'
+		AND NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = c.oid AND g.tgname = c.relname || '_notify')
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("table %s has no %s_notify trigger", name, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -14,33 +14,7 @@ import (
 )
 
 // Protocol mail (DESIGN §9.2): lookups by msg_id and task, and the ACK
-// records the deadline sweeper reads and moves. The same statements as
-// mailbox/sqlite/protocol.go.
-
-// markAcked records the ACK of msgID by its recipient: pending or overdue
-// become acked.
-func markAcked(ctx context.Context, q querier, msgID, by string, now int64) error {
-	tag, err := q.Exec(ctx, `UPDATE messages SET ack_state = 'acked', acked_at = $1
-		WHERE msg_id = $2 AND recipient = $3 AND ack_state IN ('pending', 'overdue')`, now, msgID, by)
-	if err != nil {
-		return fmt.Errorf("acknowledge %s: %w", msgID, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var state message.AckState
-	var to string
-	err = q.QueryRow(ctx, `SELECT ack_state, recipient FROM messages WHERE msg_id = $1`, msgID).Scan(&state, &to)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("acknowledge %s: %w", msgID, mailbox.ErrNoSuchMessage)
-	case err != nil:
-		return fmt.Errorf("acknowledge %s: %w", msgID, err)
-	case to != by:
-		return fmt.Errorf("acknowledge %s: it was sent to %s, not %s: %w", msgID, to, by, mailbox.ErrAckClosed)
-	}
-	return fmt.Errorf("acknowledge %s: its ACK is %s: %w", msgID, state, mailbox.ErrAckClosed)
-}
+// records the deadline sweeper reads and moves.
 
 // ProtocolMessage returns the protocol message with this msg_id.
 func (s *Store) ProtocolMessage(ctx context.Context, msgID string) (message.Message, error) {
@@ -141,19 +115,26 @@ func (t *txn) RequeueAck(msgID string) (message.Message, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, t.ackClosed(msgID, "queue again")
 	}
-	return m, err
+	if err != nil {
+		return m, fmt.Errorf("queue again %s: %w", msgID, err)
+	}
+	return m, nil
 }
 
 // CancelAck ends a protocol message whose ACK is still awaited.
 func (t *txn) CancelAck(msgID string) (message.Message, error) {
 	m, err := scanMessage(t.tx.QueryRow(t.ctx, `UPDATE messages SET
 			state = 'done', done_at = $1, ack_state = 'cancelled',
+			-- a message waiting in the queue was never completed by a session
 			session_seq = CASE WHEN state = 'queued' THEN NULL ELSE session_seq END
 		WHERE msg_id = $2 AND ack_state IN ('pending', 'overdue') RETURNING `+messageCols, t.now(), msgID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, t.ackClosed(msgID, "cancel")
 	}
-	return m, err
+	if err != nil {
+		return m, fmt.Errorf("cancel %s: %w", msgID, err)
+	}
+	return m, nil
 }
 
 // ackClosed explains why an ACK record could not be moved.
