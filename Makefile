@@ -17,7 +17,7 @@ build: ## build bin/swarm (static, no cgo)
 test: ## run every test with the race detector (offline; the PostgreSQL half needs the postgresql package)
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
 		echo "PostgreSQL tests skipped: no initdb/pg_ctl found (on Debian: apt-get install postgresql; they run from /usr/lib/postgresql/<version>/bin)"
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 25m ./...
 
 .PHONY: demo
 demo: ## a whole swarm run, offline: three scripted agents in a temporary repo
