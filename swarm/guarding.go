@@ -196,8 +196,9 @@ func (s *Supervisor) charged(f Finding, finder string, from, to uint64) []string
 }
 
 // chargeFindings reports each finding, once per event and agent, to the
-// agents it is charged to, and says whether any is charged to agent.
-func (r *runner) chargeFindings(ctx context.Context, found []Finding, from, to uint64) bool {
+// agents it is charged to, and says whether any is charged to agent. seq
+// is the session of the agent whose guard found them (0 when none ran).
+func (r *runner) chargeFindings(ctx context.Context, found []Finding, seq int64, from, to uint64) bool {
 	mine := false
 	for _, f := range found {
 		for _, a := range r.sup.charged(f, r.agent.Name, from, to) {
@@ -206,7 +207,11 @@ func (r *runner) chargeFindings(ctx context.Context, found []Finding, from, to u
 			}
 			if r.sup.book.firstReport(f.Dedupe(), a) {
 				r.sup.log.Warn("base-branch guard finding", "agent", a, "found_by", r.agent.Name, "kind", f.Escalation(), "dedupe", f.Dedupe(), "finding", f.String())
-				r.sup.reportFinding(ctx, a, f)
+				var at int64
+				if a == r.agent.Name {
+					at = seq
+				}
+				r.sup.reportFinding(ctx, a, at, f)
 			}
 		}
 	}
@@ -226,7 +231,7 @@ func (r *runner) checkGuard(ctx context.Context, s *session) error {
 			fresh = append(fresh, f)
 		}
 	}
-	mine := r.chargeFindings(ctx, fresh, s.tick, r.sup.book.mark())
+	mine := r.chargeFindings(ctx, fresh, s.seq, s.tick, r.sup.book.mark())
 	switch {
 	case mine:
 		var texts []string

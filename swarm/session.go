@@ -145,7 +145,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 	// commit, a move made while swarm was down) is reported now, charged
 	// to whoever ran in that time; it does not fail this session.
 	prior := guard.Prior()
-	r.chargeFindings(ctx, prior, since, tick)
+	r.chargeFindings(ctx, prior, 0, since, tick)
 	priorKeys := map[string]bool{}
 	for _, f := range prior {
 		priorKeys[f.Dedupe()] = true
@@ -502,8 +502,9 @@ func (r *runner) checkCut(ctx context.Context, s *session) {
 // holds the agent until the operator has looked: resume once the base
 // branch is put right, abort to drop the work. f.Dedupe() names the event,
 // so the same event charged again only counts. It is called once per
-// event and agent.
-func (s *Supervisor) reportFinding(ctx context.Context, agent string, f Finding) {
+// event and agent. seq is the agent's session that the finding was made
+// after, 0 when it is charged to an agent whose guard did not find it.
+func (s *Supervisor) reportFinding(ctx context.Context, agent string, seq int64, f Finding) {
 	body := fmt.Sprintf("The base-branch guard found (%s, charged to %s): %s", f.Escalation(), agent, f.String())
 	if _, err := s.poster.Post(bg(ctx), message.Draft{From: agent, To: message.Operator, Kind: message.KindStatus, Body: body}); err != nil {
 		s.log.Error("report guard finding", "agent", agent, "err", err)
@@ -512,8 +513,13 @@ func (s *Supervisor) reportFinding(ctx context.Context, agent string, f Finding)
 	if f.Escalation() == string(escalation.KindRepoTamper) {
 		kind = escalation.KindRepoTamper
 	}
-	s.raise(ctx, escalation.Draft{Kind: kind, Agent: agent, Hold: true,
-		Summary:   truncate(f.String(), 500),
+	summary, ref := f.String(), ""
+	if seq > 0 {
+		summary = fmt.Sprintf("session %d of %s broke the base-branch guard: %s", seq, agent, f.String())
+		ref = "session:" + SessionID(agent, seq)
+	}
+	s.raise(ctx, escalation.Draft{Kind: kind, Agent: agent, Hold: true, Ref: ref,
+		Summary:   truncate(summary, 500),
 		Details:   details(map[string]any{"finding": f.String(), "charged_to": agent}),
 		DedupeKey: escalation.DefaultDedupeKey(kind, agent, "", f.Dedupe())})
 }

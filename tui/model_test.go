@@ -758,7 +758,7 @@ func TestEscalationsAboveTheAgents(t *testing.T) {
 	}
 	// A question first; anything but y cancels.
 	h.keys("r")
-	if !strings.Contains(h.screen(), "resume escalation 7 (session 3 of backend broke the base-branch guard)? y/n") {
+	if !strings.Contains(h.screen(), "resume escalation 7 (session 3 of backend broke the base-branch guard)? [y/N]") {
 		t.Fatalf("no question:\n%s", h.screen())
 	}
 	h.keys("n")
