@@ -122,3 +122,18 @@ func cmdMsgID(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Setenv(args[1], m.MsgID)
 }
+
+// cmdWaitMsg waits until message n is in a delivery state, reading the
+// store in-process (no swarm process per look, so it notices within
+// milliseconds): waitmsg <n> <queued|delivered|done>.
+func cmdWaitMsg(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitmsg <message number> <state>")
+	}
+	st := openScriptStore(ts)
+	defer st.Close()
+	poll(ts, "#"+args[0]+" "+args[1], func() (bool, string) {
+		m := scriptMessage(ts, st, args[0])
+		return string(m.State) == args[1], string(m.State)
+	})
+}

@@ -41,6 +41,7 @@ func TestScripts(t *testing.T) {
 			"waitdue":      cmdWaitDue,
 			"ackescalated": cmdAckEscalated,
 			"msgid":        cmdMsgID,
+			"waitmsg":      cmdWaitMsg,
 		},
 	})
 }
