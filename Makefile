@@ -34,7 +34,7 @@ bench: build ## measure P1-P6: print one table, write bench/results.json (~1-2 m
 bench-go: ## run the Go micro-benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-reliability: build ## the slow reliability suite (R1-R7) against bin/swarm (<3 min)
+reliability: build ## the slow reliability suite (R1-R8) against bin/swarm (<10 min)
 	SWARM_BIN=$(abspath $(BIN)) $(GO) test -tags reliability -count=1 -timeout 10m -v ./reliability/
 
 # Fuzz targets, package:name; each runs for FUZZTIME. They live in packages
