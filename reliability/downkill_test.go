@@ -12,15 +12,15 @@ import (
 
 // TestR8InterruptedDown interrupts `swarm down --merge` 20 times, with
 // Ctrl-C (SIGINT) and kill -9 in turn, at random moments, on the large
-// repository where four agents committed their work. After every five
+// repository where four agents committed their work. After every ten
 // interruptions the next `swarm down --merge` must succeed at once, and
 // main must hold every original file the agents did not change, unchanged,
-// and all of the agents' work; then the work is put back for the next five.
+// and all of the agents' work; then the work is put back for the next ten.
 func TestR8InterruptedDown(t *testing.T) {
 	rng := newRand(t)
 	w := sharedWorld(t)
 	h := w.h
-	const batches, perBatch = 4, 5
+	const batches, perBatch = 2, 10
 	landed, finished := 0, 0
 	var longest time.Duration
 	for b := range batches {
@@ -28,7 +28,7 @@ func TestR8InterruptedDown(t *testing.T) {
 		for i := range perBatch {
 			n := b*perBatch + i + 1
 			sig := []syscall.Signal{syscall.SIGINT, syscall.SIGKILL}[n%2]
-			delay := time.Duration(rng.Int64N(int64(2 * time.Second)))
+			delay := time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))
 			cmd := exec.Command(swarmBin, "--dir", h.root, "down", "--merge")
 			cmd.Dir = h.root
 			cmd.Env = h.env()
