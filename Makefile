@@ -38,8 +38,8 @@ bench: build ## measure P1-P7: print one table, write bench/results.json (~1-2 m
 bench-go: ## run the Go micro-benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-reliability: build ## the slow reliability suite (R1-R7) against bin/swarm (about 40 s on 2 CPUs)
-	SWARM_BIN=$(abspath $(BIN)) $(GO) test -tags reliability -count=1 -timeout 10m -v ./reliability/
+reliability: build ## the slow reliability suite (R1-R8) against bin/swarm (6-10 min on 2 CPUs)
+	SWARM_BIN=$(abspath $(BIN)) $(GO) test -tags reliability -count=1 -timeout 20m -v ./reliability/
 
 # Fuzz targets, package:name; each runs for FUZZTIME. They live in packages
 # that do not import modernc.org/sqlite, so the instrumented builds are quick.

@@ -13,14 +13,24 @@
 //	            with mail flowing both ways, and the invariants after each
 //	            restart (every message exists, none in two completed
 //	            sessions, session numbers only grow, committed work intact,
-//	            PRAGMA integrity_check)
+//	            PRAGMA integrity_check); and, on a repository of 20,000
+//	            files, SIGINT and kill -9 inside the git commands of `swarm
+//	            down --merge/--squash` (merge, squash, its commit, worktree
+//	            remove) and of a first `swarm up` (worktree add, checkout),
+//	            each followed by `swarm down` until it succeeds: every
+//	            original file intact, the agents' work on main, no git lock
 //	R2 senders: 8 sender processes × 1,000 messages while a swarm runs
-//	R4 escapes: an agent that commits on the base branch and one that leaves
-//	            its branch, through `swarm up --engine script`
+//	R4 escapes: through `swarm up --engine script`, agents that commit on
+//	            the base branch (as themselves, and under another name),
+//	            leave their branch, rewind the base, move a teammate's
+//	            branch, or commit late from a detached process: each is
+//	            reported to operator
 //	R5 secrets: a gemini session against a fake server; the API key is
 //	            nowhere in the database, logs, prompts or tool environment
 //	R6 sources: bd hanging, missing or printing garbage; git missing
 //	R7 lock:    two `swarm up` started at the same moment, 20 times
+//	R8 down:    Ctrl-C and kill -9 of `swarm down --merge` 20 times on the
+//	            20,000-file repository; the next one succeeds, nothing lost
 //
 // The fast checks (the sandbox escape table, the prompt sources, the fuzz
 // seed corpora) run in plain `go test`; R3's fuzzing runs from `make fuzz`.

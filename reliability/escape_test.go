@@ -5,6 +5,9 @@ package reliability
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,8 +73,8 @@ func TestR4BaseBranchEscapes(t *testing.T) {
 		m     *message.Message
 		words []string
 	}{
-		{got.leaker, []string{"Session 1 of leaker", "base-branch guard", "leak"}},
-		{got.wanderer, []string{"Session 1 of wanderer", "base-branch guard", "other"}},
+		{got.leaker, []string{"base-branch guard", "branch_violation", "charged to leaker", "leak"}},
+		{got.wanderer, []string{"base-branch guard", "branch_violation", "charged to wanderer", "other"}},
 	} {
 		for _, w := range c.words {
 			if !strings.Contains(c.m.Body, w) {
@@ -106,4 +109,183 @@ func TestR4BaseBranchEscapes(t *testing.T) {
 		}
 	}
 	up.interrupt(t)
+}
+
+// guardReports reads operator's inbox: the guard's reports, by sender.
+func (h *harness) guardReports() (map[string][]message.Message, error) {
+	r := h.swarm("inbox", "operator", "--json", "--limit", "0")
+	if r.code != 0 {
+		return nil, nil
+	}
+	var ms []message.Message
+	if err := json.Unmarshal([]byte(r.stdout), &ms); err != nil {
+		return nil, err
+	}
+	out := map[string][]message.Message{}
+	for _, m := range ms {
+		if m.Kind == message.KindStatus && strings.Contains(m.Body, "base-branch guard") {
+			out[m.From] = append(out[m.From], m)
+		}
+	}
+	return out, nil
+}
+
+// TestR4GuardCases runs the guard's cases through `swarm up --engine
+// script`, each done by a scripted agent's bash tool, one after the other
+// (each agent waits for its gate file):
+//   - mover moves a teammate's branch (update-ref, as itself);
+//   - rewinder rewinds the base branch (git update-ref refs/heads/main
+//     <older>);
+//   - late starts a detached background commit on main that lands after
+//     its session was checked;
+//   - impostor commits on main with another author and committer name.
+//
+// Each must reach operator as a report charged to the agent, within its
+// session (the late commit: at its next session's start).
+func TestR4GuardCases(t *testing.T) {
+	agents := []string{"mover", "rewinder", "late", "impostor"}
+	actions := map[string]string{
+		"mover":    `git -C "$SWARM_ROOT" update-ref refs/heads/swarm/rewinder "$(git -C "$SWARM_ROOT" rev-parse main~1)"`,
+		"rewinder": `git -C "$SWARM_ROOT" update-ref refs/heads/main "$(git -C "$SWARM_ROOT" rev-parse main~1)"`,
+		// setsid takes it out of the tool's process group, which the tool
+		// kills when the command returns: it waits until setsid is done.
+		"late":     `setsid sh -c ': > "$R4_GATES/late-started"; while [ ! -e "$R4_GATES/late-commit" ]; do sleep 0.05; done; git -C "$SWARM_ROOT" commit --allow-empty -q -m "late commit"' </dev/null >"$R4_GATES/late.out" 2>&1 & while [ ! -e "$R4_GATES/late-started" ]; do sleep 0.02; done`,
+		"impostor": `GIT_AUTHOR_NAME=tester GIT_COMMITTER_NAME=tester git -C "$SWARM_ROOT" commit --allow-empty -q -m "impostor commit"`,
+	}
+	scripts := map[string]string{}
+	for _, a := range agents {
+		scripts[a] = "[[session]]\n[[session.turn]]\ntool = \"bash\"\n[session.turn.args]\ntimeout_seconds = 300\ncommand = '''while [ ! -e \"$R4_GATES/" + a + "\" ]; do sleep 0.05; done; " +
+			actions[a] + "'''\n\n[[session.turn]]\ntext = \"done\"\n"
+	}
+	h := newHarness(t, swarmConfig{agents: agents, scripts: scripts,
+		toml: "[liveness]\nnudge_after = \"0s\"\n\n[errors]\nbackoff_min = \"50ms\"\nbackoff_max = \"200ms\"\n"})
+	gates := filepath.Join(h.dir, "gates")
+	if err := os.MkdirAll(gates, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.extra = []string{"R4_GATES=" + gates}
+	// main needs an older commit to be rewound to.
+	writeFile(t, filepath.Join(h.root, "second.txt"), "second\n")
+	h.git(h.root, "add", "second.txt")
+	h.git(h.root, "commit", "-q", "-m", "second commit")
+	// impostor runs alone, later: its commit must be the only move of main
+	// in its session. (When agents move main too in the same session, the
+	// guard charges the whole move to the agents its reflog names.)
+	up := h.up("--engine", "script", "--agents", "mover,rewinder,late")
+	st := h.store(agents)
+	defer st.Close()
+	ctx := context.Background()
+	open := func(name string) { writeFile(t, filepath.Join(gates, name), "") }
+	session := func(agent string, seq int64) (mailbox.Session, bool) {
+		s, err := st.Session(ctx, agent, seq)
+		return s, err == nil
+	}
+	h.waitFor(60*time.Second, "every agent's first session", func() (bool, error) {
+		if up.exited() {
+			t.Fatalf("swarm up exited:\n%s", tail(up.output(), 3000))
+		}
+		for _, a := range agents[:3] {
+			if s, ok := session(a, 1); !ok || s.State != mailbox.SessionRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	// report waits for a report charged to agent that has every word.
+	report := func(agent string, words ...string) message.Message {
+		t.Helper()
+		var found message.Message
+		var seen map[string][]message.Message
+		err := waitUntil(60*time.Second, func() (bool, error) {
+			if up.exited() {
+				t.Fatalf("swarm up exited:\n%s", tail(up.output(), 3000))
+			}
+			rs, err := h.guardReports()
+			seen = rs
+			for _, m := range rs[agent] {
+				ok := strings.Contains(m.Body, "charged to "+agent)
+				for _, w := range words {
+					ok = ok && strings.Contains(m.Body, w)
+				}
+				if ok {
+					found = m
+					return true, nil
+				}
+			}
+			return false, err
+		})
+		if err != nil {
+			var b strings.Builder
+			for from, ms := range seen {
+				for _, m := range ms {
+					fmt.Fprintf(&b, "  from %s: %s\n", from, m.Body)
+				}
+			}
+			t.Fatalf("waiting for a report charged to %s with %q: %v; the reports:\n%s", agent, words, err, b.String())
+		}
+		return found
+	}
+	failedByGuard := func(agent string) {
+		t.Helper()
+		h.waitFor(30*time.Second, agent+"'s session 1 to end", func() (bool, error) {
+			s, ok := session(agent, 1)
+			return ok && s.State != mailbox.SessionRunning, nil
+		})
+		if s, _ := session(agent, 1); s.State != mailbox.SessionFailed || !strings.Contains(s.Error, "base-branch guard") {
+			t.Errorf("%s session 1: %s (%s), want failed by the base-branch guard", agent, s.State, s.Error)
+		}
+	}
+
+	open("mover")
+	report("mover", "branch_violation", "swarm/rewinder was moved")
+	failedByGuard("mover")
+
+	open("rewinder")
+	report("rewinder", "branch_violation", "update-ref refs/heads/main")
+	failedByGuard("rewinder")
+
+	// The late commit lands after late's session was checked: nothing is
+	// found then; the next session's start finds it.
+	open("late")
+	h.waitFor(30*time.Second, "late's session 1 to complete", func() (bool, error) {
+		s, ok := session("late", 1)
+		return ok && s.State == mailbox.SessionCompleted, nil
+	})
+	open("late-commit")
+	if err := waitUntil(30*time.Second, func() (bool, error) {
+		out, err := h.gitErr(h.root, "log", "-1", "--format=%s", "main")
+		return out == "late commit", err
+	}); err != nil {
+		logs, _ := filepath.Glob(filepath.Join(h.root, ".swarm", "logs", "late", "*.log"))
+		var b strings.Builder
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			b.WriteString(l + ":\n" + string(data))
+		}
+		out, _ := os.ReadFile(filepath.Join(gates, "late.out"))
+		t.Fatalf("the late commit is not on main (%v); its output: %s\nmain: %s\n%s", err, string(out), h.git(h.root, "log", "--format=%h %s (%cn)", "main"), b.String())
+	}
+	if rs, _ := h.guardReports(); len(rs["late"]) > 0 {
+		t.Fatalf("late was reported before its next session: %+v", rs["late"])
+	}
+	if r := h.swarm("send", "late", "anything new?"); r.code != 0 {
+		t.Fatalf("swarm send: %s", r)
+	}
+	m := report("late", "branch_violation", "late commit")
+	if s, ok := session("late", 2); !ok || s.StartedAt.After(m.CreatedAt) {
+		t.Errorf("late's report (%s) came before its session 2 started (%+v)", m.CreatedAt, s)
+	}
+
+	up.interrupt(t)
+
+	up = h.up("--engine", "script", "--agents", "impostor")
+	h.waitFor(60*time.Second, "impostor's first session", func() (bool, error) {
+		s, ok := session("impostor", 1)
+		return ok && s.State == mailbox.SessionRunning, nil
+	})
+	open("impostor")
+	report("impostor", "branch_violation", "impostor commit", "committed by tester")
+	failedByGuard("impostor")
+	up.interrupt(t)
+	t.Logf("each case reported to operator: a teammate's branch moved, main rewound, a late background commit (at the next session's start), a commit under another name")
 }

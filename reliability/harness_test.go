@@ -68,6 +68,7 @@ func run(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("SWARM_BIN must be named swarm, got %s", abs)
 	}
 	swarmBin = abs
+	defer removeShared()
 	return m.Run(), nil
 }
 
@@ -105,6 +106,7 @@ type swarmConfig struct {
 	scripts map[string]string // agent -> script file text
 	toml    string            // appended to swarm.toml
 	engine  string            // defaults.engine; "script" when empty
+	big     bool              // the first commit holds bigFiles files too
 }
 
 // newHarness makes a repository with one commit, runs `swarm init` in it
@@ -112,7 +114,14 @@ type swarmConfig struct {
 // test left running and fails the test if any process of it survives.
 func newHarness(t *testing.T, c swarmConfig) *harness {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
+	return newHarnessIn(t, t.TempDir(), c)
+}
+
+// newHarnessIn is newHarness in the directory dir, which outlives the test
+// when it is not the test's own.
+func newHarnessIn(t *testing.T, dir string, c swarmConfig) *harness {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +132,17 @@ func newHarness(t *testing.T, c swarmConfig) *harness {
 		}
 	}
 	t.Cleanup(h.cleanup)
-	h.git(h.root, "init", "-q", "-b", "main")
-	writeFile(t, filepath.Join(h.root, "README.md"), "a repository for the reliability suite\n")
-	h.git(h.root, "add", "-A")
-	h.git(h.root, "commit", "-q", "-m", "first commit")
+	if c.big {
+		if out, err := exec.Command("cp", "-a", filepath.Join(bigSeed(t), ".git"), filepath.Join(h.root, ".git")).CombinedOutput(); err != nil {
+			t.Fatalf("copy the large repository: %v\n%s", err, out)
+		}
+		h.git(h.root, "reset", "-q", "--hard", "main")
+	} else {
+		h.git(h.root, "init", "-q", "-b", "main")
+		writeFile(t, filepath.Join(h.root, "README.md"), "a repository for the reliability suite\n")
+		h.git(h.root, "add", "-A")
+		h.git(h.root, "commit", "-q", "-m", "first commit")
+	}
 	if r := h.swarm("init"); r.code != 0 {
 		t.Fatalf("swarm init: %s", r)
 	}
