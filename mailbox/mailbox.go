@@ -153,6 +153,16 @@ type Store interface {
 	// SetMeta writes a swarm-wide setting.
 	SetMeta(ctx context.Context, key, value string) error
 
+	// ClaimLeases makes c.Holder the one supervisor that runs c.Agents,
+	// all or none. An agent whose lease another live holder keeps makes
+	// the claim fail with *HeldError naming them; a lease whose holder is
+	// gone (PostgreSQL: its advisory lock is free; otherwise its heartbeat
+	// is older than c.TTL or c.Gone says so) is taken over. The holder's
+	// own leases are renewed.
+	ClaimLeases(ctx context.Context, c LeaseClaim) (Leases, error)
+	// AgentLeases lists every lease, by agent.
+	AgentLeases(ctx context.Context) ([]Lease, error)
+
 	// InTx runs fn in one transaction. fn must only use tx.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
 
@@ -160,6 +170,11 @@ type Store interface {
 	// processes (or hosts). every bounds how long a change may go
 	// unnoticed where the backend has to poll.
 	Feed(ctx context.Context, every time.Duration) (Feed, error)
+	// Unavailable reports whether err, returned by this store, means the
+	// database could not be reached for a moment (a server restart, a
+	// network cut): nothing was committed, and the same call may succeed
+	// if retried later.
+	Unavailable(err error) bool
 	// Check verifies the database's integrity and returns a one-line
 	// verdict ("ok" when healthy).
 	Check(ctx context.Context) (string, error)

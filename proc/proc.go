@@ -89,6 +89,15 @@ func KillSessionGroup(pgid int, marker string) (bool, error) {
 	return true, KillGroup(pgid)
 }
 
+// Alive reports whether a process with this pid exists on this host.
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 // GroupAlive reports whether any process of the group still exists.
 func GroupAlive(pgid int) bool {
 	if pgid <= 1 {

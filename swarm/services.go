@@ -24,6 +24,7 @@ func (s *Supervisor) services() []Service {
 		{Name: "stop-request", Run: s.awaitStopRequest},
 		{Name: "change-feed", Run: s.followFeed},
 		{Name: "heartbeat", Run: func(ctx context.Context) error { return every(ctx, s.cfg.Liveness.Heartbeat, s.heartbeat) }},
+		{Name: "leases", Run: s.renewLeases},
 		{Name: "prune", Run: func(ctx context.Context) error { return every(ctx, time.Hour, s.prune) }},
 		{Name: "escalations", Run: s.desk.run},
 		{Name: "stalled", Run: s.watchStalls},

@@ -91,6 +91,9 @@ type Options struct {
 	Listen func(repo.Layout) (*control.Server, error)
 	// Services run beside the built-in ones, for as long as the swarm runs.
 	Services []Service
+	// Holder names this supervisor in the agents' leases (DESIGN §12);
+	// the zero value means this host's name and this process's pid.
+	Holder mailbox.Holder
 	// PingTimeout is told of a ping whose ACK deadline passed (its ACK is
 	// marked overdue; no ack_timeout is raised): the team launch's hook.
 	// Nil logs it.
@@ -111,10 +114,11 @@ type Supervisor struct {
 
 	bus       noticeBus
 	mail      mailTracker
-	desk      *desk         // escalations: notices, holds and notifications
-	protocol  *Protocol     // protocol messages and ACKs, for the engines' tools
-	acks      *ackDeadlines // the ack-deadlines service
-	book      sessionBook   // when sessions ran, and their process groups
+	desk      *desk          // escalations: notices, holds and notifications
+	protocol  *Protocol      // protocol messages and ACKs, for the engines' tools
+	acks      *ackDeadlines  // the ack-deadlines service
+	book      sessionBook    // when sessions ran, and their process groups
+	leases    mailbox.Leases // this supervisor's agents, while Run holds them
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }
@@ -135,6 +139,9 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 250 * time.Millisecond
+	}
+	if opts.Holder == (mailbox.Holder{}) {
+		opts.Holder = ThisHolder()
 	}
 	if opts.Listen == nil {
 		opts.Listen = control.Listen
@@ -219,6 +226,12 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 func (s *Supervisor) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(ErrShutdown)
+	// The leases first: another host's supervisor may run some of these
+	// agents, and recovering them here would wreck its sessions.
+	if err := s.Claim(ctx); err != nil {
+		return err
+	}
+	defer s.Release()
 	if err := s.recover(ctx); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/protocol"
 	"github.com/swarmhq/swarm/swarm"
@@ -316,11 +317,25 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		return err
 	}
 	_, running, aerr := an.answer(0)
+	// On a swarm spanning hosts, a recipient may run under another
+	// supervisor: the database wakes it there (LISTEN/NOTIFY).
+	elsewhere := map[string]string{}
+	if holders, err := liveHolders(ctx, st); err == nil {
+		local, _ := supervisorPid(ctx, l)
+		for agent, h := range holders {
+			if !running || h != (mailbox.Holder{Host: thisHost(), PID: local}) {
+				elsewhere[agent] = h.String()
+			}
+		}
+	}
 	out := make([]sentJSON, len(sent))
+	anyElsewhere := false
 	for i, m := range sent {
 		d, _, _ := an.answer(m.ID)
+		host := elsewhere[m.To]
+		anyElsewhere = anyElsewhere || host != ""
 		out[i] = sentJSON{Message: m, Supervisor: running, Interrupted: d.Interrupted, Joins: d.Joins,
-			NotStarted: running && aerr == nil && !d.Started && m.To != config.Operator, State: d.State}
+			NotStarted: running && aerr == nil && !d.Started && m.To != config.Operator && host == "", State: d.State, RunsOn: host}
 	}
 	if app.JSON {
 		return app.printJSON(out)
@@ -333,6 +348,8 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		fmt.Fprintf(app.Stdout, "sent %s#%d to %s (%s)%s\n", urgent, s.ID, s.To, s.Message.State, sendOutcome(s, aerr == nil))
 	}
 	switch {
+	case !running && anyElsewhere:
+		fmt.Fprintf(app.Stdout, "No supervisor runs in this clone; the supervisors named above find the mail through the database.\n")
 	case !running:
 		fmt.Fprintf(app.Stdout, "No supervisor is running: the mail waits in the database and is delivered at the next 'swarm up'.\n")
 	case aerr != nil:
@@ -356,6 +373,9 @@ type sentJSON struct {
 	NotStarted bool `json:"not_started"`
 	// State is the recipient's state when the mail came, when known.
 	State string `json:"recipient_state,omitempty"`
+	// RunsOn names the supervisor on another host (or clone) that runs
+	// the recipient, <hostname>:<pid>: the database wakes it there.
+	RunsOn string `json:"runs_on,omitempty"`
 }
 
 // notStartedHint says what to do about an agent the running supervisor
@@ -366,6 +386,8 @@ const notStartedHint = "restart 'swarm up' to run it"
 // line ("" when there is nothing to add).
 func sendOutcome(s sentJSON, answered bool) string {
 	switch {
+	case s.RunsOn != "" && s.To != config.Operator:
+		return fmt.Sprintf(": %s runs under the supervisor %s, which the database wakes", s.To, s.RunsOn)
 	case !s.Supervisor || !answered || s.To == config.Operator:
 		return ""
 	case s.NotStarted:

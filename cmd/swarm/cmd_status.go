@@ -14,7 +14,9 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -81,7 +83,10 @@ type agentStatus struct {
 	TotalErrors       int             `json:"total_errors"`
 	Tokens            int64           `json:"tokens"`
 	Activity          string          `json:"activity,omitempty"`
-	StateSince        *time.Time      `json:"state_since,omitempty"`
+	// Host is the supervisor that runs the agent, <hostname>:<pid>, from
+	// its lease; empty when none does.
+	Host       string     `json:"host"`
+	StateSince *time.Time `json:"state_since,omitempty"`
 	// NotStarted says why a configured agent is not running although a
 	// supervisor is: it does not run it. Empty otherwise.
 	NotStarted string `json:"not_started,omitempty"`
@@ -137,6 +142,10 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
+	holders, err := liveHolders(ctx, st)
+	if err != nil {
+		return out, err
+	}
 	// One grouped read for every agent's mail, not one query per agent.
 	pending, err := st.PendingAll(ctx)
 	if err != nil {
@@ -164,12 +173,19 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 		}
 		c := pending[a.Name]
 		s.Pending, s.Urgent = c.Queued+c.Delivered, c.Urgent
-		if running && len(sup.Agents) > 0 && !runs[a.Name] {
+		h, held := holders[a.Name]
+		if held {
+			s.Host = h.String()
+		}
+		// Held by a supervisor on another host (or in another clone): it
+		// runs there, and only its heartbeat says whether it is alive.
+		elsewhere := held && !(running && h.PID == sup.Pid && h.Host == thisHost())
+		if running && len(sup.Agents) > 0 && !runs[a.Name] && !elsewhere {
 			s.NotStarted = notStarted
 		}
 		if s.State != lifecycle.Stopped {
 			stale := 3 * cfg.Liveness.Heartbeat
-			s.Stale = !out.Running || s.HeartbeatAt == nil || now.Sub(*s.HeartbeatAt) > stale
+			s.Stale = (!out.Running && !elsewhere) || s.HeartbeatAt == nil || now.Sub(*s.HeartbeatAt) > stale
 		}
 		out.Agents = append(out.Agents, s)
 	}
@@ -179,6 +195,28 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	}
 	if out.Escalations == nil {
 		out.Escalations = []escalation.Escalation{}
+	}
+	return out, nil
+}
+
+// thisHost is the name leases give this host (swarm.ThisHolder's).
+func thisHost() string { return swarm.ThisHolder().Host }
+
+// liveHolders maps each agent to the supervisor whose lease holds it,
+// leaving out the leases of supervisors on this host that are gone (a
+// kill -9 leaves its lease behind until the next claim).
+func liveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Holder, error) {
+	leases, err := st.AgentLeases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host := thisHost()
+	out := make(map[string]mailbox.Holder, len(leases))
+	for _, le := range leases {
+		if le.Holder.Host == host && !proc.Alive(le.Holder.PID) {
+			continue
+		}
+		out[le.Agent] = le.Holder
 	}
 	return out, nil
 }
@@ -214,8 +252,18 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		fmt.Fprintf(app.Stdout, "('swarm escalations' lists them; 'swarm escalation show N' shows one)\n\n")
 	}
 	var notRun []string
+	// The HOST column appears once some agent runs under a supervisor
+	// other than this clone's: a swarm on several hosts.
+	hosts := false
+	for _, a := range s.Agents {
+		hosts = hosts || (a.Host != "" && (s.Pid == nil || a.Host != fmt.Sprintf("%s:%d", thisHost(), *s.Pid)))
+	}
 	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSTATE\tSESSION\tMODE\tENGINE\tMAIL\tERRORS\tTOKENS\tHEARTBEAT")
+	header := "AGENT\tSTATE\tSESSION\tMODE\tENGINE\tMAIL\tERRORS\tTOKENS\tHEARTBEAT"
+	if hosts {
+		header += "\tHOST"
+	}
+	fmt.Fprintln(tw, header)
 	for _, a := range s.Agents {
 		hb := "-"
 		// A Stopped agent has no heartbeat to speak of: its last stamp
@@ -238,8 +286,16 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		if a.NotStarted != "" {
 			state, notRun = "not started", append(notRun, a.Name)
 		}
-		fmt.Fprintf(tw, "%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", a.Name, state, since, a.SessionSeq, a.Mode, a.Engine, mail,
+		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s", a.Name, state, since, a.SessionSeq, a.Mode, a.Engine, mail,
 			a.ConsecutiveErrors, a.TotalErrors, a.Tokens, hb)
+		if hosts {
+			host := a.Host
+			if host == "" {
+				host = "-"
+			}
+			line += "\t" + host
+		}
+		fmt.Fprintln(tw, line)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -165,6 +165,12 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if err := sup.Preflight(ctx); err != nil {
 		return err
 	}
+	// The agents' leases before their worktrees are touched: on a swarm
+	// spanning hosts, another supervisor may run some of them.
+	if err := sup.Claim(ctx); err != nil {
+		return err
+	}
+	defer sup.Release()
 	// What an interrupted run left half done is finished before any
 	// runner starts, under the lock; what was done is said, and logged.
 	recoverOut := io.Writer(app.Stdout)

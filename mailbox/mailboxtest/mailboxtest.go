@@ -86,6 +86,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AckStoredWithItsMessage", testAckStoredWithItsMessage},
 		{"AckResumeAndAbort", testAckResumeAndAbort},
 		{"PostProtocol", testPostProtocol},
+		{"Leases", testLeases},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -731,5 +732,100 @@ func testCheck(e *env) {
 	}
 	if e.s.Location() == "" {
 		e.t.Fatal("Location is empty")
+	}
+}
+
+// testLeases: a claim is all or none, a live holder's agents are refused
+// with its name, renewals move the heartbeat, a release frees them, and a
+// holder that is gone (its store closed without releasing, as a kill -9
+// leaves it) is taken over.
+func testLeases(e *env) {
+	t := e.t
+	a := mailbox.Holder{Host: "host-a", PID: 101}
+	b := mailbox.Holder{Host: "host-b", PID: 202}
+	la, err := e.s.ClaimLeases(e.ctx, mailbox.LeaseClaim{Holder: a, Agents: []string{"frontend", "backend"}, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := func() map[string]mailbox.Lease {
+		t.Helper()
+		ls, err := e.s.AgentLeases(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]mailbox.Lease{}
+		for _, l := range ls {
+			out[l.Agent] = l
+		}
+		return out
+	}
+	ls := leases()
+	if len(ls) != 2 || ls["backend"].Holder != a || ls["frontend"].Holder != a || !ls["backend"].HeartbeatAt.Equal(e.clk.Now()) {
+		t.Fatalf("leases after a's claim: %+v", ls)
+	}
+	// b asks for one of a's agents and a free one: refused, nothing taken.
+	_, err = e.s.ClaimLeases(e.ctx, mailbox.LeaseClaim{Holder: b, Agents: []string{"lead", "frontend"}, TTL: time.Minute})
+	var he *mailbox.HeldError
+	if !errors.As(err, &he) || len(he.Held) != 1 || he.Held[0].Agent != "frontend" || he.Held[0].Holder != a {
+		t.Fatalf("b's claim of a held agent = %v, want a HeldError naming frontend and %s", err, a)
+	}
+	if _, ok := leases()["lead"]; ok {
+		t.Fatal("a refused claim took the free agent anyway")
+	}
+	// Renewals move the heartbeat, not the start.
+	started := e.clk.Now()
+	e.clk.Add(10 * time.Second)
+	if err := la.Renew(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := leases()["frontend"]; !l.HeartbeatAt.Equal(e.clk.Now()) || !l.AcquiredAt.Equal(started) {
+		t.Fatalf("after a renewal: %+v", l)
+	}
+	// Released: b gets them.
+	if err := la.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := la.Release(e.ctx); err != nil {
+		t.Fatalf("a second Release = %v", err)
+	}
+	lb, err := e.s.ClaimLeases(e.ctx, mailbox.LeaseClaim{Holder: b, Agents: []string{"lead", "frontend"}, TTL: time.Minute})
+	if err != nil {
+		t.Fatalf("claim after the release: %v", err)
+	}
+	if ls := leases(); len(ls) != 2 || ls["lead"].Holder != b {
+		t.Fatalf("leases after b's claim: %+v", ls)
+	}
+	if err := lb.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e.other == nil {
+		return
+	}
+	// A holder that vanished without releasing: another process's store
+	// claims and is closed (on PostgreSQL its lock connection ends; its row
+	// stays). The next claim takes the agent over when the caller knows
+	// the holder is gone (SQLite) or its lock is free (PostgreSQL).
+	dead := mailbox.Holder{Host: "host-c", PID: 303}
+	o := e.other()
+	if _, err := o.ClaimLeases(e.ctx, mailbox.LeaseClaim{Holder: dead, Agents: []string{"backend"}, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	if l := leases()["backend"]; l.Holder != dead {
+		t.Fatalf("the vanished holder's row: %+v", l)
+	}
+	lb, err = e.s.ClaimLeases(e.ctx, mailbox.LeaseClaim{Holder: b, Agents: []string{"backend"}, TTL: time.Hour,
+		Gone: func(h mailbox.Holder) bool { return h == dead }})
+	if err != nil {
+		t.Fatalf("taking over from a holder that is gone: %v", err)
+	}
+	if l := leases()["backend"]; l.Holder != b || !l.AcquiredAt.Equal(e.clk.Now()) {
+		t.Fatalf("after the takeover: %+v", l)
+	}
+	if err := lb.Renew(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.Release(e.ctx); err != nil {
+		t.Fatal(err)
 	}
 }

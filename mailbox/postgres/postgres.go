@@ -26,9 +26,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,6 +57,10 @@ type Options struct {
 	Now func() time.Time
 	// MaxConns caps the pool; zero means 8.
 	MaxConns int32
+	// OpenTimeout is how long Open keeps trying while the server is
+	// restarting (starting up, shutting down, its socket not there yet);
+	// zero means 5 s.
+	OpenTimeout time.Duration
 }
 
 // Store is an open PostgreSQL swarm database.
@@ -64,7 +71,8 @@ type Store struct {
 	now  func() time.Time
 
 	mu   sync.Mutex
-	pids map[uint32]bool // backends of this store's pool: their NOTIFYs are not news
+	pids map[uint32]bool  // backends of this store's pool: their NOTIFYs are not news
+	held map[*leases]bool // granted lease claims: Close drops their lock connections
 }
 
 var _ mailbox.Store = (*Store)(nil)
@@ -143,11 +151,64 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, s.explain(err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	// A command run while the server restarts (pg_ctl restart, a
+	// failover) waits for it rather than failing: the mail it carries
+	// must not be lost to a moment's outage.
+	wait := opts.OpenTimeout
+	if wait == 0 {
+		wait = 5 * time.Second
+	}
+	deadline, pause := time.Now().Add(wait), 50*time.Millisecond
+	for {
+		err = s.migrate(ctx)
+		if err == nil || !restarting(err) || time.Now().Add(pause).After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		pause = min(2*pause, time.Second)
+	}
+	if err != nil {
 		s.pool.Close()
 		return nil, s.explain(err)
 	}
 	return s, nil
+}
+
+// Unavailable reports whether err means the server could not be reached
+// for a moment: a connection that failed or was cut (SQLSTATE class 08),
+// a server shutting down or restarting (57P01-57P03), or a dial error. A
+// connection cut during COMMIT leaves it unknown whether the transaction
+// committed: a retried compare-and-set then fails as a conflict instead
+// of applying twice.
+func (s *Store) Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) || pgconn.SafeToRetry(err) || restarting(err) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
+// restarting reports whether err is what a server in the middle of a
+// restart answers: not accepting connections yet (57P03), no socket or
+// port to connect to, or a connection cut as it shuts down.
+func restarting(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "57P03"
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // explain names the database and says what to do about a failed open.
@@ -231,6 +292,13 @@ func (s *Store) ServerVersion(ctx context.Context) (string, error) {
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	for l := range held {
+		l.drop()
+	}
 	s.pool.Close()
 	return nil
 }

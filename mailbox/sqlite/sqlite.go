@@ -284,6 +284,10 @@ func (s *Store) dataVersion(ctx context.Context) (int64, error) {
 	return v, err
 }
 
+// Unavailable is false: a local file does not go away for a moment, and
+// a busy database is waited for inside each call.
+func (s *Store) Unavailable(error) bool { return false }
+
 // InTx runs fn in one immediate transaction. fn must only use tx: the
 // store has a single connection, so calling Store methods inside fn would
 // wait on itself.

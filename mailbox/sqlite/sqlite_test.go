@@ -366,3 +366,30 @@ func BenchmarkRawInsert(b *testing.B) {
 		}
 	}
 }
+
+// TestStaleLeaseIsTakenOver: without session locks, a lease whose
+// heartbeat is older than the TTL is taken over, and its old holder learns
+// at its next renewal that it lost it.
+func TestStaleLeaseIsTakenOver(t *testing.T) {
+	clk := mailboxtest.NewClock()
+	s := open(t, filepath.Join(t.TempDir(), "swarm.db"), clk.Now)
+	ctx := context.Background()
+	a := mailbox.Holder{Host: "h", PID: 1}
+	b := mailbox.Holder{Host: "h", PID: 2}
+	la, err := s.ClaimLeases(ctx, mailbox.LeaseClaim{Holder: a, Agents: []string{"x"}, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(59 * time.Second)
+	var he *mailbox.HeldError
+	if _, err := s.ClaimLeases(ctx, mailbox.LeaseClaim{Holder: b, Agents: []string{"x"}, TTL: time.Minute}); !errors.As(err, &he) {
+		t.Fatalf("claim within the TTL = %v, want a HeldError", err)
+	}
+	clk.Add(2 * time.Second)
+	if _, err := s.ClaimLeases(ctx, mailbox.LeaseClaim{Holder: b, Agents: []string{"x"}, TTL: time.Minute}); err != nil {
+		t.Fatalf("claim after the TTL: %v", err)
+	}
+	if err := la.Renew(ctx); !errors.Is(err, mailbox.ErrLeaseLost) || !strings.Contains(err.Error(), "x") {
+		t.Fatalf("the old holder's Renew = %v, want ErrLeaseLost naming x", err)
+	}
+}

@@ -1,0 +1,165 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/swarmhq/swarm/mailbox"
+)
+
+// ClaimLeases takes the agents' leases for c.Holder in one transaction.
+// SQLite has no session locks that die with a process, so a lease is alive
+// while its heartbeat is younger than c.TTL and c.Gone does not say
+// otherwise.
+func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.Leases, error) {
+	agents := slices.Clone(c.Agents)
+	slices.Sort(agents)
+	agents = slices.Compact(agents)
+	var held []mailbox.Lease
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		held = nil
+		now := s.now()
+		for _, a := range agents {
+			l, ok, err := leaseRow(ctx, tx, a)
+			if err != nil {
+				return err
+			}
+			if ok && l.Holder != c.Holder {
+				stale := c.TTL > 0 && now.Sub(l.HeartbeatAt) > c.TTL
+				gone := c.Gone != nil && c.Gone(l.Holder)
+				if !stale && !gone {
+					held = append(held, l)
+					continue
+				}
+			}
+			acquired := now
+			if ok && l.Holder == c.Holder {
+				acquired = l.AcquiredAt
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO leases (agent, holder_host, holder_pid, acquired_at, heartbeat_at)
+				VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (agent) DO UPDATE SET holder_host = excluded.holder_host, holder_pid = excluded.holder_pid,
+					acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`,
+				a, c.Holder.Host, c.Holder.PID, nanos(acquired), nanos(now)); err != nil {
+				return err
+			}
+		}
+		if len(held) > 0 {
+			return errHeld
+		}
+		return nil
+	})
+	if len(held) > 0 {
+		return nil, &mailbox.HeldError{Held: held}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim leases: %w", err)
+	}
+	return &leases{s: s, holder: c.Holder, agents: agents}, nil
+}
+
+// errHeld rolls a refused claim back; ClaimLeases turns it into a
+// HeldError.
+var errHeld = fmt.Errorf("held")
+
+func leaseRow(ctx context.Context, tx *sql.Tx, agent string) (mailbox.Lease, bool, error) {
+	var l mailbox.Lease
+	var acq, hb int64
+	err := tx.QueryRowContext(ctx, `SELECT agent, holder_host, holder_pid, acquired_at, heartbeat_at FROM leases WHERE agent = ?`, agent).
+		Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &acq, &hb)
+	if err == sql.ErrNoRows {
+		return l, false, nil
+	}
+	if err != nil {
+		return l, false, err
+	}
+	l.AcquiredAt, l.HeartbeatAt = fromNanos(acq), fromNanos(hb)
+	return l, true, nil
+}
+
+// AgentLeases lists every lease, by agent.
+func (s *Store) AgentLeases(ctx context.Context) ([]mailbox.Lease, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT agent, holder_host, holder_pid, acquired_at, heartbeat_at FROM leases ORDER BY agent`)
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	defer rows.Close()
+	var out []mailbox.Lease
+	for rows.Next() {
+		var l mailbox.Lease
+		var acq, hb int64
+		if err := rows.Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &acq, &hb); err != nil {
+			return nil, fmt.Errorf("list leases: %w", err)
+		}
+		l.AcquiredAt, l.HeartbeatAt = fromNanos(acq), fromNanos(hb)
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	return out, nil
+}
+
+// leases is a granted claim.
+type leases struct {
+	s      *Store
+	holder mailbox.Holder
+	agents []string
+
+	mu       sync.Mutex
+	released bool
+}
+
+// Renew moves the heartbeat of the claim's leases; a lease whose row names
+// another holder now was taken over.
+func (l *leases) Renew(ctx context.Context) error {
+	var lost []string
+	err := l.s.tx(ctx, func(tx *sql.Tx) error {
+		lost = nil
+		for _, a := range l.agents {
+			res, err := tx.ExecContext(ctx, `UPDATE leases SET heartbeat_at = ? WHERE agent = ? AND holder_host = ? AND holder_pid = ?`,
+				nanos(l.s.now()), a, l.holder.Host, l.holder.PID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				lost = append(lost, a)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("renew leases: %w", err)
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("%w: %s", mailbox.ErrLeaseLost, strings.Join(lost, ", "))
+	}
+	return nil
+}
+
+// Release deletes the claim's rows that still name its holder.
+func (l *leases) Release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return nil
+	}
+	err := l.s.tx(ctx, func(tx *sql.Tx) error {
+		for _, a := range l.agents {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE agent = ? AND holder_host = ? AND holder_pid = ?`,
+				a, l.holder.Host, l.holder.PID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("release leases: %w", err)
+	}
+	l.released = true
+	return nil
+}
