@@ -169,6 +169,10 @@ type Mailbox struct {
 // Worktree places agent worktrees.
 type Worktree struct {
 	Dir string // absolute
+	// Push names a git remote (from [worktree] push) that every agent's
+	// branch is pushed to after each session, and fetched from before a
+	// merge: the way work done on several hosts meets. Empty means none.
+	Push string
 }
 
 // Env controls the environment of agent sessions.

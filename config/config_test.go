@@ -128,6 +128,7 @@ func TestErrors(t *testing.T) {
 		{"unknown engine", "[[agent]]\nname = \"a\"\nengine = \"gpt\"\n", `swarm.toml:3: unknown engine "gpt"`},
 		{"unknown default engine", "[defaults]\nengine = \"gpt\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: unknown engine "gpt"`},
 		{"unknown mode", "[[agent]]\nname = \"a\"\nmode = \"boss\"\n", `swarm.toml:3: unknown mode "boss"`},
+		{"push is not a remote", "[worktree]\npush = \"--mirror\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: push = "--mirror" is not a git remote name`},
 		{"no agents", "[defaults]\nengine = \"script\"\n", `swarm.toml: no agents`},
 		{"missing role file", "[[agent]]\nname = \"a\"\nrole = \"@prompts/none.md\"\n", `swarm.toml:3: role file prompts/none.md`},
 		{"wrong type", "[[agent]]\nname = \"a\"\nmax_turns = \"ten\"\n", `swarm.toml:3:`},

@@ -90,7 +90,8 @@ type rawMailbox struct {
 }
 
 type rawWorktree struct {
-	Dir *string `toml:"dir"`
+	Dir  *string `toml:"dir"`
+	Push *string `toml:"push"`
 }
 
 type rawEnv struct {
@@ -175,6 +176,14 @@ func (b *builder) build(raw *rawFile) {
 			dir = filepath.Join(b.root, dir)
 		}
 		b.cfg.Worktree.Dir = filepath.Clean(dir)
+	}
+	if raw.Worktree.Push != nil {
+		r := *raw.Worktree.Push
+		if r == "" || strings.HasPrefix(r, "-") || strings.ContainsAny(r, " \t\n") {
+			b.errorf("worktree.push", "push = %q is not a git remote name: name one of 'git remote' (such as \"origin\"), or remove the key", r)
+		} else {
+			b.cfg.Worktree.Push = r
+		}
 	}
 	b.env(raw.Env)
 	b.notify(raw.Notify)

@@ -28,6 +28,9 @@ type Worktrees interface {
 	// RemoveStaleLock removes a git lock a crashed session left in the
 	// agent's worktree, reporting whether there was one.
 	RemoveStaleLock(agent string) (bool, error)
+	// Push publishes the agent's branch to the git remote ([worktree]
+	// push).
+	Push(ctx context.Context, remote, agent string) error
 }
 
 // Guard is one session's base-branch guard (worktree.SessionGuard): made

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 	"time"
 
@@ -95,6 +96,12 @@ type DownResult struct {
 	Recovered    []string    `json:"recovered"`
 	RecoverError string      `json:"recover_error,omitempty"`
 	Agents       []DownAgent `json:"agents"`
+	// HeldElsewhere are the agents another supervisor runs (a swarm on
+	// several hosts): their work was left alone, "<agent> (<host>:<pid>)".
+	HeldElsewhere []string `json:"held_elsewhere"`
+	// Fetched says what a merge or squash brought from [worktree] push
+	// first: branches pushed from other hosts.
+	Fetched []string `json:"fetched"`
 }
 
 // ErrNotConfirmed means the operator answered no: nothing was stopped or
@@ -108,7 +115,7 @@ var ErrNotConfirmed = errors.New("nothing discarded")
 // its line of the result; the others carry on.
 func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 	cfg, l := req.Config, req.Layout
-	res := DownResult{Mode: req.Mode, Agents: []DownAgent{}, Killed: []string{}, Recovered: []string{}}
+	res := DownResult{Mode: req.Mode, Agents: []DownAgent{}, Killed: []string{}, Recovered: []string{}, HeldElsewhere: []string{}, Fetched: []string{}}
 	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: req.Store, Env: req.Env, DeleteIgnored: req.DeleteIgnored, Pass: cfg.Env.Pass})
 	if err != nil {
 		return res, err
@@ -153,25 +160,49 @@ func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 		return res, fmt.Errorf("%w; a swarm up started while swarm down ran: stop it, then run swarm down again", err)
 	}
 	defer lock.Release()
+	// Down holds the leases of the agents it deals with, as a supervisor
+	// would: none of them starts elsewhere meanwhile, and the agents a
+	// live supervisor on another host runs are left alone.
+	mine, held, release, err := claimForDown(ctx, req.Store, cfg.AgentNames())
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	for _, h := range held {
+		res.HeldElsewhere = append(res.HeldElsewhere, fmt.Sprintf("%s (%s)", h.Agent, h.Holder))
+	}
 	// A supervisor that crashed (kill -9) left its sessions running: their
 	// processes must not go on writing in the worktrees being merged.
-	if res.Killed, err = killLeftoverSessions(ctx, req.Store, cfg); err != nil {
+	if res.Killed, err = killLeftoverSessions(ctx, req.Store, mine); err != nil {
 		return res, err
 	}
 	// Finish what an interrupted swarm down left half done first; each
 	// agent's operation below also recovers its own, and reports it.
-	rec, rerr := m.Recover(ctx, cfg.AgentNames()...)
+	rec, rerr := m.Recover(ctx, mine...)
 	for _, r := range rec {
 		res.Recovered = append(res.Recovered, r.String())
 	}
 	if rerr != nil {
 		res.RecoverError = rerr.Error()
 	}
+	// Work pushed from other hosts comes first, so that it is merged too.
+	if remote := cfg.Worktree.Push; remote != "" && (req.Mode == DownMerge || req.Mode == DownSquash) {
+		fetched, err := m.Fetch(ctx, remote, mine)
+		for _, f := range fetched {
+			if f.What == "created" || f.What == "fast-forwarded" {
+				res.Fetched = append(res.Fetched, f.String())
+			}
+		}
+		if err != nil {
+			return res, fmt.Errorf("%w; check the remote %q ('git fetch %s'), or remove [worktree] push to merge only the local branches", err, remote, remote)
+		}
+	}
 	// The supervisor may have made worktrees while it ran, and recovery
 	// may have removed a half-made one.
 	if agents, err = downAgents(ctx, m, cfg); err != nil {
 		return res, err
 	}
+	agents = slices.DeleteFunc(agents, func(i worktree.Info) bool { return !slices.Contains(mine, i.Agent) })
 	if len(agents) > 0 {
 		// Recorded when the worktrees were made; only informative for keep.
 		base, err := m.BaseBranch(ctx)
@@ -361,9 +392,9 @@ func StopSupervisor(ctx context.Context, l repo.Layout, wait time.Duration) (boo
 // while one of its processes carries the session's marker, so a reused
 // process group id is left alone. The sessions stay as they are in the
 // store; the next swarm up records them as crashed.
-func killLeftoverSessions(ctx context.Context, st mailbox.Store, cfg *config.Config) ([]string, error) {
+func killLeftoverSessions(ctx context.Context, st mailbox.Store, agents []string) ([]string, error) {
 	killed := []string{}
-	for _, agent := range cfg.AgentNames() {
+	for _, agent := range agents {
 		sess, err := st.LastSession(ctx, agent, mailbox.SessionRunning)
 		if errors.Is(err, mailbox.ErrNoSuchSession) {
 			continue
@@ -400,3 +431,37 @@ func killLeftoverSessions(ctx context.Context, st mailbox.Store, cfg *config.Con
 	}
 	return killed, nil
 }
+
+// claimForDown takes the leases of every agent no live supervisor holds,
+// for this process, and returns those agents, the leases it could not
+// take, and how to give the taken ones back.
+func claimForDown(ctx context.Context, st mailbox.Store, agents []string) (mine []string, held []mailbox.Lease, release func(), err error) {
+	me := ThisHolder()
+	claim := func(names []string) (mailbox.Leases, error) {
+		return st.ClaimLeases(ctx, mailbox.LeaseClaim{Holder: me, Agents: names, TTL: downLeaseTTL,
+			Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) }})
+	}
+	mine = agents
+	l, err := claim(mine)
+	var he *mailbox.HeldError
+	if errors.As(err, &he) {
+		held = he.Held
+		mine = slices.DeleteFunc(slices.Clone(agents), func(a string) bool {
+			return slices.ContainsFunc(held, func(h mailbox.Lease) bool { return h.Agent == a })
+		})
+		l, err = claim(mine)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("take the agents' leases: %w", err)
+	}
+	return mine, held, func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = l.Release(rctx)
+	}, nil
+}
+
+// downLeaseTTL is how old a lease's heartbeat may be before swarm down
+// takes it for its holder's, where the store cannot tell (SQLite): a
+// supervisor renews every few seconds.
+const downLeaseTTL = 30 * time.Second

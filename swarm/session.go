@@ -424,6 +424,7 @@ func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result
 	if ferr := r.checkGuard(ctx, s); ferr != nil {
 		res = engine.Result{Outcome: engine.Failed, Err: fmt.Errorf("base-branch guard: %w", ferr), Usage: res.Usage, Turns: res.Turns}
 	}
+	r.publish(ctx, s)
 	if res.Outcome == engine.Success {
 		if r.sup.opts.Tasks != nil {
 			r.lastTasks = r.sessionTasks
@@ -493,7 +494,28 @@ func (r *runner) checkCut(ctx context.Context, s *session) {
 	if err := r.checkGuard(ctx, s); err != nil {
 		fmt.Fprintf(s.log, "# base-branch guard: %v\n", err)
 	}
+	r.publish(ctx, s)
 }
+
+// publish pushes the agent's branch to [worktree] push after a session,
+// however it ended, so its commits can be merged from another host. A
+// failed push is logged and retried after the next session: the work is
+// safe on the local branch meanwhile.
+func (r *runner) publish(ctx context.Context, s *session) {
+	remote := r.sup.cfg.Worktree.Push
+	if remote == "" {
+		return
+	}
+	pctx, cancel := context.WithTimeout(bg(ctx), pushTimeout)
+	defer cancel()
+	if err := r.sup.opts.Worktrees.Push(pctx, remote, r.agent.Name); err != nil {
+		fmt.Fprintf(s.log, "# push: %v\n", err)
+		r.sup.log.Warn("push the agent's branch", "agent", r.agent.Name, "remote", remote, "session_seq", s.seq, "err", err)
+	}
+}
+
+// pushTimeout bounds one push to [worktree] push.
+const pushTimeout = 2 * time.Minute
 
 // reportFinding tells the operator what the base-branch guard found,
 // charged to agent: a status message from the agent whose body is the

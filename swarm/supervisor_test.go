@@ -66,6 +66,7 @@ func (w *fakeWorktrees) Ensure(_ context.Context, agent string) (string, string,
 func (w *fakeWorktrees) Lock(context.Context, string, string) error { return nil }
 func (w *fakeWorktrees) Unlock(context.Context, string) error       { return nil }
 func (w *fakeWorktrees) RemoveStaleLock(string) (bool, error)       { return false, nil }
+func (w *fakeWorktrees) Push(context.Context, string, string) error { return nil }
 func (w *fakeWorktrees) Guard(_ context.Context, agent string) (Guard, error) {
 	if w.guard != nil {
 		if g := w.guard(agent); g != nil {

@@ -61,6 +61,11 @@ func (w GitWorktrees) Unlock(ctx context.Context, agent string) error { return w
 
 func (w GitWorktrees) RemoveStaleLock(agent string) (bool, error) { return w.M.RemoveStaleLock(agent) }
 
+// Push publishes the agent's branch to remote.
+func (w GitWorktrees) Push(ctx context.Context, remote, agent string) error {
+	return w.M.Push(ctx, remote, agent)
+}
+
 func (w GitWorktrees) Guard(ctx context.Context, agent string) (Guard, error) {
 	if w.Meta != nil && w.M.Baseline(agent) == nil {
 		// The first session of the agent in this process compares from

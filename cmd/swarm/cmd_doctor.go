@@ -151,6 +151,9 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 	if l.Root != "" {
 		doctorSupervisor(ctx, r, l)
 		doctorDatabase(ctx, r, app, l, cfg)
+		if cfg != nil {
+			doctorHosts(ctx, r, l, cfg, open.Choose(app.Env.Getenv, cfg.Mailbox.URL, l.DB))
+		}
 	}
 	if cfg != nil {
 		doctorNotify(r, cfg)
@@ -527,6 +530,26 @@ func doctorPostgres(ctx context.Context, r *doctorReport, target open.Target) {
 		r.add("database", checkFail, "%s (PostgreSQL %s): %s", target, d.Server, d.Check)
 	default:
 		r.add("database", checkOK, "%s: PostgreSQL %s, schema at migration %d of %d", target, d.Server, d.Schema, d.Want)
+	}
+}
+
+// doctorHosts checks how work done on several hosts meets: through the
+// git remote of [worktree] push. Without one, a swarm on PostgreSQL (the
+// multi-host backend) merges only what ran in this clone.
+func doctorHosts(ctx context.Context, r *doctorReport, l repo.Layout, cfg *config.Config, target open.Target) {
+	remote := cfg.Worktree.Push
+	switch {
+	case remote == "" && target.URL != "":
+		r.add("hosts", checkWarn, "no [worktree] push remote: 'swarm down --merge' here sees only the branches of agents that ran in this clone; on several hosts, set push = \"origin\" (a remote every clone shares) under [worktree]")
+	case remote == "":
+		r.add("hosts", checkOff, "one host (SQLite); [worktree] push is not set")
+	default:
+		res, err := proc.Run(ctx, proc.Spec{Dir: l.Root, Timeout: doctorGitTimeout}, "git", "remote", "get-url", remote)
+		if err != nil {
+			r.add("hosts", checkFail, "[worktree] push = %q, but this clone has no such git remote; add it ('git remote add %s <url>') or fix the name", remote, remote)
+			return
+		}
+		r.add("hosts", checkOK, "agents' branches are pushed to %s (%s) after every session and fetched before a merge", remote, strings.TrimSpace(string(res.Stdout)))
 	}
 }
 

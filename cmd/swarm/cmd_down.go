@@ -207,6 +207,12 @@ func printDown(w io.Writer, root string, res swarm.DownResult) {
 	if res.RecoverError != "" {
 		fmt.Fprintf(w, "could not finish what an interrupted run left: %s\n", res.RecoverError)
 	}
+	for _, f := range res.Fetched {
+		fmt.Fprintf(w, "fetched: %s\n", f)
+	}
+	if len(res.HeldElsewhere) > 0 {
+		fmt.Fprintf(w, "Left alone, run by another supervisor: %s ('swarm down' in that clone stops it)\n", strings.Join(res.HeldElsewhere, ", "))
+	}
 	if len(res.Agents) == 0 {
 		fmt.Fprintln(w, "No agent worktrees or branches; nothing else to do.")
 		return
