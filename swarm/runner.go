@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
@@ -126,7 +127,21 @@ func (r *runner) move(ctx context.Context, ev lifecycle.Event, to lifecycle.Stat
 func (r *runner) inTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
 	state, seq := r.state, r.seq
 	r.pending = r.pending[:0]
-	if err := r.sup.store.InTx(bg(ctx), fn); err != nil {
+	err := r.sup.store.InTx(bg(ctx), fn)
+	// A database away for a moment (a PostgreSQL restart) must not stop
+	// the agent: the transaction rolled back, so it is run again, from
+	// the same state, until the database is back.
+	for wait := time.Duration(0); err != nil && r.sup.store.Unavailable(err) && wait < storeOutage; {
+		r.state, r.seq = state, seq
+		r.pending = r.pending[:0]
+		pause := min(max(2*wait/10, 50*time.Millisecond), 2*time.Second)
+		r.sup.log.Warn("database unavailable; retrying", "agent", r.agent.Name, "retry_in", pause, "err", err)
+		t := r.sup.clock.NewTimer(pause)
+		<-t.C
+		wait += pause
+		err = r.sup.store.InTx(bg(ctx), fn)
+	}
+	if err != nil {
 		r.state, r.seq = state, seq // the transaction rolled back
 		r.pending = r.pending[:0]
 		return err
@@ -196,6 +211,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	var outage time.Duration
 	for {
 		if ctx.Err() != nil && r.state != lifecycle.Stopped {
 			return r.stop(ctx, "shutdown")
@@ -223,11 +239,30 @@ func (r *runner) run(ctx context.Context) (err error) {
 		default:
 			err = fmt.Errorf("runner in unexpected state %s", r.state)
 		}
+		if err != nil && r.sup.store.Unavailable(err) && outage < storeOutage {
+			// A read that found the database away: the step changed
+			// nothing (its transactions retry on their own), so it runs
+			// again once the database is back.
+			r.sup.log.Warn("database unavailable; retrying", "agent", r.agent.Name, "state", string(r.state), "err", err)
+			t := r.sup.clock.NewTimer(time.Second)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			outage += time.Second
+			continue
+		}
+		outage = 0
 		if err != nil {
 			return err
 		}
 	}
 }
+
+// storeOutage is how long an agent waits for its database to come back
+// before it stops with the error.
+const storeOutage = 5 * time.Minute
 
 func (r *runner) stop(ctx context.Context, cause string) error {
 	if r.state == lifecycle.Stopped {

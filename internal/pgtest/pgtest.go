@@ -190,8 +190,7 @@ func Start() (*Cluster, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -F -c max_connections=200 -c synchronous_commit=off", dir)
-	if err := c.run("pg_ctl", "-D", c.data(), "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
+	if err := c.run("pg_ctl", "-D", c.data(), "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "-o", c.opts(), "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w\n%s", err, log)
@@ -200,6 +199,18 @@ func Start() (*Cluster, error) {
 }
 
 func (c *Cluster) data() string { return filepath.Join(c.Dir, "data") }
+
+// opts are the server's options: the socket in Dir, no TCP, no fsync.
+func (c *Cluster) opts() string {
+	return fmt.Sprintf("-k %s -c listen_addresses='' -F -c max_connections=200 -c synchronous_commit=off", c.Dir)
+}
+
+// Restart stops the server (fast: clients are disconnected) and starts it
+// again, as an operator's pg_ctl restart does; it returns once the server
+// accepts connections again.
+func (c *Cluster) Restart() error {
+	return c.run("pg_ctl", "-D", c.data(), "-l", filepath.Join(c.Dir, "server.log"), "-m", "fast", "-w", "-t", "60", "-o", c.opts(), "restart")
+}
 
 func (c *Cluster) run(name string, args ...string) error {
 	argv := append(slices.Clone(c.runAs), append([]string{filepath.Join(c.bin, name)}, args...)...)
