@@ -21,6 +21,10 @@
 //	P7  protocol (run after P1): validated task_dispatches against plain
 //	    sends through the same Poster (ratio), and the lag from a stored
 //	    ACK deadline to its ack_timeout escalation in a running `swarm up`
+//	P8  PostgreSQL, on a throwaway local cluster: P1's send/raw ratio
+//	    against a raw pgx insert, and P2 across two supervisors (two
+//	    clones): `swarm send --urgent` in one, the agent run by the other,
+//	    woken over LISTEN/NOTIFY. Skipped when PostgreSQL is not installed.
 //
 // Usage (make bench builds bin/swarm first):
 //
@@ -67,6 +71,9 @@ type bench struct {
 	// details are the raw measurements behind the rows, by figure.
 	details map[string]any
 	log     io.Writer
+	// dbURL, when set, is the PostgreSQL database the swarm processes use
+	// (SWARM_DB_URL): P8.
+	dbURL string
 }
 
 func (b *bench) add(r row) { b.rows = append(b.rows, r) }
@@ -170,7 +177,7 @@ func run(binPath, out string, keep, quick bool, only string) int {
 		id string
 		fn func(context.Context) error
 	}{
-		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6},
+		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6}, {"P8", b.p8},
 	}
 	var errs []string
 	for _, s := range steps {

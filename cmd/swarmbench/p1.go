@@ -60,49 +60,14 @@ func (b *bench) p1(ctx context.Context) error {
 			return err
 		}
 	}
-	// Many short alternating phases, so that load from elsewhere on the
-	// machine falls on both sides alike.
 	rounds, phase := 30, 100*time.Millisecond
 	if b.quick {
 		rounds, phase = 6, 50*time.Millisecond
 	}
-	loop := func(fn func() error) (int, time.Duration, error) {
-		n, t0 := 0, time.Now()
-		for time.Since(t0) < phase {
-			for range 16 {
-				if err := fn(); err != nil {
-					return n, 0, err
-				}
-				n++
-			}
-		}
-		return n, time.Since(t0), nil
-	}
 	det := p1Details{Rounds: rounds, PhaseMs: int(phase / time.Millisecond), Body: body}
 	var sendT, rawT time.Duration
-	for i := range rounds {
-		// Alternate which goes first, so neither always follows the other.
-		order := []bool{true, false}
-		if i%2 == 1 {
-			order = []bool{false, true}
-		}
-		for _, isSend := range order {
-			if isSend {
-				n, t, err := loop(send)
-				if err != nil {
-					return fmt.Errorf("send: %w", err)
-				}
-				det.Sends += n
-				sendT += t
-			} else {
-				n, t, err := loop(insert)
-				if err != nil {
-					return fmt.Errorf("raw insert: %w", err)
-				}
-				det.Raw += n
-				rawT += t
-			}
-		}
+	if det.Sends, sendT, det.Raw, rawT, err = alternate(rounds, phase, send, insert); err != nil {
+		return err
 	}
 	det.SendSec, det.RawSec = round(sendT.Seconds(), 3), round(rawT.Seconds(), 3)
 	det.SendPerSec = round(float64(det.Sends)/sendT.Seconds(), 0)
@@ -142,6 +107,49 @@ func (b *bench) p1(ctx context.Context) error {
 	b.add(row{ID: "P1", Figure: "Broadcast to 10 (one transaction)", Value: det.BroadcastPerS, Unit: "calls/s",
 		Text: fmt.Sprintf("%s calls/s = %s msg/s", thousands(det.BroadcastPerS), thousands(det.BroadcastMsgS))})
 	return nil
+}
+
+// alternate runs send and insert in many short alternating phases, so
+// that load from elsewhere on the machine falls on both sides alike, and
+// returns how many of each ran in how long.
+func alternate(rounds int, phase time.Duration, send, insert func() error) (sends int, sendT time.Duration, raws int, rawT time.Duration, err error) {
+	loop := func(fn func() error) (int, time.Duration, error) {
+		n, t0 := 0, time.Now()
+		for time.Since(t0) < phase {
+			for range 16 {
+				if err := fn(); err != nil {
+					return n, 0, err
+				}
+				n++
+			}
+		}
+		return n, time.Since(t0), nil
+	}
+	for i := range rounds {
+		// Alternate which goes first, so neither always follows the other.
+		order := []bool{true, false}
+		if i%2 == 1 {
+			order = []bool{false, true}
+		}
+		for _, isSend := range order {
+			if isSend {
+				n, t, err := loop(send)
+				if err != nil {
+					return 0, 0, 0, 0, fmt.Errorf("send: %w", err)
+				}
+				sends += n
+				sendT += t
+			} else {
+				n, t, err := loop(insert)
+				if err != nil {
+					return 0, 0, 0, 0, fmt.Errorf("raw insert: %w", err)
+				}
+				raws += n
+				rawT += t
+			}
+		}
+	}
+	return sends, sendT, raws, rawT, nil
 }
 
 func loop2(d time.Duration, fn func() error) (int, time.Duration, error) {

@@ -49,76 +49,18 @@ func (b *bench) p2(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	running := func(after int64) (int64, error) {
-		var seq int64
-		err := waitFor(ctx, 30*time.Second, 2*time.Millisecond, "target Running", func() (bool, error) {
-			if up.exited() {
-				return false, b.upExited(up, "p2-up.log")
-			}
-			a, err := st.Agent(ctx, "target")
-			if err != nil {
-				return false, nil // not registered yet
-			}
-			seq = a.SessionSeq
-			return a.State == lifecycle.Running && a.SessionSeq > after, nil
-		})
-		return seq, err
-	}
-	seq, err := running(0)
+	lat, err := b.urgentTrials(ctx, dir, st, up, "p2-up.log", trials)
 	if err != nil {
 		return err
 	}
-	type trial struct {
-		id       int64
-		execAt   time.Time
-		sendTook time.Duration
-		backAt   time.Time
-	}
-	var ts []trial
-	for i := range trials {
-		t0 := time.Now()
-		out, err := b.swarm(dir, "send", "target", fmt.Sprintf("urgent trial %d: stop and look at this", i+1), "--urgent", "--json")
-		if err != nil {
-			return err
-		}
-		took := time.Since(t0)
-		var sent []struct {
-			ID int64 `json:"id"`
-		}
-		if err := json.Unmarshal([]byte(out), &sent); err != nil || len(sent) != 1 {
-			return fmt.Errorf("swarm send --json printed %q: %v", out, err)
-		}
-		next, err := running(seq)
-		if err != nil {
-			return fmt.Errorf("trial %d: %w", i+1, err)
-		}
-		ts = append(ts, trial{id: sent[0].ID, execAt: t0, sendTook: took, backAt: time.Now()})
-		seq = next
-	}
-	det := p2Details{Trials: trials}
-	var rowLat, execLat, sendLat, back []time.Duration
-	for _, t := range ts {
-		m, err := st.Message(ctx, t.id)
-		if err != nil {
-			return err
-		}
-		at, err := interruptedAt(ctx, st, t.id)
-		if err != nil {
-			return err
-		}
-		rowLat = append(rowLat, at.Sub(m.CreatedAt))
-		execLat = append(execLat, at.Sub(t.execAt))
-		sendLat = append(sendLat, t.sendTook)
-		back = append(back, t.backAt.Sub(at))
-		det.SamplesMs = append(det.SamplesMs, ms(at.Sub(m.CreatedAt)))
-	}
+	det := p2Details{Trials: trials, SamplesMs: lat.samples}
 	if _, err := stopUp(up); err != nil {
 		return err
 	}
-	det.RowToCancel = summarize(rowLat)
-	det.ExecToCancel = summarize(execLat)
-	det.SendProcess = summarize(sendLat)
-	det.BackToRunning = summarize(back)
+	det.RowToCancel = summarize(lat.row)
+	det.ExecToCancel = summarize(lat.exec)
+	det.SendProcess = summarize(lat.send)
+	det.BackToRunning = summarize(lat.back)
 	b.details["P2"] = det
 	r := det.RowToCancel
 	b.add(row{ID: "P2", Figure: fmt.Sprintf("urgent interrupt, row written → session cancelled, p50 (%d trials)", trials), Value: r.P50, Unit: "ms", Text: fmt.Sprintf("%.2f ms", r.P50)})
@@ -143,4 +85,80 @@ func interruptedAt(ctx context.Context, st mailbox.Store, id int64) (time.Time, 
 		}
 	}
 	return time.Time{}, fmt.Errorf("no Running→Interrupting event with cause %q", cause)
+}
+
+// urgentLatencies are the measurements of urgentTrials.
+type urgentLatencies struct {
+	row, exec, send, back []time.Duration
+	samples               []float64 // row, in ms
+}
+
+// urgentTrials sends `swarm send target --urgent` from sendDir, trials
+// times, to the agent target that up runs (its session always in a long
+// bash call), waiting each time for its next session, and reads the
+// latencies from st: the message row's created_at to the interrupt.
+func (b *bench) urgentTrials(ctx context.Context, sendDir string, st mailbox.Store, up *proc, upLog string, trials int) (urgentLatencies, error) {
+	var lat urgentLatencies
+	running := func(after int64) (int64, error) {
+		var seq int64
+		err := waitFor(ctx, 30*time.Second, 2*time.Millisecond, "target Running", func() (bool, error) {
+			if up.exited() {
+				return false, b.upExited(up, upLog)
+			}
+			a, err := st.Agent(ctx, "target")
+			if err != nil {
+				return false, nil // not registered yet
+			}
+			seq = a.SessionSeq
+			return a.State == lifecycle.Running && a.SessionSeq > after, nil
+		})
+		return seq, err
+	}
+	seq, err := running(0)
+	if err != nil {
+		return lat, err
+	}
+	type trial struct {
+		id       int64
+		execAt   time.Time
+		sendTook time.Duration
+		backAt   time.Time
+	}
+	var ts []trial
+	for i := range trials {
+		t0 := time.Now()
+		out, err := b.swarm(sendDir, "send", "target", fmt.Sprintf("urgent trial %d: stop and look at this", i+1), "--urgent", "--json")
+		if err != nil {
+			return lat, err
+		}
+		took := time.Since(t0)
+		var sent []struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(out), &sent); err != nil || len(sent) != 1 {
+			return lat, fmt.Errorf("swarm send --json printed %q: %v", out, err)
+		}
+		next, err := running(seq)
+		if err != nil {
+			return lat, fmt.Errorf("trial %d: %w", i+1, err)
+		}
+		ts = append(ts, trial{id: sent[0].ID, execAt: t0, sendTook: took, backAt: time.Now()})
+		seq = next
+	}
+	for _, t := range ts {
+		m, err := st.Message(ctx, t.id)
+		if err != nil {
+			return lat, err
+		}
+		at, err := interruptedAt(ctx, st, t.id)
+		if err != nil {
+			return lat, err
+		}
+		lat.row = append(lat.row, at.Sub(m.CreatedAt))
+		lat.exec = append(lat.exec, at.Sub(t.execAt))
+		lat.send = append(lat.send, t.sendTook)
+		lat.back = append(lat.back, t.backAt.Sub(at))
+		lat.samples = append(lat.samples, ms(at.Sub(m.CreatedAt)))
+	}
+	return lat, nil
 }

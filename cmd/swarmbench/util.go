@@ -29,6 +29,9 @@ func (b *bench) env(extra ...string) []string {
 		}
 		out = append(out, kv)
 	}
+	if b.dbURL != "" {
+		out = append(out, "SWARM_DB_URL="+b.dbURL)
+	}
 	out = append(out,
 		"HOME="+b.home,
 		"GIT_CONFIG_NOSYSTEM=1",
