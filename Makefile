@@ -38,7 +38,7 @@ bench: build ## measure P1-P7: print one table, write bench/results.json (~1-2 m
 bench-go: ## run the Go micro-benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-reliability: build ## the slow reliability suite (R1-R8) against bin/swarm (6-10 min on 2 CPUs)
+reliability: build ## the slow reliability suite (R1-R9; R9 needs PostgreSQL) against bin/swarm (6-10 min on 2 CPUs)
 	SWARM_BIN=$(abspath $(BIN)) $(GO) test -tags reliability -count=1 -timeout 20m -v ./reliability/
 
 # Fuzz targets, package:name; each runs for FUZZTIME. They live in packages

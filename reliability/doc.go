@@ -31,6 +31,11 @@
 //	R7 lock:    two `swarm up` started at the same moment, 20 times
 //	R8 down:    Ctrl-C and kill -9 of `swarm down --merge` 20 times on the
 //	            20,000-file repository; the next one succeeds, nothing lost
+//	R9 hosts:   two clones' supervisors on one PostgreSQL swarm, 8 senders
+//	            × 1,000 messages across a kill -9 of one supervisor and a
+//	            pg_ctl restart: each stored once, each done in a completed
+//	            session, no error logged (skipped without PostgreSQL unless
+//	            SWARM_REQUIRE_POSTGRES is set, as in CI)
 //
 // The fast checks (the sandbox escape table, the prompt sources, the fuzz
 // seed corpora) run in plain `go test`; R3's fuzzing runs from `make fuzz`.

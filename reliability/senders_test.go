@@ -17,7 +17,7 @@ import (
 
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/mailbox/open"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/repo"
 )
@@ -31,6 +31,7 @@ const (
 	senderID     = "RELIABILITY_SENDER_ID"
 	senderCount  = "RELIABILITY_SENDER_COUNT"
 	senderAgents = "RELIABILITY_SENDER_AGENTS"
+	senderFirst  = "RELIABILITY_SENDER_FIRST" // the first message number; 1 when unset
 )
 
 func senderBody(id, i int) string { return fmt.Sprintf("<<sender %d message %d>>", id, i) }
@@ -42,10 +43,15 @@ func senderMain() int {
 	root := os.Getenv(senderRoot)
 	id, _ := strconv.Atoi(os.Getenv(senderID))
 	n, _ := strconv.Atoi(os.Getenv(senderCount))
+	first := 1
+	if f, err := strconv.Atoi(os.Getenv(senderFirst)); err == nil {
+		first = f
+	}
 	agents := strings.Split(os.Getenv(senderAgents), ",")
 	l := repo.At(root, "")
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	// SWARM_DB_URL (the PostgreSQL runs) wins, as in every swarm command.
+	db, err := open.Choose(os.Getenv, "", l.DB).Open(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 1
@@ -53,7 +59,7 @@ func senderMain() int {
 	defer db.Close()
 	st := mailbox.NewPoster(db, agents, nil)
 	sent, errs := 0, 0
-	for i := 1; i <= n; i++ {
+	for i := first; i < first+n; i++ {
 		_, err := st.Post(ctx, message.Draft{From: message.Operator, To: agents[i%len(agents)], Body: senderBody(id, i)})
 		if err != nil {
 			errs++
