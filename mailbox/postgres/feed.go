@@ -112,7 +112,13 @@ func (f *feed) Wait(ctx context.Context) error {
 				f.drop()
 			}
 		default:
-			f.drop() // terminated, or the network went away
+			// Terminated (a server restart), or the network went away: the
+			// pool's idle connections are as dead as this one, and the next
+			// statement on one would be cut off after it was sent, leaving
+			// it unknown whether it committed. Close them now; new ones wait
+			// for the server (InsertMessages, Open).
+			f.drop()
+			f.s.pool.Reset()
 		}
 	}
 }

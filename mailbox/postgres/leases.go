@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -91,18 +92,39 @@ func (s *Store) lockAgents(ctx context.Context, agents []string) (*pgx.Conn, []s
 		return nil, nil, err
 	}
 	conn := pc.Hijack()
+	held, err := tryLocks(ctx, conn, agents)
+	// A holder that has just stopped or died may keep its locks a moment
+	// longer: its server process ends shortly after its connection closes.
+	// Ask again for a little while before calling the agents held.
+	for pause := 20 * time.Millisecond; err == nil && len(held) > 0 && pause <= 320*time.Millisecond; pause *= 2 {
+		select {
+		case <-ctx.Done():
+			err = context.Cause(ctx)
+		case <-time.After(pause):
+			held, err = tryLocks(ctx, conn, held)
+		}
+	}
+	if err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, nil, err
+	}
+	return conn, held, nil
+}
+
+// tryLocks takes each agent's lease lock on conn if it is free, and returns
+// the agents whose lock another session holds.
+func tryLocks(ctx context.Context, conn *pgx.Conn, agents []string) ([]string, error) {
 	var held []string
 	for _, a := range agents {
 		var ok bool
 		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+lockKey+`)`, a).Scan(&ok); err != nil {
-			conn.Close(context.WithoutCancel(ctx))
-			return nil, nil, err
+			return nil, err
 		}
 		if !ok {
 			held = append(held, a)
 		}
 	}
-	return conn, held, nil
+	return held, nil
 }
 
 // AgentLeases lists every lease, by agent.

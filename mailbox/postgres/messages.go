@@ -82,10 +82,48 @@ const insertSQL = `WITH serial AS MATERIALIZED (SELECT pg_advisory_xact_lock($9:
 	FROM serial
 	RETURNING ` + messageCols
 
+// insertPlainSQL is insertSQL for the common draft: no reply, no protocol
+// envelope, no ACK. The columns it leaves out take their defaults (NULL,
+// 0, 'none'), and without the parent lookup and the CASEs the statement
+// costs about what a bare INSERT does (BenchmarkSend).
+const insertPlainSQL = `WITH serial AS MATERIALIZED (SELECT pg_advisory_xact_lock($1::bigint))
+	INSERT INTO messages (sender, recipient, kind, urgency, body, payload, created_at)
+	SELECT $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::bigint
+	FROM serial
+	RETURNING ` + messageCols
+
 // InsertMessages stores validated drafts: one statement alone, or all of
 // them in one transaction. An ack (a draft with AckOf) marks the message
 // it acknowledges in the same transaction.
-func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
+func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) (ms []message.Message, err error) {
+	// Mail must not be lost to a server restarting under a running
+	// process: a statement that surely did not commit (see notCommitted)
+	// is tried again for a while. Any other cut is returned: it may have
+	// committed, and trying again could store the mail twice.
+	for pause, deadline := 50*time.Millisecond, time.Now().Add(s.wait); ; pause = min(2*pause, time.Second) {
+		ms, err = s.insertMessages(ctx, drafts)
+		if err == nil || !notCommitted(err) || time.Now().Add(pause).After(deadline) {
+			return ms, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// notCommitted reports whether err proves the statement did not commit:
+// nothing was sent (no connection could be made, or pgx says so). A
+// connection ended after the statement went out, even with the server's
+// 57P01 (shutting down), may follow its commit: measured, one post in
+// about a hundred across two restarts was stored and still answered so.
+func notCommitted(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) || pgconn.SafeToRetry(err)
+}
+
+func (s *Store) insertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
 	now := s.now()
 	if len(drafts) == 1 && drafts[0].AckOf == "" {
 		m, err := insert(ctx, s.pool, drafts[0].Normalize(), now)
@@ -152,8 +190,14 @@ func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (mes
 		payload = &p
 	}
 	ackSecs := int64((d.AckTimeout + time.Second - 1) / time.Second)
-	m, err := scanMessage(q.QueryRow(ctx, insertSQL, replyTo, d.From, d.To, string(d.Kind), string(d.Urgency), d.Body, payload, nanos(now), lockMessages,
-		nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs))
+	var row pgx.Row
+	if replyTo == nil && d.MsgID == "" && d.TaskID == "" && d.ProtocolType == "" && ackSecs == 0 {
+		row = q.QueryRow(ctx, insertPlainSQL, lockMessages, d.From, d.To, string(d.Kind), string(d.Urgency), d.Body, payload, nanos(now))
+	} else {
+		row = q.QueryRow(ctx, insertSQL, replyTo, d.From, d.To, string(d.Kind), string(d.Urgency), d.Body, payload, nanos(now), lockMessages,
+			nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs)
+	}
+	m, err := scanMessage(row)
 	if err != nil {
 		if d.ReplyTo != 0 && pgCode(err) == codeForeignKey {
 			return m, fmt.Errorf("reply to #%d: %w", d.ReplyTo, mailbox.ErrNoSuchMessage)

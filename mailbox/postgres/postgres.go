@@ -69,6 +69,7 @@ type Store struct {
 	cfg  *pgxpool.Config
 	loc  string
 	now  func() time.Time
+	wait time.Duration // Options.OpenTimeout: how long a restarting server is waited for
 
 	mu   sync.Mutex
 	pids map[uint32]bool  // backends of this store's pool: their NOTIFYs are not news
@@ -153,15 +154,18 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	// A command run while the server restarts (pg_ctl restart, a
 	// failover) waits for it rather than failing: the mail it carries
-	// must not be lost to a moment's outage.
+	// must not be lost to a moment's outage. That includes a connection
+	// the shutting-down server ends under it (57P01): each migration is
+	// its own transaction, so trying again is safe.
 	wait := opts.OpenTimeout
 	if wait == 0 {
 		wait = 5 * time.Second
 	}
+	s.wait = wait
 	deadline, pause := time.Now().Add(wait), 50*time.Millisecond
 	for {
 		err = s.migrate(ctx)
-		if err == nil || !restarting(err) || time.Now().Add(pause).After(deadline) {
+		if err == nil || !s.Unavailable(err) || time.Now().Add(pause).After(deadline) {
 			break
 		}
 		select {

@@ -80,6 +80,10 @@ func TestSchemaRejectsBadStates(t *testing.T) {
 		`INSERT INTO escalations (kind, severity, summary, dedupe_key, created_at, hold) VALUES ('agent', 'info', 'x', 'k', 1, 1)`,
 		`INSERT INTO escalations (kind, severity, summary, dedupe_key, created_at, state) VALUES ('agent', 'info', 'x', 'k', 1, 'resolved')`,
 		`INSERT INTO escalations (kind, severity, summary, dedupe_key, created_at, decision) VALUES ('agent', 'info', 'x', 'k', 1, 'abort')`,
+		`INSERT INTO reports (agent, kind, task, message, at) VALUES ('x', 'gossip', 'T-1', 'm', 1)`,
+		`INSERT INTO reports (agent, kind, task, message, at) VALUES ('x', 'progress', '', 'm', 1)`,   // a task report needs its task
+		`INSERT INTO reports (agent, kind, task, message, at) VALUES ('x', 'session', 'T-1', 'm', 1)`, // a session report has none
+		`INSERT INTO reports (agent, kind, task, message, at) VALUES ('x', 'blocked', 'T-1', '', 1)`,
 	} {
 		if _, err := s.pool.Exec(ctx, q); err == nil {
 			t.Errorf("%s: accepted", q)
@@ -350,4 +354,130 @@ func TestFeedReconnects(t *testing.T) {
 	if f.dropped != 1 {
 		t.Fatalf("dropped = %d after the reconnect", f.dropped)
 	}
+}
+
+// TestOpenWaitsForARestart opens the store again and again while its
+// server restarts (pg_ctl restart, on a cluster of its own so the other
+// tests' connections are not cut): every open must succeed, whether it
+// met a refused connection, a server starting up (57P03) or a connection
+// the shutting-down server ended (57P01) halfway through migrating.
+func TestOpenWaitsForARestart(t *testing.T) {
+	pgtest.NewDB(t) // skips (or fails, when required) without PostgreSQL
+	c, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	url, err := c.CreateDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	restarted := make(chan error, 1)
+	opened := 0
+	go func() {
+		var err error
+		for range 2 {
+			if err = c.Restart(); err != nil {
+				break
+			}
+		}
+		restarted <- err
+	}()
+	for done := false; !done; {
+		select {
+		case err := <-restarted:
+			if err != nil {
+				t.Fatalf("pg_ctl restart: %v", err)
+			}
+			done = true
+		default:
+		}
+		s, err := Open(ctx, url, Options{OpenTimeout: 30 * time.Second})
+		if err != nil {
+			t.Fatalf("open %d during a restart: %v", opened+1, err)
+		}
+		if _, err := s.NewestMessageID(ctx); err != nil && !s.Unavailable(err) {
+			t.Fatalf("query after open %d: %v", opened+1, err)
+		}
+		s.Close()
+		opened++
+	}
+	t.Logf("%d opens across two restarts", opened)
+}
+
+// TestSendWaitsForARestart posts mail in a loop through one open store
+// while its server restarts twice (pg_ctl restart): a post whose
+// statement never reached the server (no connection could be made while
+// it was down) is tried again until it is back; one cut off after it was
+// sent is returned as unavailable, never retried, so nothing is stored
+// twice; every post that succeeded is stored.
+func TestSendWaitsForARestart(t *testing.T) {
+	pgtest.NewDB(t) // skips (or fails, when required) without PostgreSQL
+	c, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	url, err := c.CreateDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, url, Options{OpenTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := mailbox.NewPoster(s, []string{"backend"}, nil)
+	// A supervisor follows the feed, whose listener sees the restart first.
+	f, err := s.Feed(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, stopFeed := context.WithCancel(ctx)
+	var feedDone sync.WaitGroup
+	feedDone.Go(func() {
+		for f.Wait(fctx) == nil {
+		}
+	})
+	defer func() { stopFeed(); feedDone.Wait(); f.Close() }()
+	restarted := make(chan error, 1)
+	go func() {
+		var err error
+		for range 2 {
+			if err = c.Restart(); err != nil {
+				break
+			}
+		}
+		restarted <- err
+	}()
+	var ok, cut int
+	for done := false; !done; {
+		select {
+		case err := <-restarted:
+			if err != nil {
+				t.Fatalf("pg_ctl restart: %v", err)
+			}
+			done = true
+		default:
+		}
+		_, err := p.Post(ctx, message.Draft{From: "operator", To: "backend", Body: fmt.Sprintf("during the restart %d", ok+cut)})
+		switch {
+		case err == nil:
+			ok++
+		case s.Unavailable(err) && !notCommitted(err):
+			cut++ // sent, then cut off: it may have committed, and the caller is told
+		default:
+			t.Fatalf("post %d during a restart: %v", ok+cut+1, err)
+		}
+	}
+	n, err := s.NewestMessageID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(n) < ok || int(n) > ok+cut {
+		t.Fatalf("%d posts succeeded and %d were cut off, but %d messages are stored", ok, cut, n)
+	}
+	t.Logf("%d posts stored across two restarts, %d cut off after sending", ok, cut)
 }
