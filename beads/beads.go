@@ -81,7 +81,24 @@ type Issue struct {
 	DependencyCount int      `json:"dependency_count"`
 	DependentCount  int      `json:"dependent_count"`
 	CommentCount    int      `json:"comment_count"`
+	// Dependencies are the issue's own edges as `bd list --json` and `bd
+	// ready --json` print them (`bd show` prints full issues instead).
+	Dependencies []Dependency `json:"dependencies,omitempty"`
 }
+
+// Dependency is one edge: IssueID depends on DependsOnID. Type "blocks"
+// orders work; "parent-child" makes a tree.
+type Dependency struct {
+	IssueID     string `json:"issue_id"`
+	DependsOnID string `json:"depends_on_id"`
+	Type        string `json:"type"`
+}
+
+// Dependency types.
+const (
+	DepBlocks      = "blocks"
+	DepParentChild = "parent-child"
+)
 
 // IsEpic reports whether the issue is an epic, which the prompt leaves out
 // unless configured: an epic is a container, not a piece of work.
@@ -196,6 +213,20 @@ func (c *Client) Ready(ctx context.Context) ([]Issue, error) {
 	return issues, nil
 }
 
+// List runs `bd list --json`: every issue that is not closed, with its
+// dependencies, for the task graph.
+func (c *Client) List(ctx context.Context) ([]Issue, error) {
+	out, err := c.run(ctx, "list", "--json")
+	if err != nil {
+		return nil, err
+	}
+	issues, err := ParseReady(out)
+	if err != nil {
+		return nil, &Error{Command: "bd list --json", Err: err}
+	}
+	return issues, nil
+}
+
 // Claim runs `bd update <id> --claim --json`: the issue becomes in_progress
 // and assigned to the actor. A claim lost to another actor is an *Error
 // carrying bd's explanation.
@@ -217,6 +248,19 @@ func (c *Client) Close(ctx context.Context, id, reason string) (json.RawMessage,
 		args = append(args, "--reason="+reason)
 	}
 	return c.rawCall(ctx, append(args, "--json")...)
+}
+
+// SetStatus runs `bd update <id> --status <status> --json`: the queue's
+// fail gives a task back as blocked, so `bd ready` does not offer it again
+// until someone looks at it.
+func (c *Client) SetStatus(ctx context.Context, id, status string) (json.RawMessage, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := checkID(status); err != nil {
+		return nil, fmt.Errorf("bad status %q", status)
+	}
+	return c.rawCall(ctx, "update", id, "--status", status, "--json")
 }
 
 // Show runs `bd show <id> --json`.

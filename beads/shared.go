@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Shared runs one `bd ready` at a time for all its callers: a caller that
-// arrives while a call is running waits for that call's answer instead of
-// starting another bd. Nothing is cached; a caller arriving after a call
-// ended starts a new one.
+// Shared runs one `bd ready` (and one `bd list`) at a time for all its
+// callers: a caller that arrives while a call is running waits for that
+// call's answer instead of starting another bd. Nothing is cached; a
+// caller arriving after a call ended starts a new one.
 //
 // The supervisor makes one Shared for the swarm, over a Client in the repo
 // root: the ready list is the same from every worktree.
@@ -59,7 +59,19 @@ func (s *Shared) Client() *Client { return s.client }
 // for the others, bounded by the client's timeout. The slice is the
 // caller's own; the issues in it must be treated as read-only.
 func (s *Shared) Ready(ctx context.Context) ([]Issue, error) {
-	ch := s.group.DoChan("ready", func() (any, error) {
+	return s.do(ctx, "ready", s.client.Ready)
+}
+
+// List returns every open issue with its dependencies (`bd list --json`,
+// what the dag, intelligent-batching and tree strategies plan from),
+// shared the same way as Ready.
+func (s *Shared) List(ctx context.Context) ([]Issue, error) {
+	return s.do(ctx, "list", s.client.List)
+}
+
+// do runs call once for every caller that arrives while it runs.
+func (s *Shared) do(ctx context.Context, key string, call func(context.Context) ([]Issue, error)) ([]Issue, error) {
+	ch := s.group.DoChan(key, func() (any, error) {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -74,7 +86,7 @@ func (s *Shared) Ready(ctx context.Context) ([]Issue, error) {
 		defer cancel()
 		stop := context.AfterFunc(s.life, cancel)
 		defer stop()
-		return s.client.Ready(callCtx)
+		return call(callCtx)
 	})
 	if s.joined != nil {
 		s.joined()

@@ -203,3 +203,31 @@ func TestSharedCloseEndsTheCallInFlight(t *testing.T) {
 		t.Fatalf("bd ran %d times, want 1", n)
 	}
 }
+
+// bd list, which the graph strategies read for every prompt, is shared
+// the same way: one run for the callers that arrive while it runs.
+func TestSharedListRunsOneBD(t *testing.T) {
+	g := newGatedBD(t)
+	s := NewShared(g.client)
+	const callers = 5
+	var joined sync.WaitGroup
+	joined.Add(callers)
+	s.joined = joined.Done
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			_, err := s.List(context.Background())
+			errs <- err
+		}()
+	}
+	joined.Wait()
+	g.release(t)
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := g.runs(t); n != 1 {
+		t.Fatalf("bd ran %d times for %d concurrent list callers, want 1", n, callers)
+	}
+}

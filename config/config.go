@@ -70,7 +70,10 @@ type Config struct {
 type Settings struct {
 	Engine         string
 	Model          string
-	Mode           mode.Mode
+	Mode           mode.Mode // execute | coordinate, or a profile: code | review | delegate
+	Strategy       mode.Strategy
+	TreeRoot       string                   // execute/tree: the beads task the agent owns
+	Capabilities   map[mode.Capability]bool // overrides of the derived vector
 	SessionTimeout time.Duration
 	MaxTurns       int
 	Interrupt      string
@@ -104,6 +107,12 @@ func (a Agent) SessionModel(kind string) string {
 		return ""
 	}
 	return a.Model
+}
+
+// Spec is the agent's mode, strategy and capability overrides: what
+// mode.Spec.Vector derives its capabilities from, once per session.
+func (s Settings) Spec() mode.Spec {
+	return mode.Spec{Mode: s.Mode, Strategy: s.Strategy, Overrides: s.Capabilities, TreeRoot: s.TreeRoot}
 }
 
 // Engine is an [engine.NAME] table, or a built-in.
@@ -188,7 +197,8 @@ type Env struct {
 var defaultSettings = Settings{
 	Engine:         EngineGemini,
 	Model:          "gemini-2.5-flash",
-	Mode:           mode.Code,
+	Mode:           mode.ExecuteMode,
+	Strategy:       mode.Simple,
 	SessionTimeout: 30 * time.Minute,
 	MaxTurns:       100,
 	Interrupt:      InterruptCancel,
@@ -251,6 +261,18 @@ func Parse(data []byte, name, root string) (*Config, error) {
 		return nil, errors.Join(b.errs...)
 	}
 	return &b.cfg, nil
+}
+
+// NeedBeads names, in config order, the agents whose strategy cannot work
+// without bd (queue, tree), with their strategies: "worker (queue)".
+func (c *Config) NeedBeads() []string {
+	var out []string
+	for _, a := range c.Agents {
+		if s := a.Spec(); s.NeedsBeads() {
+			out = append(out, fmt.Sprintf("%s (%s)", a.Name, s.EffectiveStrategy()))
+		}
+	}
+	return out
 }
 
 // AgentNames returns the agents' names in config order.

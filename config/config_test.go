@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +20,7 @@ func TestStarterParses(t *testing.T) {
 	if got := cfg.AgentNames(); strings.Join(got, ",") != "backend,frontend" {
 		t.Errorf("agents = %v", got)
 	}
-	if cfg.Defaults != defaultSettings {
+	if !reflect.DeepEqual(cfg.Defaults, defaultSettings) {
 		t.Errorf("starter defaults %+v differ from built-in defaults %+v", cfg.Defaults, defaultSettings)
 	}
 }
@@ -70,11 +71,11 @@ dir = "../wt"
 		t.Fatal(err)
 	}
 	be, _ := cfg.Agent("backend")
-	if be.Engine != "script" || be.Mode != mode.Code || be.SessionTimeout != 5*time.Minute || be.MaxTurns != 100 || be.Role != "API owner" {
+	if be.Engine != "script" || be.Mode != mode.ExecuteMode || be.Strategy != mode.Simple || be.SessionTimeout != 5*time.Minute || be.MaxTurns != 100 || be.Role != "API owner" {
 		t.Errorf("backend = %+v", be)
 	}
 	lead, _ := cfg.Agent("lead")
-	if lead.Engine != "claude" || lead.Mode != mode.Delegate || lead.Model != "opus" || lead.SessionTimeout != time.Hour ||
+	if lead.Engine != "claude" || lead.Mode != mode.Delegate || lead.Strategy != mode.Default || lead.Model != "opus" || lead.SessionTimeout != time.Hour ||
 		lead.MaxTurns != 7 || lead.InterruptGrace != 3*time.Second || lead.Role != "Lead the team." || lead.RoleFile != "prompts/lead.md" {
 		t.Errorf("lead = %+v", lead)
 	}
@@ -100,13 +101,60 @@ dir = "../wt"
 	}
 }
 
+func TestModesAndStrategies(t *testing.T) {
+	src := `[defaults]
+engine = "script"
+strategy = "queue"
+
+[[agent]]
+name = "worker"
+
+[[agent]]
+name = "lead"
+mode = "coordinate"
+strategy = "dag"
+capabilities = { can_spawn_sessions = false }
+
+[[agent]]
+name = "planner"
+mode = "delegate"
+
+[[agent]]
+name = "owner"
+strategy = "tree"
+tree_root = "demo-9z2"
+`
+	cfg, err := Parse([]byte(src), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, m mode.Mode, s mode.Strategy) Agent {
+		a, _ := cfg.Agent(name)
+		if a.Mode != m || a.Strategy != s {
+			t.Errorf("%s: %s/%s, want %s/%s", name, a.Mode, a.Strategy, m, s)
+		}
+		return a
+	}
+	if w := check("worker", mode.ExecuteMode, mode.Queue); !w.Spec().Vector().Has(mode.CanUseQueue) {
+		t.Error("worker cannot use the queue")
+	}
+	lead := check("lead", mode.CoordinateMode, mode.DAG)
+	if v := lead.Spec().Vector(); v.Has(mode.CanSpawnSessions) || !v.Has(mode.CanDispatch) {
+		t.Errorf("lead's overrides were not applied: %v", v)
+	}
+	check("planner", mode.Delegate, mode.Default)
+	if o := check("owner", mode.ExecuteMode, mode.Tree); o.TreeRoot != "demo-9z2" {
+		t.Errorf("tree_root = %q", o.TreeRoot)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		src  string
 		want string // substring, including file:line
 	}{
-		{"unknown key on line 7", "[defaults]\nengine = \"script\"\n\n[[agent]]\nname = \"a\"\n\ncolour = \"red\"\n", `swarm.toml:7: unknown key "colour" in [[agent]] (valid: name, role, script, engine, model, mode, session_timeout, max_turns, interrupt, interrupt_grace)`},
+		{"unknown key on line 7", "[defaults]\nengine = \"script\"\n\n[[agent]]\nname = \"a\"\n\ncolour = \"red\"\n", `swarm.toml:7: unknown key "colour" in [[agent]] (valid: name, role, script, engine, model, mode, strategy, tree_root, [capabilities], session_timeout, max_turns, interrupt, interrupt_grace)`},
 		{"unknown table", "[[agent]]\nname = \"a\"\n[bogus]\nx = 1\n", `swarm.toml:3: unknown table [bogus] (valid: [defaults], [[agent]], [engine.NAME], [prompt]`},
 		{"misspelt agent key", "[[agent]]\nname = \"a\"\nengin = \"script\"\n", `swarm.toml:3: unknown key "engin" in [[agent]]; did you mean "engine"?`},
 		{"misspelt agent table", "[defaults]\nengine = \"script\"\n[[agents]]\nname = \"a\"\n", `swarm.toml:3: unknown table [[agents]]; did you mean [[agent]]?`},
@@ -143,6 +191,14 @@ func TestErrors(t *testing.T) {
 		{"bad interrupt", "[[agent]]\nname = \"a\"\ninterrupt = \"kill\"\n", `swarm.toml:3: interrupt must be`},
 		{"bad size", "[prompt]\nmessage_cap = \"lots\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: bad size "lots"`},
 		{"no name", "[[agent]]\nrole = \"x\"\n", `swarm.toml:1: agent has no name`},
+		{"strategy of the other mode", "[[agent]]\nname = \"a\"\nmode = \"execute\"\nstrategy = \"dag\"\n", `swarm.toml:4: strategy "dag" does not fit mode "execute", an execute mode (its strategies: simple, queue, tree)`},
+		{"profile with a coordinate strategy", "[[agent]]\nname = \"a\"\nmode = \"code\"\nstrategy = \"intelligent-batching\"\n", `swarm.toml:4: strategy "intelligent-batching" does not fit mode "code"`},
+		{"misspelt strategy", "[[agent]]\nname = \"a\"\nmode = \"coordinate\"\nstrategy = \"dga\"\n", `swarm.toml:4: unknown strategy "dga" for mode "coordinate" (valid: default, intelligent-batching, dag); did you mean "dag"?`},
+		{"default strategy of the other mode", "[defaults]\nstrategy = \"queue\"\n[[agent]]\nname = \"a\"\n[[agent]]\nname = \"b\"\nmode = \"coordinate\"\nstrategy = \"queue\"\n", `swarm.toml:8: strategy "queue" does not fit mode "coordinate"`},
+		{"misspelt capability", "[[agent]]\nname = \"a\"\ncapabilities = { can_edit_file = false }\n", `swarm.toml:3: unknown capability "can_edit_file" (valid: can_edit_files,`},
+		{"misspelt capability suggestion", "[[agent]]\nname = \"a\"\ncapabilities = { can_edit_file = false }\n", `did you mean "can_edit_files"?`},
+		{"tree without root", "[[agent]]\nname = \"a\"\nstrategy = \"tree\"\n", `swarm.toml:1: strategy = "tree" needs tree_root`},
+		{"root without tree", "[[agent]]\nname = \"a\"\ntree_root = \"bd-1\"\n", `swarm.toml:3: tree_root only applies to strategy = "tree"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

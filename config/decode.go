@@ -32,13 +32,18 @@ type rawFile struct {
 }
 
 type rawSettings struct {
-	Engine         *string `toml:"engine"`
-	Model          *string `toml:"model"`
-	Mode           *string `toml:"mode"`
-	SessionTimeout *string `toml:"session_timeout"`
-	MaxTurns       *int    `toml:"max_turns"`
-	Interrupt      *string `toml:"interrupt"`
-	InterruptGrace *string `toml:"interrupt_grace"`
+	Engine   *string `toml:"engine"`
+	Model    *string `toml:"model"`
+	Mode     *string `toml:"mode"`
+	Strategy *string `toml:"strategy"`
+	TreeRoot *string `toml:"tree_root"`
+	// Capabilities overrides the derived capability vector:
+	// capabilities = { can_... = bool }.
+	Capabilities   map[string]bool `toml:"capabilities"`
+	SessionTimeout *string         `toml:"session_timeout"`
+	MaxTurns       *int            `toml:"max_turns"`
+	Interrupt      *string         `toml:"interrupt"`
+	InterruptGrace *string         `toml:"interrupt_grace"`
 }
 
 type rawAgent struct {
@@ -206,7 +211,37 @@ func (b *builder) settings(dst *Settings, src rawSettings, at string) {
 			b.errorf(at+".mode", "%v", err)
 		} else {
 			dst.Mode = m
+			// A mode set without a strategy drops an inherited strategy of
+			// the other kind for the mode's default.
+			if src.Strategy == nil && mode.CheckStrategy(m, dst.Strategy) != nil {
+				dst.Strategy = ""
+			}
 		}
+	}
+	if src.Strategy != nil {
+		dst.Strategy = mode.Strategy(*src.Strategy)
+	}
+	if src.TreeRoot != nil {
+		dst.TreeRoot = *src.TreeRoot
+	}
+	if src.Capabilities != nil {
+		caps := make(map[mode.Capability]bool, len(dst.Capabilities)+len(src.Capabilities))
+		for c, on := range dst.Capabilities {
+			caps[c] = on
+		}
+		for name, on := range src.Capabilities {
+			c := mode.Capability(name)
+			if !c.Valid() {
+				msg := fmt.Sprintf("unknown capability %q (valid: %s)", name, strings.Join(mode.CapabilityNames(), ", "))
+				if s := Suggest(name, mode.CapabilityNames()); s != "" {
+					msg += fmt.Sprintf("; did you mean %q?", s)
+				}
+				b.errorf(at+".capabilities."+name, "%s", msg)
+				continue
+			}
+			caps[c] = on
+		}
+		dst.Capabilities = caps
 	}
 	if src.SessionTimeout != nil {
 		dst.SessionTimeout = b.duration(at+".session_timeout", *src.SessionTimeout, false)
@@ -255,6 +290,8 @@ func (b *builder) agents(raws []rawAgent) {
 		}
 		b.settings(&a.Settings, ra.rawSettings, at)
 		a.ModelSet = ra.Model != nil
+		b.strategy(a.Settings, ra.rawSettings, at)
+		a.Strategy = a.Spec().EffectiveStrategy()
 		if rest, ok := strings.CutPrefix(ra.Role, "@"); ok {
 			a.RoleFile = rest
 			p := rest
@@ -302,6 +339,44 @@ func (b *builder) agents(raws []rawAgent) {
 	// Every agent has a good, unique name when the file parses, so seen
 	// indexes Agents.
 	b.cfg.byName = seen
+}
+
+// strategy checks that the agent's strategy fits its mode. A mistake
+// inherited from [defaults] is reported there, once.
+func (b *builder) strategy(s Settings, own rawSettings, at string) {
+	if err := mode.CheckStrategy(s.Mode, s.Strategy); err != nil {
+		key := at + ".strategy"
+		switch {
+		case own.Strategy == nil && own.Mode != nil:
+			key = at + ".mode"
+		case own.Strategy == nil:
+			key = "defaults.strategy"
+		}
+		if s := Suggest(string(s.Strategy), strategyNames(s.Mode)); s != "" && !strings.Contains(err.Error(), "does not fit") {
+			b.errorf(key, "%v; did you mean %q?", err, s)
+			return
+		}
+		b.errorf(key, "%v; set strategy to one of these, or change mode", err)
+		return
+	}
+	if s.Mode.Kind() == mode.Execute && s.Strategy == mode.Tree && s.TreeRoot == "" {
+		b.errorf(at, "strategy = \"tree\" needs tree_root = \"<beads id>\": the task whose subtree the agent owns")
+	}
+	if s.TreeRoot != "" && s.Strategy != mode.Tree {
+		key := at + ".tree_root"
+		if own.TreeRoot == nil {
+			key = "defaults.tree_root"
+		}
+		b.errorf(key, "tree_root only applies to strategy = \"tree\"; set the strategy or remove tree_root")
+	}
+}
+
+func strategyNames(m mode.Mode) []string {
+	var out []string
+	for _, s := range m.Kind().Strategies() {
+		out = append(out, string(s))
+	}
+	return out
 }
 
 // roleFile reads a role file once however many agents share it.

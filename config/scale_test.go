@@ -62,7 +62,7 @@ func TestParseManyAgents(t *testing.T) {
 		if !ok || a.Name != name || a.Role != fmt.Sprintf("You are agent %d.", i) || a.Engine != EngineScript || a.SessionTimeout != 10*time.Minute {
 			t.Fatalf("Agent(%q) = %+v, %v", name, a, ok)
 		}
-		wantMode, wantTurns := mode.Code, 100
+		wantMode, wantTurns := mode.ExecuteMode, 100
 		if i%2 == 0 {
 			wantMode, wantTurns = mode.Review, 7
 		}

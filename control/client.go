@@ -23,7 +23,41 @@ type Request struct {
 	Mail []message.Message `json:"mail,omitempty"`
 	// Escalation is the escalation an OpEscalation is about.
 	Escalation int64 `json:"escalation,omitempty"`
+	// Run is the command an OpRun asks the supervisor to run.
+	Run *RunRequest `json:"run,omitempty"`
 }
+
+// RunRequest is a swarm command run inside an agent's session that the
+// supervisor runs for it (OpRun): on a PostgreSQL swarm the session holds
+// no database credential, so its commands reach the store through the
+// supervisor, which has one.
+type RunRequest struct {
+	Args []string `json:"args"`
+	// Dir is the command's working directory (the agent's worktree).
+	Dir string `json:"dir"`
+	// Env holds the session's identity: SWARM_AGENT, SWARM_SESSION_ID,
+	// SWARM_SESSION_SEQ and SWARM_ROOT.
+	Env map[string]string `json:"env"`
+	// Stdin is the command's input (a --payload @- or a message body).
+	Stdin []byte `json:"stdin,omitempty"`
+	// Target names the database the caller would open (the operator's
+	// commands); a supervisor on another one declines. Empty for sessions.
+	Target string `json:"target,omitempty"`
+}
+
+// RunResult is what the command printed and its exit code.
+type RunResult struct {
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+	Code   int    `json:"code"`
+	// Declined says the supervisor did not run the command (it is not
+	// its database): the caller runs it itself.
+	Declined bool `json:"declined,omitempty"`
+}
+
+// ErrRunDeclined means the supervisor did not run the command (OpRun): it
+// runs none for others, or not on the caller's database. Nothing was done.
+var ErrRunDeclined = errors.New("the supervisor does not run this command")
 
 // Response is the supervisor's answer.
 type Response struct {
@@ -46,7 +80,35 @@ const (
 	// OpMail announces mail just stored, like OpPoke, and is answered:
 	// the recipients are woken first, then Data is a []Delivery.
 	OpMail = "mail"
+	// OpRun runs a session's swarm command in the supervisor (Run); Data
+	// is a RunResult.
+	OpRun = "run"
 )
+
+// RunUnsupported is a supervisor's answer to an OpRun it does not take.
+const RunUnsupported = "this supervisor does not run swarm commands for others"
+
+// Run asks the running supervisor to run a session's swarm command and
+// returns what it printed. ctx bounds the wait.
+func Run(ctx context.Context, l repo.Layout, req RunRequest) (RunResult, error) {
+	var res RunResult
+	resp, err := Call(ctx, l, Request{Op: OpRun, Run: &req})
+	if err != nil {
+		// An older supervisor, or one that runs no commands (SQLite):
+		// it answered at once and did nothing.
+		if !resp.OK && (resp.Error == RunUnsupported || strings.HasPrefix(resp.Error, "unknown operation")) {
+			return res, fmt.Errorf("%w: %s", ErrRunDeclined, resp.Error)
+		}
+		return res, err
+	}
+	if err := json.Unmarshal(resp.Data, &res); err != nil {
+		return res, fmt.Errorf("control %s: bad answer: %w", OpRun, err)
+	}
+	if res.Declined {
+		return res, ErrRunDeclined
+	}
+	return res, nil
+}
 
 // Delivery is what the supervisor says about one message of an OpMail:
 // what its recipient was doing when the message came.

@@ -63,16 +63,24 @@ type Preflight interface {
 
 // Session is everything an engine needs for one session.
 type Session struct {
-	Agent     string
-	ID        string // unique across the swarm; SWARM_SESSION_ID
-	Seq       int64  // 1, 2, ... per agent; SWARM_SESSION_SEQ
-	Root      string // the repository root; SWARM_ROOT
-	DB        string // absolute database path; SWARM_DB
-	Agents    []string
-	Worktree  string // the session's working directory
-	Branch    string
-	Prompt    string // the system instruction
-	Mode      mode.Mode
+	Agent    string
+	ID       string // unique across the swarm; SWARM_SESSION_ID
+	Seq      int64  // 1, 2, ... per agent; SWARM_SESSION_SEQ
+	Root     string // the repository root; SWARM_ROOT
+	DB       string // absolute database path; SWARM_DB
+	Agents   []string
+	Worktree string // the session's working directory
+	Branch   string
+	Prompt   string // the system instruction
+	Mode     mode.Mode
+	Strategy mode.Strategy // "" means the mode's default
+	// Caps is the capability vector derived when the session started; it
+	// decides the tools offered and the commands the swarm tool runs. nil
+	// derives it from Mode and Strategy.
+	Caps mode.Vector
+	// SwarmBin is the swarm binary the swarm tool runs; empty means this
+	// process's own executable.
+	SwarmBin  string
 	Model     string // model name for model-backed engines
 	MaxTurns  int
 	Timeout   time.Duration
@@ -108,6 +116,14 @@ type Session struct {
 	// OnActivity reports what the session is doing ("bash: go test ./...")
 	// for status displays. May be nil.
 	OnActivity func(summary string)
+}
+
+// Vector is the session's capability vector.
+func (s *Session) Vector() mode.Vector {
+	if s.Caps != nil {
+		return s.Caps
+	}
+	return mode.Spec{Mode: s.Mode, Strategy: s.Strategy}.Vector()
 }
 
 // Mail is a message delivered into the session.

@@ -35,7 +35,7 @@ func ToolSpecs(names []string) []ToolSpec {
 // OfferedTools lists the tools a session offers its model: those its mode
 // grants, with the beads tools only when a task board is wired in.
 func OfferedTools(s *Session) []string {
-	return s.Mode.Tools(s.Tasks != nil)
+	return s.Vector().Tools(s.Tasks != nil)
 }
 
 func object(required []string, props map[string]any) map[string]any {
@@ -143,6 +143,13 @@ var toolSpecs = map[string]ToolSpec{
 			"all":    prop("boolean", "Acknowledge every message that awaits your ACK."),
 		}),
 	},
+	mode.Swarm: {
+		Name:        mode.Swarm,
+		Description: "Run one swarm or bd command, given as an argument list (no shell, no quoting): the command lines listed under Mode Instructions, and only those. Output and exit status come back.",
+		Parameters: object([]string{"argv"}, map[string]any{
+			"argv": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": `The program ("swarm" or "bd") and its arguments, one item each, such as ["swarm", "report", "progress", "bd-12", "tests pass"].`},
+		}),
+	},
 	mode.BDClaim: {
 		Name:        mode.BDClaim,
 		Description: "Claim a beads task so nobody else works on it. Fails if someone else already claimed it.",
@@ -240,10 +247,10 @@ func (tb *toolbox) refusal(name string) string {
 		avail = "none"
 	}
 	switch {
-	case slices.Contains(mode.BeadsTools, name) && tb.s.Mode.Allows(name):
+	case slices.Contains(mode.BeadsTools, name) && tb.s.Vector().AllowsTool(name, true):
 		return fmt.Sprintf("tool %q is not available: bd (beads) is not installed for this swarm. Available tools: %s", name, avail)
 	case slices.Contains(mode.AllTools, name):
-		return fmt.Sprintf("tool %q is not allowed in %s mode. Available tools: %s", name, tb.s.Mode, avail)
+		return fmt.Sprintf("tool %q is not allowed in %s mode (capabilities on: %s). Available tools: %s", name, tb.s.Mode, enabledNames(tb.s.Vector()), avail)
 	}
 	return fmt.Sprintf("unknown tool %q. Available tools: %s", name, avail)
 }
@@ -272,6 +279,8 @@ func (tb *toolbox) dispatch(ctx context.Context, name string, args any) (string,
 		return tb.escalate(ctx, a)
 	case taskArgs:
 		return tb.task(ctx, name, a)
+	case swarmArgs:
+		return tb.swarm(ctx, a)
 	}
 	return "", fmt.Errorf("internal error: no handler for %T", args)
 }
@@ -312,6 +321,14 @@ func summary(call ToolCall) string {
 		what = pick("summary")
 	case mode.BDClaim, mode.BDClose, mode.BDShow:
 		what = pick("id")
+	case mode.Swarm:
+		if argv, ok := call.Args["argv"].([]any); ok {
+			var words []string
+			for _, w := range argv {
+				words = append(words, fmt.Sprint(w))
+			}
+			what = strings.Join(words, " ")
+		}
 	}
 	what = oneLine(what, 80)
 	if what == "" {

@@ -78,6 +78,45 @@ type taskArgs struct {
 	ID, Reason string
 }
 
+type swarmArgs struct {
+	Argv []string
+}
+
+// maxArgv bounds the swarm tool's argument list.
+const maxArgv = 64
+
+// argList reads a required list of strings, untrimmed: the swarm tool's
+// argv.
+func (r *argReader) argList(key string) []string {
+	v, ok := r.get(key)
+	if !ok {
+		r.fail("missing required argument %q", key)
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		if ss, ok := v.([]string); ok {
+			return ss
+		}
+		r.fail("argument %q must be an array of strings, got %s", key, typeName(v))
+		return nil
+	}
+	if len(list) > maxArgv {
+		r.fail("argument %q has %d items, at most %d", key, len(list), maxArgv)
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for i, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			r.fail("argument %q: item %d must be a string, got %s", key, i, typeName(x))
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // argReader reads one tool's arguments and remembers the first problem.
 type argReader struct {
 	tool string
@@ -360,6 +399,12 @@ func parseArgs(tool string, args map[string]any) (any, error) {
 		a := ackArgs{Ref: strings.TrimSpace(r.str("msg_id", false)), All: r.boolean("all")}
 		if r.err == nil && (a.Ref == "") == !a.All {
 			r.fail("give either \"msg_id\" (the message to acknowledge) or \"all\": true")
+		}
+		out = a
+	case mode.Swarm:
+		a := swarmArgs{Argv: r.argList("argv")}
+		if r.err == nil && len(a.Argv) == 0 {
+			r.fail("argument \"argv\" must not be empty: give the program and its arguments, such as [\"swarm\", \"status\"]")
 		}
 		out = a
 	case mode.BDClaim, mode.BDShow:

@@ -17,12 +17,15 @@ package mailbox
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 )
 
 // Errors every implementation returns (wrapped) for the same conditions.
@@ -34,6 +37,8 @@ var (
 	ErrStateConflict = errors.New("state changed underneath")
 	// ErrNoSuchAgent means the agent has no row yet.
 	ErrNoSuchAgent = errors.New("no such agent")
+	// ErrNoReport means the agent has made no report.
+	ErrNoReport = errors.New("no report")
 	// ErrNoSuchSession means the session does not exist (or is not running,
 	// where a running one is needed).
 	ErrNoSuchSession = errors.New("no such session")
@@ -135,6 +140,20 @@ type Store interface {
 	// AddSessionPgid records a process group the session started, so
 	// recovery can kill it after a crash.
 	AddSessionPgid(ctx context.Context, agent string, seq int64, pgid int) error
+
+	// AddReport stores an agent's report and returns it with its id and
+	// time. A task-level kind needs a task; a session report has none.
+	AddReport(ctx context.Context, r Report) (Report, error)
+	// LastReport returns the agent's newest report, or ErrNoReport.
+	LastReport(ctx context.Context, agent string) (Report, error)
+	// LastReports returns every agent's newest report, by agent, in one
+	// read (status lists every agent; an agent with no report is absent).
+	LastReports(ctx context.Context) (map[string]Report, error)
+	// LastCapabilities returns, by agent, the capability vector stored
+	// with each agent's newest session, in one read. An agent with no
+	// session, or whose newest session stored none (recorded before
+	// capabilities were), is absent.
+	LastCapabilities(ctx context.Context) (map[string]mode.Vector, error)
 
 	// Events returns events oldest first.
 	Events(ctx context.Context, f EventFilter) ([]fsm.Event, error)
@@ -312,16 +331,63 @@ type Session struct {
 	CacheRead  int64
 	Pgids      []int
 	Error      string
+	// Capabilities is the vector derived when the session started; nil
+	// for sessions recorded before capabilities were stored.
+	Capabilities mode.Vector
 }
 
-// SessionStart is a session about to run: its prompt and the ready task
-// ids the prompt listed.
+// SessionStart is a session about to run: its prompt, the ready task ids
+// the prompt listed and its capability vector.
 type SessionStart struct {
-	Agent  string
-	Seq    int64
-	Engine string
-	Prompt string
-	Tasks  []string
+	Agent        string
+	Seq          int64
+	Engine       string
+	Prompt       string
+	Tasks        []string
+	Capabilities mode.Vector
+}
+
+// ReportKind is what a report is about.
+type ReportKind string
+
+// Report kinds: three about a task, one about the session.
+const (
+	ReportProgress ReportKind = "progress"
+	ReportBlocked  ReportKind = "blocked"
+	ReportComplete ReportKind = "complete"
+	ReportSession  ReportKind = "session"
+)
+
+// ReportKinds lists every report kind.
+var ReportKinds = []ReportKind{ReportProgress, ReportBlocked, ReportComplete, ReportSession}
+
+// TaskLevel reports whether the kind is about a task.
+func (k ReportKind) TaskLevel() bool { return k != ReportSession }
+
+// Report is what an agent said about a task or its session.
+type Report struct {
+	ID         int64      `json:"id"`
+	Agent      string     `json:"agent"`
+	SessionSeq int64      `json:"session_seq,omitempty"`
+	Kind       ReportKind `json:"kind"`
+	Task       string     `json:"task,omitempty"`
+	Message    string     `json:"message"`
+	At         time.Time  `json:"at"`
+}
+
+// Check is the rule every store applies before it keeps a report: a known
+// kind, a task exactly when the kind is about one, and a message.
+func (r Report) Check() error {
+	if !slices.Contains(ReportKinds, r.Kind) {
+		return fmt.Errorf("report of %s: unknown kind %q", r.Agent, r.Kind)
+	}
+	if r.Kind.TaskLevel() != (r.Task != "") {
+		return fmt.Errorf("report of %s: a %s report needs a task exactly when it is about one", r.Agent, r.Kind)
+	}
+	if r.Message == "" {
+		return fmt.Errorf("report of %s: empty message", r.Agent)
+	}
+	return nil
 }
 
 // SessionEnd is how a session ended.

@@ -1,7 +1,14 @@
-// Package mode is the single source of truth for agent modes and the tools
-// each one grants. The prompt pipeline reads it to tell the model what it may
-// use, and the engines read it to decide what to offer, so the two can never
-// disagree.
+// Package mode is the single source of truth for agent modes, strategies,
+// capabilities and the tools and commands each grants (DESIGN §9.4). The
+// prompt pipeline reads it to tell the model what it may use, the engines
+// read it to decide what to offer, and the swarm commands read it to decide
+// what to refuse, so the three can never disagree.
+//
+// A configured mode is one of two modes, execute or coordinate, or one of
+// the three profiles kept from before (code, review, delegate), which name
+// a mode plus a capability mask. Spec adds the strategy and the agent's
+// capability overrides; Spec.Vector derives the capability vector, once per
+// session, and Vector.Tools and Vector.Commands follow from it.
 package mode
 
 import (
@@ -10,14 +17,22 @@ import (
 	"strings"
 )
 
-// Mode names an agent's way of working.
+// Mode names an agent's way of working, as configured: one of the two
+// modes (execute, coordinate) or one of the profiles (code, review,
+// delegate).
 type Mode string
 
-// The built-in modes.
+// The profiles, kept from before modes had strategies.
 const (
 	Code     Mode = "code"
 	Delegate Mode = "delegate"
 	Review   Mode = "review"
+)
+
+// The two modes of DESIGN §9.4, as configured words.
+const (
+	ExecuteMode    Mode = "execute"
+	CoordinateMode Mode = "coordinate"
 )
 
 // Kind groups modes the way the coordination design notes do: execute modes
@@ -41,42 +56,45 @@ const (
 	SendProtocol = "send_protocol"
 	Ack          = "ack"
 	Escalate     = "escalate"
+	Swarm        = "swarm"
 	BDClaim      = "bd_claim"
 	BDClose      = "bd_close"
 	BDShow       = "bd_show"
 )
 
 // AllTools lists every tool in the order they are declared to a model.
-var AllTools = []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, BDClaim, BDClose, BDShow}
+var AllTools = []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, Swarm, BDClaim, BDClose, BDShow}
 
 // BeadsTools are the tools that need bd on PATH.
 var BeadsTools = []string{BDClaim, BDClose, BDShow}
 
 type spec struct {
 	kind    Kind
-	tools   []string
-	claims  bool // may claim beads tasks, so ready tasks count as work
+	review  bool // the review profile's mask: no edits, commands, claims or queue
 	summary string
 }
 
 var specs = map[Mode]spec{
 	Code: {
 		kind:    Execute,
-		tools:   AllTools,
-		claims:  true,
 		summary: "writes and changes code on its own branch",
 	},
 	Delegate: {
 		kind:    Coordinate,
-		tools:   []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, BDClaim, BDClose, BDShow},
-		claims:  true,
 		summary: "plans, splits work into tasks and hands them to teammates; does not edit files",
 	},
 	Review: {
 		kind:    Execute,
-		tools:   []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate},
-		claims:  false,
+		review:  true,
 		summary: "reads and judges teammates' work and reports findings; does not edit files",
+	},
+	ExecuteMode: {
+		kind:    Execute,
+		summary: "does the work itself, on its own branch",
+	},
+	CoordinateMode: {
+		kind:    Coordinate,
+		summary: "decomposes the work and delegates it to teammates; does not edit files",
 	},
 }
 
@@ -105,28 +123,31 @@ func (m Mode) Valid() bool { _, ok := specs[m]; return ok }
 // Kind reports whether the mode executes or coordinates.
 func (m Mode) Kind() Kind { return specs[m].kind }
 
+// Profile is the profile m names (code, review or delegate), or "" when m
+// is one of the two modes.
+func (m Mode) Profile() Mode {
+	switch m {
+	case Code, Review, Delegate:
+		return m
+	}
+	return ""
+}
+
 // Summary is a one-line description of the mode.
 func (m Mode) Summary() string { return specs[m].summary }
 
 // ClaimsTasks reports whether agents in this mode may claim beads tasks, and
-// therefore whether a ready task counts as work waiting for them.
-func (m Mode) ClaimsTasks() bool { return specs[m].claims }
+// therefore whether a ready task counts as work waiting for them, with the
+// mode's default strategy and no overrides.
+func (m Mode) ClaimsTasks() bool { return Spec{Mode: m}.Vector().Has(CanClaimTasks) }
 
-// Tools returns the tools this mode grants, in declaration order. When
-// beads is false the beads tools are left out, because bd is not installed.
-func (m Mode) Tools(beads bool) []string {
-	var out []string
-	for _, t := range specs[m].tools {
-		if !beads && slices.Contains(BeadsTools, t) {
-			continue
-		}
-		out = append(out, t)
-	}
-	return out
-}
+// Tools returns the tools this mode grants with its default strategy and
+// no overrides, in declaration order. When beads is false the beads tools
+// are left out, because bd is not installed.
+func (m Mode) Tools(beads bool) []string { return Spec{Mode: m}.Vector().Tools(beads) }
 
-// Allows reports whether the mode grants tool t.
-func (m Mode) Allows(t string) bool { return slices.Contains(specs[m].tools, t) }
+// Allows reports whether the mode grants tool t (bd present).
+func (m Mode) Allows(t string) bool { return slices.Contains(m.Tools(true), t) }
 
 // CanWrite reports whether the mode may change files or run commands.
 func (m Mode) CanWrite() bool { return m.Allows(WriteFile) || m.Allows(Bash) }

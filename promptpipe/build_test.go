@@ -376,9 +376,9 @@ func BenchmarkRender(b *testing.B) {
 }
 
 func TestModesAreAllCovered(t *testing.T) {
-	// The golden and exact-tools tests iterate these three; a new mode must
-	// be added there too.
-	if got := mode.Names(); !slices.Equal(got, []string{"code", "delegate", "review"}) {
+	// The golden and exact-tools tests iterate these; a new mode must be
+	// added there too (and its strategies to modeSpecs).
+	if got := mode.Names(); !slices.Equal(got, []string{"code", "coordinate", "delegate", "execute", "review"}) {
 		t.Fatalf("modes = %v: extend the promptpipe tests", got)
 	}
 }

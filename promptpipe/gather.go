@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/swarmhq/swarm/beads"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -110,8 +111,40 @@ func (b *Builder) Gather(ctx context.Context, pc PromptContext) Sources {
 			return nil
 		})
 	}
+	if gs, ok := b.Tasks.(GraphSource); ok && b.Tasks != nil && needsGraph(pc) {
+		g.Go(func() error {
+			tctx, cancel := context.WithTimeoutCause(ctx, b.bdTimeout(),
+				fmt.Errorf("bd list took longer than bd_timeout (%s): %w", b.bdTimeout(), context.DeadlineExceeded))
+			defer cancel()
+			graph, err := gs.List(tctx)
+			switch {
+			case errors.Is(err, beads.ErrNotInstalled), errors.Is(err, beads.ErrNoDatabase):
+			case err != nil:
+				drop("bd list", err)
+			default:
+				src.Graph = graph
+				src.HasGraph = true
+			}
+			return nil
+		})
+	}
 	_ = g.Wait()
 	return src
+}
+
+// GraphSource lists every open task with its dependencies (`bd list
+// --json`): the layers, batches and trees of section 13 come from it.
+type GraphSource interface {
+	List(ctx context.Context) ([]beads.Issue, error)
+}
+
+// needsGraph reports whether the strategy plans from the task graph.
+func needsGraph(pc PromptContext) bool {
+	switch pc.Spec().EffectiveStrategy() {
+	case mode.DAG, mode.IntelligentBatching, mode.Tree:
+		return true
+	}
+	return false
 }
 
 // gitStatus runs `git status --short` in dir. GIT_OPTIONAL_LOCKS=0 keeps

@@ -92,9 +92,14 @@ var Titles = [...]string{
 
 // PromptContext is what the caller knows about the agent and its session.
 type PromptContext struct {
-	Agent      string
-	Role       string // the role text, already read from an @file
-	Mode       mode.Mode
+	Agent    string
+	Role     string // the role text, already read from an @file
+	TreeRoot string // execute/tree: the beads task whose subtree the agent owns
+	Mode     mode.Mode
+	Strategy mode.Strategy // "" means the mode's default
+	// Caps is the session's capability vector, derived once when it
+	// started; nil derives it from Mode and Strategy (a preview).
+	Caps       mode.Vector
 	SessionID  string // empty in a preview
 	SessionSeq int64  // 1, 2, … per agent
 	DBPath     string // the mailbox database
@@ -169,6 +174,11 @@ type Sources struct {
 	ProjectInstructions string
 	// Tasks is `bd ready`; nil when bd is missing, slow or failing.
 	Tasks []beads.Issue
+	// Graph is `bd list` (every open task with its dependencies), read
+	// for the dag, intelligent-batching and tree strategies; HasGraph
+	// says bd answered.
+	Graph    []beads.Issue
+	HasGraph bool
 }
 
 // Section is one numbered section of a prompt.
@@ -281,6 +291,19 @@ func (pc PromptContext) validate() error {
 		return fmt.Errorf("build prompt for %s: session number %d, want 1 or more", pc.Agent, pc.SessionSeq)
 	}
 	return nil
+}
+
+// Spec is the context's mode and strategy.
+func (pc PromptContext) Spec() mode.Spec {
+	return mode.Spec{Mode: pc.Mode, Strategy: pc.Strategy, TreeRoot: pc.TreeRoot}
+}
+
+// Vector is the capability vector the prompt describes.
+func (pc PromptContext) Vector() mode.Vector {
+	if pc.Caps != nil {
+		return pc.Caps
+	}
+	return pc.Spec().Vector()
 }
 
 func modeError(m mode.Mode) error {

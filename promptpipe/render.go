@@ -33,7 +33,7 @@ func Render(pc PromptContext, src Sources, cfg config.Prompt, now time.Time) Pro
 	}
 	add(SecIdentity, identity(pc))
 	add(SecAgentRole, agentRole(pc))
-	add(SecModeInstructions, ModeInstructions(pc.Mode, pc.Beads))
+	add(SecModeInstructions, ModeInstructions(pc.Spec(), pc.Vector(), pc.Beads))
 	if pc.Workflow != nil {
 		add(SecWorkflowContext, workflowContext(*pc.Workflow))
 	}
@@ -49,7 +49,15 @@ func Render(pc PromptContext, src Sources, cfg config.Prompt, now time.Time) Pro
 	if len(pc.Messages) > 0 {
 		add(SecMessages, messages(pc, cfg.MessageCap, now))
 	}
-	if body, listed := tasks(pc, src.Tasks, cfg); body != "" {
+	body, listed := tasks(pc, src.Tasks, cfg)
+	if plan := taskPlan(pc, src); plan != "" {
+		body = strings.TrimRight(body, "\n")
+		if body != "" {
+			body += "\n\n"
+		}
+		body += plan
+	}
+	if body != "" {
 		add(SecTasks, body)
 		p.TaskIDs = listed
 	}
@@ -270,7 +278,7 @@ func tasks(pc PromptContext, all []beads.Issue, cfg config.Prompt) (string, []st
 		fmt.Fprintf(&b, "and %d more (`bd ready` lists them all).\n", more)
 	}
 	switch {
-	case !pc.Beads || !pc.Mode.Allows(mode.BDClaim):
+	case !pc.Beads || !pc.Vector().AllowsTool(mode.BDClaim, pc.Beads):
 		b.WriteString("Your mode does not claim tasks: they are listed so you know what the team is working on.\n")
 	case pc.Mode.Kind() == mode.Coordinate:
 		b.WriteString("Hand these out: name the task id in each assignment, so its owner claims it.\n")

@@ -206,9 +206,23 @@ func TestSectionGoldens(t *testing.T) {
 			if !bd {
 				name += "_without_bd"
 			}
-			checkGolden(t, name+".golden", ModeInstructions(m, bd)+"\n")
+			checkGolden(t, name+".golden", ModeInstructions(mode.Spec{Mode: m}, nil, bd)+"\n")
 		}
 	}
+	for _, s := range modeSpecs {
+		name := fmt.Sprintf("sections/03_%s_%s.golden", s.Mode, s.Strategy)
+		checkGolden(t, name, ModeInstructions(s, nil, true)+"\n")
+	}
+}
+
+// modeSpecs are the mode/strategy pairs with a golden section 3.
+var modeSpecs = []mode.Spec{
+	{Mode: mode.ExecuteMode, Strategy: mode.Simple},
+	{Mode: mode.ExecuteMode, Strategy: mode.Queue},
+	{Mode: mode.ExecuteMode, Strategy: mode.Tree},
+	{Mode: mode.CoordinateMode, Strategy: mode.Default},
+	{Mode: mode.CoordinateMode, Strategy: mode.DAG},
+	{Mode: mode.CoordinateMode, Strategy: mode.IntelligentBatching},
 }
 
 func wholePrompts(t testing.TB) map[string]struct {
@@ -366,7 +380,7 @@ func TestOptionalSectionsOnlyUnderTheirConditions(t *testing.T) {
 // appears there if and only if mode.Tools lists it.
 func TestModeInstructionsNameExactlyTheModesTools(t *testing.T) {
 	seen := map[string]bool{}
-	for _, m := range []mode.Mode{mode.Code, mode.Delegate, mode.Review} {
+	for _, m := range []mode.Mode{mode.Code, mode.Delegate, mode.Review, mode.ExecuteMode, mode.CoordinateMode} {
 		for _, bd := range []bool{true, false} {
 			pc := freshContext()
 			pc.Mode, pc.Beads = m, bd
@@ -382,8 +396,9 @@ func TestModeInstructionsNameExactlyTheModesTools(t *testing.T) {
 					t.Errorf("%s beads=%v: %s named=%v, granted=%v", m, bd, tool, named, !named)
 				}
 			}
-			key := fmt.Sprint(bd, s.Body)
-			if seen[key] {
+			// execute and coordinate are what code and delegate profile.
+			key := fmt.Sprint(bd, strings.SplitN(s.Body, "\n", 2)[1])
+			if m.Profile() != "" && seen[key] {
 				t.Errorf("%s beads=%v: same instructions as another mode", m, bd)
 			}
 			seen[key] = true
@@ -394,14 +409,15 @@ func TestModeInstructionsNameExactlyTheModesTools(t *testing.T) {
 // The base prompt (no AGENTS.md, mail or tasks) stays under about 2,000
 // tokens in every mode.
 func TestBasePromptSize(t *testing.T) {
-	for _, m := range []mode.Mode{mode.Code, mode.Delegate, mode.Review} {
+	specs := append([]mode.Spec{{Mode: mode.Code}, {Mode: mode.Delegate}, {Mode: mode.Review}}, modeSpecs...)
+	for _, s := range specs {
 		for _, bd := range []bool{true, false} {
 			pc := freshContext()
-			pc.Mode, pc.Beads = m, bd
+			pc.Mode, pc.Strategy, pc.Beads = s.Mode, s.Strategy, bd
 			p := Render(pc, Sources{Env: env()}, defaultConfig, now)
-			t.Logf("%s beads=%v: %d tokens (%d bytes)", m, bd, p.TokensEstimate, len(p.Text))
+			t.Logf("%s/%s beads=%v: %d tokens (%d bytes)", s.Mode, s.EffectiveStrategy(), bd, p.TokensEstimate, len(p.Text))
 			if p.TokensEstimate >= 2000 {
-				t.Errorf("%s beads=%v: base prompt is %d tokens, budget 2000", m, bd, p.TokensEstimate)
+				t.Errorf("%s/%s beads=%v: base prompt is %d tokens, budget 2000", s.Mode, s.EffectiveStrategy(), bd, p.TokensEstimate)
 			}
 		}
 	}

@@ -2,52 +2,7 @@ package promptpipe
 
 import (
 	"fmt"
-	"slices"
-	"strings"
-
-	"github.com/swarmhq/swarm/mode"
 )
-
-// ModeInstructions is section 3: the rules of mode m and exactly the tools
-// it grants (mode.Tools, the list the engines enforce). beads reports
-// whether bd is installed, which adds the beads tools where the mode has
-// them. No tool outside the list is named.
-func ModeInstructions(m mode.Mode, beads bool) string {
-	tools := m.Tools(beads)
-	has := func(t string) bool { return slices.Contains(tools, t) }
-	var b strings.Builder
-	switch m {
-	case mode.Code:
-		b.WriteString("You are in code mode: you make the changes yourself, on your branch.\n")
-	case mode.Delegate:
-		b.WriteString("You are in delegate mode: you plan and hand out work; your teammates make the changes. You cannot edit files or run commands.\n")
-	case mode.Review:
-		b.WriteString("You are in review mode: you check your teammates' work and report what you find. You cannot edit files or run commands.\n")
-	default:
-		fmt.Fprintf(&b, "You are in %s mode: %s.\n", m, m.Summary())
-	}
-	fmt.Fprintf(&b, "Your tools: %s. You have no others.\n", strings.Join(tools, ", "))
-	switch m {
-	case mode.Code:
-		b.WriteString("- Own each change from start to end: read the code, edit it, build and test it, commit it.\n")
-		b.WriteString("- Stay in your role's part of the code. A change that belongs to a teammate goes to them as a message, not into your commit.\n")
-		if has(mode.BDClaim) {
-			fmt.Fprintf(&b, "- Claim a beads task with %s before you start it, and close it with %s once the work is committed.\n", mode.BDClaim, mode.BDClose)
-		}
-	case mode.Delegate:
-		b.WriteString("- Read enough of the code to plan. Split the work into small tasks, each with one owner, the files involved, the expected result and how to check it.\n")
-		fmt.Fprintf(&b, "- Send each task to its owner with %s. Never give one task to two agents, and do not try to do the work yourself.\n", mode.SendMessage)
-		b.WriteString("- Follow up: answer questions, unblock, re-plan when things change, and tell `operator` about progress and decisions.\n")
-		if has(mode.BDClaim) {
-			fmt.Fprintf(&b, "- Name the beads task id when you hand a task out, so its owner claims it. %s gives a task's details; %s and %s are for tasks you coordinate yourself.\n", mode.BDShow, mode.BDClaim, mode.BDClose)
-		}
-	case mode.Review:
-		b.WriteString("- You see teammates' work through what they send you (diffs, paths, descriptions) and the files in your own worktree.\n")
-		b.WriteString("- Look for bugs, missing tests, broken contracts and security problems before style.\n")
-		fmt.Fprintf(&b, "- Send the author one verdict with %s: approved, or the problems, most serious first, each with file:line, what is wrong and why. Mark what must be fixed apart from suggestions.\n", mode.SendMessage)
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
 
 // coreMandates is section 6, the rules every agent keeps.
 func coreMandates(pc PromptContext) string {
@@ -79,13 +34,13 @@ const toolUsagePolicy = `- Use only the tools named under Mode Instructions. A r
 
 // swarmWorkflow is section 9.
 const swarmWorkflow = `The mailbox is how the swarm talks. Nobody reads your replies as they happen: only what you send reaches anyone. Mail reaches its recipient at the start of their next session.
-- Send with ` + "`send_message`" + `, or from a shell with ` + "`swarm send <to> \"...\"`" + `, where <to> is a teammate or ` + "`operator`" + `. ` + "`--reply-to <id>`" + ` keeps a thread together.
+- Send with ` + "`send_message`" + ` or ` + "`swarm send`" + ` (your command lines are under Mode Instructions) to a teammate or ` + "`operator`" + `. ` + "`--reply-to <id>`" + ` keeps a thread together.
 - Write to a teammate when your work changes something they rely on (an API, a file format, a shared file), when you need something from them, and when you finish what they asked for. One message with the facts beats several vague ones.
 - Write to ` + "`operator`" + ` (the human) with questions that can wait, and with a short report when you finish a piece of work.
-- Escalate to ` + "`operator`" + ` what only they can decide or must know now (a choice you cannot make, a risk, a blocker) with the ` + "`escalate`" + ` tool, or from a shell ` + "`swarm escalate \"<summary>\" [--hold]`" + `. They are notified at once; their decision and note come in a later prompt under Operator Decision. With hold you stop until they decide.
+- Escalate to ` + "`operator`" + ` what only they can decide or must know now (a choice you cannot make, a risk, a blocker) with the ` + "`escalate`" + ` tool or ` + "`swarm escalate`" + `. They are notified at once; their decision and note come in a later prompt under Operator Decision. With hold you stop until they decide.
 - Urgent mail (` + "`--urgent`" + `, or urgent=true) interrupts the recipient at once: their running session is cancelled and restarts with your message first. Use it only for what must stop someone now, such as a broken build, a wrong assumption they are building on, or work about to be destroyed. Everything else is normal mail.
 - ` + "`swarm inbox <name>`" + ` lists mail and its state (queued, delivered, done); ` + "`swarm inbox <name> --sent`" + ` shows what became of what you sent.
-- Protocol messages (task_dispatch, task_result, review_request, review_verdict, ping) are typed and checked: each shows its msg_id, its payload and what is expected. Acknowledge one that asks for an ACK first, before its deadline, with the ` + "`ack`" + ` tool or ` + "`swarm ack <msg_id>`" + `: a missed deadline is escalated and may hold you. Answer with ` + "`send_protocol`" + ` or ` + "`swarm send <to> --type <type> --reply-to <msg_id> --payload '<json>'`" + `.`
+- Protocol messages (task_dispatch, task_result, review_request, review_verdict, ping) are typed and checked: each shows its msg_id, its payload and what is expected. Acknowledge one that asks for an ACK first, before its deadline, with the ` + "`ack`" + ` tool or ` + "`swarm ack`" + `: a missed deadline is escalated and may hold you. Answer with ` + "`send_protocol`" + ` or ` + "`swarm send --type`" + ` and ` + "`--reply-to <msg_id>`" + `.`
 
 // toneStyle is section 10.
 const toneStyle = `- Your answers go to a session log that the operator reads later: be brief and factual, and lead with the result.

@@ -139,6 +139,11 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 	case control.OpEscalation:
 		s.EscalationChanged()
 		return control.Response{OK: true}
+	case control.OpRun:
+		if s.opts.RunCommand == nil || req.Run == nil {
+			return control.Response{Error: control.RunUnsupported}
+		}
+		return answer(s.opts.RunCommand(ctx, *req.Run))
 	}
 	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
 }

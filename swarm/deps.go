@@ -8,6 +8,7 @@ import (
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 )
 
 // The supervisor reaches worktrees, prompts and tasks through these small
@@ -84,6 +85,9 @@ type PromptRequest struct {
 	// Decisions are the operator's decisions on escalations about the
 	// agent that no prompt has carried yet.
 	Decisions []escalation.Escalation
+	// Caps is the session's capability vector, derived once when the
+	// session is built; nil in a preview, which derives it the same way.
+	Caps mode.Vector
 }
 
 // Prompt is a built prompt.

@@ -125,15 +125,17 @@ func TestGuardFindingChargedToTheAgentItBlames(t *testing.T) {
 	sg := &scriptedGuards{guards: map[string][]*fakeGuard{"alpha": {{check: func() ([]Finding, error) { return []Finding{moved}, nil }}}}}
 	h.wt.guard = sg.next
 	h.start()
+	// Both sessions start before alpha's ends: the finding holds bravo, and
+	// a bravo not started yet would never start.
+	runs := map[string]*fakeRun{}
 	for range 2 {
 		r := h.nextRun()
-		if r.s.Agent == "alpha" {
-			r.finish <- engine.Result{Outcome: engine.Success}
-			h.waitFor("alpha", lifecycle.Idle)
-		} else {
-			defer func() { r.finish <- engine.Result{Outcome: engine.Success} }()
-		}
+		runs[r.s.Agent] = r
 	}
+	defer func() { runs["bravo"].finish <- engine.Result{Outcome: engine.Success} }()
+	h.waitFor("bravo", lifecycle.Running)
+	runs["alpha"].finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("alpha", lifecycle.Idle)
 	if got := h.guardReports(); len(got["bravo"]) != 1 || len(got["alpha"]) != 0 {
 		t.Fatalf("reports = %q", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 )
 
 // afterSession decides between another session and Idle.
@@ -52,11 +53,37 @@ func (r *runner) workWaiting(ctx context.Context) (string, bool, error) {
 	if id, ok := r.newTask(ctx); ok {
 		return "ready task " + id, true, nil
 	}
+	if n, ok := r.queueMoved(ctx); ok {
+		return fmt.Sprintf("queue: %d ready task(s)", n), true, nil
+	}
 	return "", false, nil
 }
 
+// queueMoved reports, for an agent with the queue strategy, whether its
+// queue still has ready tasks and changed since its last completed session
+// saw it: that session took a task off, so the next one takes the next
+// task without waiting for mail. An unchanged queue (the agent took
+// nothing) waits, so an agent that cannot finish a task does not loop.
+func (r *runner) queueMoved(ctx context.Context) (int, bool) {
+	v := r.agent.Spec().Vector()
+	if r.sup.opts.Tasks == nil || r.agent.Spec().EffectiveStrategy() != mode.Queue || !v.Has(mode.CanUseQueue) {
+		return 0, false
+	}
+	ids, ok := r.sup.opts.Tasks.ReadyIDs(ctx)
+	if !ok || len(ids) == 0 {
+		return 0, false
+	}
+	a, b := slices.Clone(ids), slices.Clone(r.lastTasks)
+	slices.Sort(a)
+	slices.Sort(b)
+	if slices.Equal(a, b) {
+		return 0, false
+	}
+	return len(ids), true
+}
+
 func (r *runner) newTask(ctx context.Context) (string, bool) {
-	if r.sup.opts.Tasks == nil || !r.agent.Mode.ClaimsTasks() {
+	if r.sup.opts.Tasks == nil || !r.agent.Spec().Vector().Has(mode.CanClaimTasks) {
 		return "", false
 	}
 	ids, ok := r.sup.opts.Tasks.ReadyIDs(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 )
 
 // runner owns one agent: its state, its session and its timers. Only the
@@ -58,6 +59,7 @@ type runner struct {
 	sessionTasks  []string          // ready tasks the current session's prompt listed
 	sessionMail   []message.Message // mail delivered into the current session
 	sessionPrompt string            // the current session's prompt, as stored
+	sessionCaps   mode.Vector       // the current session's capability vector, as stored
 	lastTasks     []string          // ready tasks the last completed session listed
 	pausePending  bool
 	pending       []lifecycle.Notice // transitions made in the open transaction

@@ -52,8 +52,13 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The capability vector is derived once per session: the prompt
+	// describes it, the store keeps it (the swarm commands check it) and
+	// the engine enforces it.
+	caps := r.agent.Spec().Vector()
 	req := r.sup.promptRequest(r.agent, seq, r.worktree, queued, r.interrupt)
 	req.Decisions = decisions
+	req.Caps = caps
 	p, err := r.sup.opts.Prompts.Build(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -71,7 +76,7 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 		if mail, err = tx.Deliver(r.agent.Name, seq, ids); err != nil {
 			return err
 		}
-		if err := tx.StartSession(mailbox.SessionStart{Agent: r.agent.Name, Seq: seq, Engine: r.eng.Name(), Prompt: p.Text, Tasks: p.TaskIDs}); err != nil {
+		if err := tx.StartSession(mailbox.SessionStart{Agent: r.agent.Name, Seq: seq, Engine: r.eng.Name(), Prompt: p.Text, Tasks: p.TaskIDs, Capabilities: caps}); err != nil {
 			return err
 		}
 		shown := make([]int64, len(decisions))
@@ -91,6 +96,7 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	r.sessionTasks = p.TaskIDs
 	r.sessionMail = mail
 	r.sessionPrompt = p.Text
+	r.sessionCaps = caps
 	if r.realWork(mail, p.TaskIDs) {
 		if err := r.sup.store.SetNudges(bg(ctx), r.agent.Name, 0); err != nil {
 			r.sup.log.Warn("reset nudges", "agent", r.agent.Name, "err", err)
@@ -175,6 +181,8 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		Branch:    r.branch,
 		Prompt:    r.sessionPrompt,
 		Mode:      r.agent.Mode,
+		Strategy:  r.agent.Strategy,
+		Caps:      r.sessionCaps,
 		Model:     r.agent.SessionModel(r.kind),
 		MaxTurns:  r.agent.MaxTurns,
 		Timeout:   r.agent.SessionTimeout,
@@ -210,6 +218,9 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		es.Interject = func(ictx context.Context) []string { return r.interject(ictx, s.seq, boundary) }
 	}
 	es.Env = engine.SessionEnv(os.Environ(), es)
+	if r.sup.opts.RunCommand != nil {
+		es.Env = viaSupervisor(es.Env)
+	}
 	es.EnvPass = r.sup.cfg.Env.Pass
 	fmt.Fprintf(logf, "# session %d of %s on %s, started %s\n", r.seq, r.agent.Name, r.eng.Name(), r.sup.clock.Now().Format(time.RFC3339))
 	go func() { s.done <- runEngine(sctx, r.eng, es) }()
@@ -512,6 +523,26 @@ func (r *runner) publish(ctx context.Context, s *session) {
 		fmt.Fprintf(s.log, "# push: %v\n", err)
 		r.sup.log.Warn("push the agent's branch", "agent", r.agent.Name, "remote", remote, "session_seq", s.seq, "err", err)
 	}
+}
+
+// ViaSupervisorEnv, set in a session's environment, tells the swarm
+// commands run there to have the supervisor run them (control.OpRun).
+const ViaSupervisorEnv = "SWARM_VIA_SUPERVISOR"
+
+// viaSupervisor is a session environment whose swarm commands go through
+// the supervisor: without the database's URL or the PostgreSQL client's
+// variables (PGPASSWORD, PGPASSFILE, PGSERVICE...), so nothing in the
+// session can reach the database by itself.
+func viaSupervisor(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "SWARM_DB_URL" || k == ViaSupervisorEnv || strings.HasPrefix(k, "PG") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, ViaSupervisorEnv+"=1")
 }
 
 // pushTimeout bounds one push to [worktree] push.

@@ -94,6 +94,11 @@ type Options struct {
 	// Holder names this supervisor in the agents' leases (DESIGN §12);
 	// the zero value means this host's name and this process's pid.
 	Holder mailbox.Holder
+	// RunCommand, when set, runs the swarm commands of sessions for them
+	// (control.OpRun), and sessions are told to send their commands here
+	// ($SWARM_VIA_SUPERVISOR) rather than open the database: on
+	// PostgreSQL, the database credential stays out of the sessions.
+	RunCommand func(ctx context.Context, req control.RunRequest) control.RunResult
 	// PingTimeout is told of a ping whose ACK deadline passed (its ACK is
 	// marked overdue; no ack_timeout is raised): the team launch's hook.
 	// Nil logs it.
@@ -200,6 +205,9 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 		return err
 	}
 	var problems []string
+	if need := s.cfg.NeedBeads(); len(need) > 0 && s.opts.Tasks == nil {
+		problems = append(problems, fmt.Sprintf("strategy needs bd (beads), which is not installed: %s; install bd (https://github.com/steveyegge/beads) or use strategy = \"simple\"", strings.Join(need, ", ")))
+	}
 	seen := map[string]bool{}
 	for _, name := range s.order {
 		r := s.runners[name]

@@ -176,6 +176,9 @@ func (b *BeadsTasks) Close() { b.Shared.Close() }
 
 func (b *BeadsTasks) Ready(ctx context.Context) ([]beads.Issue, error) { return b.Shared.Ready(ctx) }
 
+// List is `bd list --json`, for the strategies that plan from the graph.
+func (b *BeadsTasks) List(ctx context.Context) ([]beads.Issue, error) { return b.Shared.List(ctx) }
+
 func (b *BeadsTasks) ReadyIDs(ctx context.Context) ([]string, bool) {
 	issues, err := b.Shared.Ready(ctx)
 	if err != nil {

@@ -782,3 +782,19 @@ func TestEscalationsAboveTheAgents(t *testing.T) {
 		t.Fatalf("row = %q", h.row("backend"))
 	}
 }
+
+// An agent that is not running shows its last report in the LAST column;
+// a running one shows what it is doing.
+func TestLastReportInTheAgentsTable(t *testing.T) {
+	src := newFake()
+	src.snap.Agents[0].Report = "progress T-2: still going"
+	src.snap.Agents[1].Report = "complete T-1: login page done\nwith tests\x1b[31m"
+	h := newHarness(t, src, true)
+	scr := h.screen()
+	if !hasFields(scr, "frontend ● Idle #5 4m - - report complete T-1: login page done …") {
+		t.Errorf("no report for the idle frontend in\n%s", scr)
+	}
+	if strings.Contains(scr, "still going") || !strings.Contains(scr, "bash: go test ./...") {
+		t.Errorf("the running backend should show its activity:\n%s", scr)
+	}
+}

@@ -42,6 +42,10 @@ type Agent struct {
 	Urgent     int       // queued urgent mail
 	Activity   string    // the last tool call, "bash: go test ./..."
 	Tokens     int64
+	// Report is the agent's last report (swarm report), "progress T-1:
+	// half done"; empty when it made none. An agent not running shows it
+	// in the LAST column.
+	Report string
 }
 
 // Snapshot is the state read from the store.

@@ -232,6 +232,8 @@ func (m *Model) agentLines(w, rows int, now time.Time) []string {
 		lastW := w - ansi.StringWidth(line)
 		if n, ok := m.notes[a.Name]; ok && now.Sub(n.at) < noteFor {
 			line += stNote.Render(fit("⚡ "+n.text, lastW))
+		} else if a.Report != "" && a.State != lifecycle.Running {
+			line += fit("report "+oneLine(a.Report), lastW)
 		} else {
 			line += fit(oneLine(a.Activity), lastW)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 )
 
 // AckOptions are the inputs of `swarm ack`.
@@ -76,6 +77,9 @@ func runAck(ctx context.Context, opts *AckOptions) error {
 		return err
 	}
 	defer st.Close()
+	if err := app.requireCap(ctx, st, cfg, mode.CanMessage, "swarm ack"); err != nil {
+		return err
+	}
 	p := app.protocol(st, l, cfg)
 	var acks []message.Message
 	if opts.All {

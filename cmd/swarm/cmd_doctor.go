@@ -257,6 +257,15 @@ func doctorRepo(ctx context.Context, r *doctorReport, l repo.Layout) {
 // doctorBeads reports bd: optional, so its absence is not a failure.
 func doctorBeads(ctx context.Context, r *doctorReport, l repo.Layout, cfg *config.Config) {
 	path, err := exec.LookPath("bd")
+	if err != nil && cfg != nil && len(cfg.NeedBeads()) > 0 {
+		need := cfg.NeedBeads()
+		verb := "needs"
+		if len(need) > 1 {
+			verb = "need"
+		}
+		r.add("bd", checkFail, "not installed, but %s %s it; install bd (https://github.com/steveyegge/beads) or use strategy = \"simple\"", strings.Join(need, ", "), verb)
+		return
+	}
 	if err != nil {
 		r.add("bd", checkOff, "not installed (optional: with bd on PATH agents get beads tasks; https://github.com/steveyegge/beads)")
 		return

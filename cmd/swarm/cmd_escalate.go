@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -122,6 +123,9 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 		return err
 	}
 	defer st.Close()
+	if err := app.requireCap(ctx, st, cfg, mode.CanEscalate, "swarm escalate"); err != nil {
+		return err
+	}
 	e, created, err := swarm.Raise(ctx, st, d)
 	if err != nil {
 		return err

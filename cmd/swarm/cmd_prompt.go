@@ -42,8 +42,10 @@ A source that is missing, slow or failing (bd not installed, bd hanging past
 warning on stderr.
 
 With --json the output is {"text", "sections": [{"number", "title", "body"}],
-"tokens_estimate"}: number is the fixed section number 1-14, title has no
-"## ".`,
+"tokens_estimate", "mode", "profile", "strategy", "capabilities"}: number
+is the fixed section number 1-14, title has no "## "; mode is execute or
+coordinate, profile code, review, delegate or null, and capabilities the
+vector {"can_...": bool} (the stored session's with --session).`,
 		Example: `  swarm prompt backend
   swarm prompt backend --json
   swarm prompt backend --interrupted-by 12   # preview the Interrupt Context block`,
@@ -68,6 +70,7 @@ type promptJSON struct {
 	Text           string               `json:"text"`
 	Sections       []promptpipe.Section `json:"sections"`
 	TokensEstimate int                  `json:"tokens_estimate"`
+	modeJSON
 }
 
 func runPrompt(ctx context.Context, opts *PromptOptions) error {
@@ -102,7 +105,7 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 		}
 		if app.JSON {
 			secs := promptpipe.SplitSections(sess.Prompt)
-			return app.printJSON(promptJSON{Text: sess.Prompt, Sections: secs, TokensEstimate: promptpipe.EstimateTokens(sess.Prompt)})
+			return app.printJSON(promptJSON{Text: sess.Prompt, Sections: secs, TokensEstimate: promptpipe.EstimateTokens(sess.Prompt), modeJSON: modeOf(agent, sess.Capabilities)})
 		}
 		_, err = fmt.Fprint(app.Stdout, sess.Prompt)
 		return err
@@ -115,7 +118,7 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 		return err
 	}
 	if app.JSON {
-		return app.printJSON(promptJSON{Text: p.Text, Sections: p.Sections, TokensEstimate: p.TokensEstimate})
+		return app.printJSON(promptJSON{Text: p.Text, Sections: p.Sections, TokensEstimate: p.TokensEstimate, modeJSON: modeOf(agent, nil)})
 	}
 	_, err = fmt.Fprint(app.Stdout, p.Text)
 	return err

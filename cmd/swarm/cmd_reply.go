@@ -10,6 +10,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -80,6 +81,9 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 		return err
 	}
 	defer st.Close()
+	if err := app.requireCap(ctx, st, cfg, mode.CanMessage, "swarm reply"); err != nil {
+		return err
+	}
 	if opts.ID == 0 {
 		m, err := swarm.ResolveMessage(ctx, st, opts.Ref) // a protocol msg_id
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/protocol"
 	"github.com/swarmhq/swarm/swarm"
 )
@@ -178,6 +179,14 @@ func runSendProtocol(ctx context.Context, opts *SendOptions) error {
 		return err
 	}
 	defer st.Close()
+	if err := app.requireCap(ctx, st, cfg, mode.CanMessage, "swarm send --type "+string(t)); err != nil {
+		return err
+	}
+	if t == protocol.TypeTaskDispatch {
+		if err := app.requireCap(ctx, st, cfg, mode.CanDispatch, "swarm send --type task_dispatch (a dispatch)"); err != nil {
+			return err
+		}
+	}
 	req := swarm.SendRequest{
 		Draft: protocol.Draft{Type: t, From: from, To: opts.To, TaskID: opts.Task, Payload: payload,
 			ContextRef: opts.ContextRef, AckTimeout: opts.AckTimeout, NoAck: opts.NoAck},
@@ -301,6 +310,20 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 				return err
 			}
 			d.ReplyTo = orig.ID
+		}
+	}
+
+	// From inside a session, the session's stored capabilities decide.
+	who, err := app.callerOf(ctx, st, cfg)
+	if err != nil {
+		return err
+	}
+	if err := who.require(mode.CanMessage, "swarm send"); err != nil {
+		return err
+	}
+	if d.Kind == message.KindTask {
+		if err := who.require(mode.CanDispatch, "swarm send --kind task (a dispatch)"); err != nil {
+			return err
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -43,12 +45,16 @@ since 'swarm up' started, or left out by --agents) is shown as "not
 started": restart 'swarm up' to run it.
 
 --json prints {"running", "pid", "agents": [{"name", "state", "session_seq",
-"mode", "engine", "branch", "worktree", "pending", "urgent", "heartbeat_at",
-"stale", "consecutive_errors", "total_errors", "tokens", "activity",
-"state_since", "not_started"}], "escalations": [...]}; not_started is present
-only for such an agent, and says what to do; escalations are the ones not
-resolved yet as 'swarm escalations --json' prints them, each also a line
-above the agents table.`,
+"mode", "profile", "strategy", "capabilities", "last_report", "engine",
+"branch", "worktree", "pending", "urgent", "heartbeat_at", "stale",
+"consecutive_errors", "total_errors", "tokens", "activity", "host",
+"state_since", "not_started"}], "escalations": [...]}. mode is execute or
+coordinate, profile code, review, delegate or null, capabilities the
+vector of the agent's last session (else as configured), and last_report
+{kind, task, message, at} or null; not_started is present only for such
+an agent, and says what to do; escalations are the ones not resolved yet
+as 'swarm escalations --json' prints them, each also a line above the
+agents table.`,
 		Example: `  swarm status
   swarm status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
@@ -68,21 +74,22 @@ type statusJSON struct {
 }
 
 type agentStatus struct {
-	Name              string          `json:"name"`
-	State             lifecycle.State `json:"state"`
-	SessionSeq        int64           `json:"session_seq"`
-	Mode              string          `json:"mode"`
-	Engine            string          `json:"engine"`
-	Branch            string          `json:"branch"`
-	Worktree          string          `json:"worktree"`
-	Pending           int             `json:"pending"`
-	Urgent            int             `json:"urgent"`
-	HeartbeatAt       *time.Time      `json:"heartbeat_at"`
-	Stale             bool            `json:"stale"`
-	ConsecutiveErrors int             `json:"consecutive_errors"`
-	TotalErrors       int             `json:"total_errors"`
-	Tokens            int64           `json:"tokens"`
-	Activity          string          `json:"activity,omitempty"`
+	Name       string          `json:"name"`
+	State      lifecycle.State `json:"state"`
+	SessionSeq int64           `json:"session_seq"`
+	modeJSON
+	LastReport        *reportJSON `json:"last_report"`
+	Engine            string      `json:"engine"`
+	Branch            string      `json:"branch"`
+	Worktree          string      `json:"worktree"`
+	Pending           int         `json:"pending"`
+	Urgent            int         `json:"urgent"`
+	HeartbeatAt       *time.Time  `json:"heartbeat_at"`
+	Stale             bool        `json:"stale"`
+	ConsecutiveErrors int         `json:"consecutive_errors"`
+	TotalErrors       int         `json:"total_errors"`
+	Tokens            int64       `json:"tokens"`
+	Activity          string      `json:"activity,omitempty"`
 	// Host is the supervisor that runs the agent, <hostname>:<pid>, from
 	// its lease; empty when none does.
 	Host       string     `json:"host"`
@@ -151,12 +158,25 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	if err != nil {
 		return out, err
 	}
+	// The same for each agent's last session's capabilities and its last
+	// report.
+	caps, err := st.LastCapabilities(ctx)
+	if err != nil {
+		return out, err
+	}
+	reports, err := st.LastReports(ctx)
+	if err != nil {
+		return out, err
+	}
 	out.Agents = make([]agentStatus, 0, len(cfg.Agents))
 	for _, a := range cfg.Agents {
 		eng := a.Engine
 		row, ok := byName[a.Name]
-		s := agentStatus{Name: a.Name, State: lifecycle.Stopped, Mode: string(a.Mode), Engine: eng,
+		s := agentStatus{Name: a.Name, State: lifecycle.Stopped, modeJSON: modeOf(a, caps[a.Name]), Engine: eng,
 			Branch: worktree.Branch(a.Name), Worktree: filepathJoin(cfg.Worktree.Dir, a.Name)}
+		if r, ok := reports[a.Name]; ok {
+			s.LastReport = &reportJSON{Kind: string(r.Kind), Task: r.Task, Message: r.Message, At: r.At}
+		}
 		if running && sup.Engine != "" {
 			s.Engine = sup.Engine
 		}
@@ -286,7 +306,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		if a.NotStarted != "" {
 			state, notRun = "not started", append(notRun, a.Name)
 		}
-		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s", a.Name, state, since, a.SessionSeq, a.Mode, a.Engine, mail,
+		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s", a.Name, state, since, a.SessionSeq, a.modeWord(), a.Engine, mail,
 			a.ConsecutiveErrors, a.TotalErrors, a.Tokens, hb)
 		if hosts {
 			host := a.Host
@@ -300,6 +320,18 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// The agents' last reports (swarm report), one line each.
+	first := true
+	for _, a := range s.Agents {
+		if a.LastReport == nil {
+			continue
+		}
+		if first {
+			fmt.Fprintln(app.Stdout, "\nlast reports:")
+			first = false
+		}
+		fmt.Fprintf(app.Stdout, "  %s: %s (%s ago)\n", a.Name, a.LastReport.line(), humanAge(now.Sub(a.LastReport.At)))
+	}
 	if len(notRun) > 0 {
 		them := "them"
 		if len(notRun) == 1 {
@@ -309,4 +341,34 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 			listSome(notRun, 10), them, them)
 	}
 	return nil
+}
+
+// reportJSON is an agent's last report in status --json.
+type reportJSON struct {
+	Kind    string    `json:"kind"`
+	Task    string    `json:"task,omitempty"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// line is the report on one line, made safe for a terminal: "progress
+// T-1: half done".
+func (r reportJSON) line() string {
+	what := r.Kind
+	if r.Task != "" {
+		what += " " + r.Task
+	}
+	msg, _, more := strings.Cut(strings.TrimSpace(r.Message), "\n")
+	if more {
+		msg += " …"
+	}
+	return termsafe.String(what + ": " + msg)
+}
+
+// modeWord is the MODE column: the profile, else mode/strategy.
+func (a agentStatus) modeWord() string {
+	if a.Profile != nil {
+		return *a.Profile
+	}
+	return a.Mode + "/" + a.Strategy
 }

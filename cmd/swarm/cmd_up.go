@@ -19,6 +19,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/open"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
@@ -158,7 +159,14 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if useTUI {
 		lineOut = io.Discard
 	}
-	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(lineOut, app.JSON, logger))
+	// On PostgreSQL the sessions get no database credential: their swarm
+	// commands are run here.
+	target := open.Choose(app.Env.Getenv, cfg.Mailbox.URL, l.DB)
+	var via *swarmCommands
+	if target.Backend() == "postgres" {
+		via = &swarmCommands{store: st, target: target.String()}
+	}
+	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(lineOut, app.JSON, logger), via)
 	if err != nil {
 		return err
 	}
@@ -237,7 +245,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 }
 
 // newSupervisor wires the real packages into a supervisor.
-func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *worktree.Manager, opts *UpOptions, logger *slog.Logger, notify func(lifecycle.Notice)) (*swarm.Supervisor, error) {
+func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *worktree.Manager, opts *UpOptions, logger *slog.Logger, notify func(lifecycle.Notice), via *swarmCommands) (*swarm.Supervisor, error) {
 	tasks := swarm.NewBeadsTasks(l.Root, cfg.Prompt.BDTimeout)
 	o := swarm.Options{
 		Config:         cfg,
@@ -253,6 +261,9 @@ func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *wor
 	}
 	if tasks != nil { // a nil *BeadsTasks must not become a non-nil Tasks
 		o.Tasks = tasks
+	}
+	if via != nil {
+		o.RunCommand = via.run
 	}
 	return swarm.New(o)
 }

@@ -16,7 +16,16 @@ import (
 // on a throwaway PostgreSQL cluster ($PGURL, a fresh database per
 // script). Without PostgreSQL they are skipped, unless
 // SWARM_REQUIRE_POSTGRES is set (CI).
-func TestHostScripts(t *testing.T) {
+func TestHostScripts(t *testing.T) { runPostgresScripts(t, filepath.Join("testdata", "hosts")) }
+
+// TestPostgresScripts runs the journeys of testdata/postgres on a cluster
+// of their own: the host journeys restart theirs (pgrestart), which would
+// cut these short.
+func TestPostgresScripts(t *testing.T) { runPostgresScripts(t, filepath.Join("testdata", "postgres")) }
+
+// runPostgresScripts runs the scripts of dir in parallel on one throwaway
+// PostgreSQL cluster, a fresh database each.
+func runPostgresScripts(t *testing.T, dir string) {
 	if testing.Short() {
 		t.Skip("starts supervisors and a PostgreSQL cluster")
 	}
@@ -37,7 +46,7 @@ func TestHostScripts(t *testing.T) {
 	var restarts sync.WaitGroup
 	var restartErr error
 	testscript.Run(t, testscript.Params{
-		Dir:                 filepath.Join("testdata", "hosts"),
+		Dir:                 dir,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			url, err := c.CreateDB()

@@ -48,6 +48,9 @@ func Main() int {
 }
 
 func run(ctx context.Context, app *App, args []string) int {
+	if code, ok := forwarded(ctx, app, args); ok {
+		return code
+	}
 	root := newRootCmd(app)
 	root.SetArgs(args)
 	root.SetIn(app.Stdin)

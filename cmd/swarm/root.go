@@ -44,6 +44,14 @@ type App struct {
 	fallback error
 	// db is the database this process opened, for errors about it.
 	db string
+	// inProcess is a command the supervisor runs for a session
+	// (runForSession): it must not touch the process's globals, such as
+	// the default logger.
+	inProcess bool
+	// shared is the supervisor's own store, which a command it runs for a
+	// session or the operator uses instead of opening one (and does not
+	// close): its connections are warm.
+	shared mailbox.Store
 }
 
 // commands are the subcommands. Each command's file registers itself in an
@@ -78,7 +86,9 @@ func newRootCmd(app *App) *cobra.Command {
 			if app.Verbose > 0 {
 				level = slog.LevelDebug
 			}
-			slog.SetDefault(slog.New(slog.NewTextHandler(app.Stderr, &slog.HandlerOptions{Level: level})))
+			if !app.inProcess {
+				slog.SetDefault(slog.New(slog.NewTextHandler(app.Stderr, &slog.HandlerOptions{Level: level})))
+			}
 			return nil
 		},
 	}
@@ -294,12 +304,20 @@ func (a *App) storeTarget(l repo.Layout, cfg *config.Config) open.Target {
 
 // openStore opens the repository's database.
 func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) (mailbox.Store, error) {
+	if a.shared != nil {
+		return unclosed{a.shared}, nil
+	}
 	t := a.storeTarget(l, cfg)
 	if t.URL == "" {
 		a.db = t.Path
 	}
 	return t.Open(ctx)
 }
+
+// unclosed is a store a command uses but does not own.
+type unclosed struct{ mailbox.Store }
+
+func (unclosed) Close() error { return nil }
 
 // explainDamage adds what to do to an error that says the database is
 // damaged: the damage can show in any query, long after the store opened.

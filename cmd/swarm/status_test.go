@@ -18,6 +18,17 @@ import (
 type countingStore struct {
 	mailbox.Store
 	pending, pendingAll int
+	perAgent            int // LastSession and LastReport
+}
+
+func (c *countingStore) LastSession(ctx context.Context, agent string, state mailbox.SessionState) (mailbox.Session, error) {
+	c.perAgent++
+	return c.Store.LastSession(ctx, agent, state)
+}
+
+func (c *countingStore) LastReport(ctx context.Context, agent string) (mailbox.Report, error) {
+	c.perAgent++
+	return c.Store.LastReport(ctx, agent)
 }
 
 func (c *countingStore) Pending(ctx context.Context, agent string) (mailbox.Counts, error) {
@@ -31,7 +42,8 @@ func (c *countingStore) PendingAll(ctx context.Context) (map[string]mailbox.Coun
 }
 
 // Status reads every agent's mail in one query, however many agents there
-// are: one query per agent made it quadratic-feeling at 10,000 agents.
+// are: one query per agent made it quadratic-feeling at 10,000 agents. The
+// same holds for the last sessions' capabilities and the last reports.
 func TestStatusReadsMailOnce(t *testing.T) {
 	root := t.TempDir()
 	var toml strings.Builder
@@ -64,6 +76,9 @@ func TestStatusReadsMailOnce(t *testing.T) {
 	}
 	if cs.pending != 0 || cs.pendingAll != 1 {
 		t.Fatalf("Pending called %d times, PendingAll %d; want 0 and 1", cs.pending, cs.pendingAll)
+	}
+	if cs.perAgent != 0 {
+		t.Fatalf("%d per-agent reads of sessions or reports; want the grouped ones only", cs.perAgent)
 	}
 	if len(s.Agents) != 500 || s.Agents[7].Pending != 1 || s.Agents[7].Urgent != 1 || s.Agents[8].Pending != 0 {
 		t.Fatalf("status = %d agents, agent-007 %+v", len(s.Agents), s.Agents[7])

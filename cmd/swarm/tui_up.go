@@ -129,6 +129,13 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 		if a.StateSince != nil {
 			ta.StateSince = *a.StateSince
 		}
+		if r := a.LastReport; r != nil {
+			what := r.Kind
+			if r.Task != "" {
+				what += " " + r.Task
+			}
+			ta.Report = what + ": " + r.Message // the view makes it safe
+		}
 		snap.Agents = append(snap.Agents, ta)
 		snap.Tokens += a.Tokens
 	}

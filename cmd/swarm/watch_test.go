@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -294,4 +295,95 @@ func waitNotice(t *testing.T, ch <-chan string, ok func(lifecycle.Notice) bool) 
 		}
 		return ok(n)
 	})
+}
+
+// TestUpIntoClosedPipe is `swarm up --no-tui | head -n 3`, then Ctrl-C:
+// the reader is gone before the stop, and the stop must still finish
+// (no death by SIGPIPE halfway through), leaving every agent Stopped and
+// no supervisor behind.
+func TestUpIntoClosedPipe(t *testing.T) {
+	env := e2eEnv(t)
+	bin := buildSwarm(t)
+	dir := newE2ERepo(t, bin, env)
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := exec.Command(bin, "up", "--no-tui")
+	up.Dir, up.Env, up.Stdout = dir, env, pw
+	var upErr bytes.Buffer
+	up.Stderr = &upErr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	defer func() {
+		if up.ProcessState == nil {
+			up.Process.Kill()
+			up.Wait()
+		}
+	}()
+	// head -n 3: read three lines, then go away.
+	sc := bufio.NewScanner(pr)
+	for i := 0; i < 3; i++ {
+		if !sc.Scan() {
+			t.Fatalf("swarm up printed fewer than 3 lines; stderr:\n%s", upErr.String())
+		}
+	}
+	pr.Close()
+	type status struct {
+		Running bool `json:"running"`
+		Agents  []struct {
+			Name, State string
+		} `json:"agents"`
+	}
+	readStatus := func() status {
+		t.Helper()
+		var st status
+		out := swarmCmd(t, bin, dir, env, exitOK, "status", "--json")
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		return st
+	}
+	// Agents run with nobody reading: wait on the store for a session.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		st := readStatus()
+		if slices.ContainsFunc(st.Agents, func(a struct{ Name, State string }) bool {
+			return a.State == "Running" || a.State == "Idle"
+		}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no agent ran within 30s: %+v\nstderr:\n%s", st, upErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := up.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- up.Wait() }()
+	select {
+	case err := <-done:
+		if ws, ok := up.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Fatalf("swarm up died of %v; stderr:\n%s", ws.Signal(), upErr.String())
+		}
+		_ = err // exit 0 or 1 both end the stop; the state below is the point
+	case <-time.After(60 * time.Second):
+		t.Fatalf("swarm up did not stop within 60s of SIGINT; stderr:\n%s", upErr.String())
+	}
+	st := readStatus()
+	if st.Running {
+		t.Errorf("status says a supervisor still runs: %+v", st)
+	}
+	if len(st.Agents) == 0 {
+		t.Fatalf("status lists no agents: %+v", st)
+	}
+	for _, a := range st.Agents {
+		if a.State != "Stopped" {
+			t.Errorf("agent %s is %s after the stop, want Stopped", a.Name, a.State)
+		}
+	}
 }

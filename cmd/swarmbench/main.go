@@ -17,7 +17,8 @@
 //	    supervisor's peak RSS (VmHWM)
 //	P5  worktree creation per agent (worktree.Manager.Ensure) against a plain
 //	    `git worktree add` on the same repository
-//	P6  base prompt size per mode, in bytes and estimated tokens (chars/4)
+//	P6  base prompt size per mode and strategy, in bytes and estimated
+//	    tokens (chars/4)
 //	P7  protocol (run after P1): validated task_dispatches against plain
 //	    sends through the same Poster (ratio), and the lag from a stored
 //	    ACK deadline to its ack_timeout escalation in a running `swarm up`

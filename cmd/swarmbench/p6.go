@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/mode"
@@ -42,28 +43,45 @@ func (b *bench) p6(ctx context.Context) error {
 	var out []p6Mode
 	for _, name := range mode.Names() {
 		m := mode.Mode(name)
-		pc := promptpipe.PromptContext{
-			Agent: a.Name, Role: a.Role, Mode: m, SessionID: a.Name + "-1", SessionSeq: 1,
-			DBPath: filepath.Join(repo, ".swarm", "swarm.db"), Worktree: repo, Root: repo,
-			Branch: "swarm/" + a.Name, BaseBranch: "main", Teammates: []string{"frontend"},
+		// The profiles (code, review, delegate) take their kind's default
+		// strategy; execute and coordinate are rendered with each of theirs.
+		strategies := []mode.Strategy{""}
+		if m.Profile() == "" {
+			strategies = m.Kind().Strategies()
 		}
-		p, err := builder.Build(ctx, pc)
-		if err != nil {
-			return err
+		for _, strategy := range strategies {
+			label := name
+			if strategy != "" {
+				label += "/" + string(strategy)
+			}
+			pc := promptpipe.PromptContext{
+				Agent: a.Name, Role: a.Role, Mode: m, Strategy: strategy, SessionID: a.Name + "-1", SessionSeq: 1,
+				DBPath: filepath.Join(repo, ".swarm", "swarm.db"), Worktree: repo, Root: repo,
+				Branch: "swarm/" + a.Name, BaseBranch: "main", Teammates: []string{"frontend"},
+			}
+			if strategy == mode.Tree {
+				pc.TreeRoot = "bd-1"
+			}
+			p, err := builder.Build(ctx, pc)
+			if err != nil {
+				return err
+			}
+			pc.Beads = true
+			pb, err := builder.Build(ctx, pc)
+			if err != nil {
+				return err
+			}
+			r := p6Mode{Mode: label, Bytes: len(p.Text), Tokens: p.TokensEstimate, BytesWithBeads: len(pb.Text), TokensWithBeads: pb.TokensEstimate}
+			// chars/4, counting characters (runes), not bytes: the prompt
+			// has a few non-ASCII ones (arrows, dashes).
+			if chars := utf8.RuneCountInString(p.Text); r.Tokens != chars/4 && r.Tokens != (chars+3)/4 {
+				return fmt.Errorf("TokensEstimate %d is not chars/4 of %d characters", r.Tokens, chars)
+			}
+			out = append(out, r)
+			b.check(row{ID: "P6", Figure: fmt.Sprintf("base prompt, mode %s (with bd tools: %d B, %d tokens)", label, r.BytesWithBeads, r.TokensWithBeads),
+				Value: float64(r.Tokens), Unit: "tokens", Text: fmt.Sprintf("%s B, %d tokens", thousands(float64(r.Bytes)), r.Tokens)},
+				"< 2,000 tokens", r.TokensWithBeads < 2000)
 		}
-		pc.Beads = true
-		pb, err := builder.Build(ctx, pc)
-		if err != nil {
-			return err
-		}
-		r := p6Mode{Mode: name, Bytes: len(p.Text), Tokens: p.TokensEstimate, BytesWithBeads: len(pb.Text), TokensWithBeads: pb.TokensEstimate}
-		if r.Tokens != len(p.Text)/4 && r.Tokens != (len(p.Text)+3)/4 {
-			return fmt.Errorf("TokensEstimate %d is not chars/4 of %d bytes", r.Tokens, len(p.Text))
-		}
-		out = append(out, r)
-		b.check(row{ID: "P6", Figure: fmt.Sprintf("base prompt, mode %s (with bd tools: %d B, %d tokens)", name, r.BytesWithBeads, r.TokensWithBeads),
-			Value: float64(r.Tokens), Unit: "tokens", Text: fmt.Sprintf("%s B, %d tokens", thousands(float64(r.Bytes)), r.Tokens)},
-			"< 2,000 tokens", r.TokensWithBeads < 2000)
 	}
 	b.details["P6"] = out
 	return nil

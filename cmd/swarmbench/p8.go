@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/internal/pgtest"
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/postgres"
 	"github.com/swarmhq/swarm/message"
@@ -94,7 +95,11 @@ func (b *bench) p8(ctx context.Context) error {
 		return err
 	}
 	defer func() { b.dbURL = "" }()
-	host2, err := b.newSwarm("p8", []string{"target"}, longToolScript, 0)
+	// Two supervisors, as on two hosts: clone 2 runs target, clone 1 runs
+	// sender, and the operator's `swarm send` on clone 1 goes through its
+	// supervisor (its warm connections) to the database, which wakes
+	// clone 2's.
+	host2, err := b.newSwarm("p8", []string{"target", "sender"}, longToolScript, 0)
 	if err != nil {
 		return err
 	}
@@ -102,17 +107,28 @@ func (b *bench) p8(ctx context.Context) error {
 	if out, err := exec.Command("git", "clone", "-q", host2, host1).CombinedOutput(); err != nil {
 		return fmt.Errorf("git clone: %v: %s", err, out)
 	}
-	cfg, err := os.ReadFile(filepath.Join(host2, "swarm.toml"))
+	for _, f := range []string{"swarm.toml", filepath.Join(".swarm", "scripts", "sender.toml")} {
+		data, err := os.ReadFile(filepath.Join(host2, f))
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(host1, f)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(host1, f), data, 0o644); err != nil {
+			return err
+		}
+	}
+	up, err := b.start(host2, "p8-up.log", "up", "--engine", "script", "--no-tui", "--agents", "target")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(host1, "swarm.toml"), cfg, 0o644); err != nil {
-		return err
-	}
-	up, err := b.start(host2, "p8-up.log", "up", "--engine", "script", "--no-tui")
+	defer stopUp(up)
+	up1, err := b.start(host1, "p8-up1.log", "up", "--engine", "script", "--no-tui", "--agents", "sender")
 	if err != nil {
 		return err
 	}
+	defer stopUp(up1)
 	trials := 50
 	if b.quick {
 		trials = 10
@@ -122,8 +138,20 @@ func (b *bench) p8(ctx context.Context) error {
 		return err
 	}
 	defer shared.Close()
+	if err := waitFor(ctx, 30*time.Second, 5*time.Millisecond, "sender Running on clone 1", func() (bool, error) {
+		if up1.exited() {
+			return false, b.upExited(up1, "p8-up1.log")
+		}
+		a, err := shared.Agent(ctx, "sender")
+		return err == nil && a.State == lifecycle.Running, nil
+	}); err != nil {
+		return err
+	}
 	lat, err := b.urgentTrials(ctx, host1, shared, up, "p8-up.log", trials)
 	if err != nil {
+		return err
+	}
+	if _, err := stopUp(up1); err != nil {
 		return err
 	}
 	if _, err := stopUp(up); err != nil {

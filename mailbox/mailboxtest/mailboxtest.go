@@ -17,6 +17,7 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 )
 
 // Clock is a manual clock for deterministic timestamps.
@@ -87,6 +88,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"AckResumeAndAbort", testAckResumeAndAbort},
 		{"PostProtocol", testPostProtocol},
 		{"Leases", testLeases},
+		{"SessionCapabilities", testSessionCapabilities},
+		{"Reports", testReports},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -827,5 +830,99 @@ func testLeases(e *env) {
 	}
 	if err := lb.Release(e.ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func testSessionCapabilities(e *env) {
+	t, s := e.t, e.s
+	v := mode.Spec{Mode: mode.Review, Overrides: map[mode.Capability]bool{mode.CanSpawnSessions: true}}.Vector()
+	if err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		if err := tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: 1, Engine: "script", Capabilities: v}); err != nil {
+			return err
+		}
+		return tx.StartSession(mailbox.SessionStart{Agent: "frontend", Seq: 1, Engine: "script"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Session(e.ctx, "backend", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Capabilities) != len(mode.Capabilities) {
+		t.Fatalf("stored vector %v, want every capability", got.Capabilities)
+	}
+	for _, c := range mode.Capabilities {
+		if got.Capabilities[c] != v[c] {
+			t.Errorf("%s = %v, want %v", c, got.Capabilities[c], v[c])
+		}
+	}
+	if last, err := s.LastSession(e.ctx, "backend", ""); err != nil || !last.Capabilities.Has(mode.CanSpawnSessions) || last.Capabilities.Has(mode.CanEditFiles) {
+		t.Errorf("LastSession capabilities = %v, %v", last.Capabilities, err)
+	}
+	// A session started without a vector reads as nil, not all-off.
+	if other, err := s.Session(e.ctx, "frontend", 1); err != nil || other.Capabilities != nil {
+		t.Errorf("no vector: %v, %v", other.Capabilities, err)
+	}
+	// Every agent's newest session in one read: frontend's stored none.
+	all, err := s.LastCapabilities(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || !all["backend"].Has(mode.CanSpawnSessions) || all["backend"].Has(mode.CanEditFiles) {
+		t.Errorf("LastCapabilities = %v, want backend's vector only", all)
+	}
+	// A newer session's vector wins.
+	coord := mode.Spec{Mode: mode.CoordinateMode}.Vector()
+	if err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		return tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: 2, Engine: "script", Capabilities: coord})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := s.LastCapabilities(e.ctx); err != nil || !all["backend"].Has(mode.CanDispatch) {
+		t.Errorf("LastCapabilities after session 2 = %v, %v", all, err)
+	}
+}
+
+func testReports(e *env) {
+	t, s := e.t, e.s
+	if _, err := s.LastReport(e.ctx, "backend"); !errors.Is(err, mailbox.ErrNoReport) {
+		t.Fatalf("no reports yet: %v", err)
+	}
+	r1, err := s.AddReport(e.ctx, mailbox.Report{Agent: "backend", SessionSeq: 2, Kind: mailbox.ReportProgress, Task: "T-1", Message: "half done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.ID == 0 || !r1.At.Equal(e.clk.Now()) {
+		t.Errorf("stored report %+v", r1)
+	}
+	e.clk.Add(time.Minute)
+	r2, err := s.AddReport(e.ctx, mailbox.Report{Agent: "backend", Kind: mailbox.ReportSession, Message: "API done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3, err := s.AddReport(e.ctx, mailbox.Report{Agent: "frontend", Kind: mailbox.ReportBlocked, Task: "T-2", Message: "waiting"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.LastReport(e.ctx, "backend")
+	if err != nil || last != r2 || last.Task != "" || last.Kind != mailbox.ReportSession {
+		t.Errorf("LastReport = %+v, %v; want %+v", last, err, r2)
+	}
+	all, err := s.LastReports(e.ctx)
+	if err != nil || len(all) != 2 || all["backend"] != r2 || all["frontend"] != r3 {
+		t.Errorf("LastReports = %+v, %v; want backend's %+v and frontend's %+v", all, err, r2, r3)
+	}
+	for _, bad := range []mailbox.Report{
+		{Agent: "backend", Kind: "gossip", Task: "T-1", Message: "x"},
+		{Agent: "backend", Kind: mailbox.ReportProgress, Message: "no task"},
+		{Agent: "backend", Kind: mailbox.ReportSession, Task: "T-1", Message: "a task on a session report"},
+		{Agent: "backend", Kind: mailbox.ReportComplete, Task: "T-1"},
+	} {
+		if _, err := s.AddReport(e.ctx, bad); err == nil {
+			t.Errorf("bad report accepted: %+v", bad)
+		}
+	}
+	if last, _ := s.LastReport(e.ctx, "backend"); last != r2 {
+		t.Errorf("a refused report changed the last one: %+v", last)
 	}
 }

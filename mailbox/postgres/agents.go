@@ -11,6 +11,7 @@ import (
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mode"
 )
 
 const agentCols = `name, state, session_seq, mode, engine, branch, worktree, consecutive_errors, total_errors,
@@ -225,8 +226,13 @@ func (t *txn) StartSession(st mailbox.SessionStart) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(t.ctx, `INSERT INTO sessions (agent, seq, state, engine, started_at, prompt, tasks)
-		VALUES ($1, $2, 'running', $3, $4, $5, $6)`, st.Agent, st.Seq, st.Engine, t.now(), st.Prompt, string(tj))
+	var caps *string
+	if st.Capabilities != nil {
+		j := st.Capabilities.JSON()
+		caps = &j
+	}
+	_, err = t.tx.Exec(t.ctx, `INSERT INTO sessions (agent, seq, state, engine, started_at, prompt, tasks, capabilities)
+		VALUES ($1, $2, 'running', $3, $4, $5, $6, $7)`, st.Agent, st.Seq, st.Engine, t.now(), st.Prompt, string(tj), caps)
 	if pgCode(err) == codeUnique {
 		return fmt.Errorf("start session %s/%d: the agent already has a session %d", st.Agent, st.Seq, st.Seq)
 	}
@@ -280,7 +286,7 @@ func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgi
 }
 
 const sessionCols = `id, agent, seq, state, engine, started_at, ended_at, prompt, tasks, tokens_in, tokens_out,
-	cache_write, cache_read, pgids, error`
+	cache_write, cache_read, pgids, error, capabilities`
 
 func scanSession(sc pgx.Row) (mailbox.Session, error) {
 	var (
@@ -289,9 +295,10 @@ func scanSession(sc pgx.Row) (mailbox.Session, error) {
 		ended   *int64
 		tasks   string
 		pgids   string
+		caps    *string
 	)
 	err := sc.Scan(&s.ID, &s.Agent, &s.Seq, &s.State, &s.Engine, &started, &ended, &s.Prompt, &tasks,
-		&s.TokensIn, &s.TokensOut, &s.CacheWrite, &s.CacheRead, &pgids, &s.Error)
+		&s.TokensIn, &s.TokensOut, &s.CacheWrite, &s.CacheRead, &pgids, &s.Error, &caps)
 	if err != nil {
 		return s, err
 	}
@@ -307,6 +314,13 @@ func scanSession(sc pgx.Row) (mailbox.Session, error) {
 	}
 	if err := json.Unmarshal([]byte(pgids), &s.Pgids); err != nil {
 		s.Pgids = nil
+	}
+	if caps != nil {
+		v, err := mode.ParseVector(*caps)
+		if err != nil {
+			return s, fmt.Errorf("session %d of %s: %w", s.Seq, s.Agent, err)
+		}
+		s.Capabilities = v
 	}
 	return s, nil
 }
@@ -374,4 +388,85 @@ func (t *txn) RecoverAgent(agent string) (mailbox.Recovered, error) {
 	}
 	r.Requeued, err = settle(ctx, t.tx, t.now(), agent, 0, false)
 	return r, err
+}
+
+// AddReport stores a report.
+func (s *Store) AddReport(ctx context.Context, r mailbox.Report) (mailbox.Report, error) {
+	if err := r.Check(); err != nil {
+		return r, err
+	}
+	now := nanos(s.now())
+	err := s.pool.QueryRow(ctx, `INSERT INTO reports (agent, session_seq, kind, task, message, at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+		r.Agent, r.SessionSeq, string(r.Kind), r.Task, r.Message, now).Scan(&r.ID)
+	if err != nil {
+		return r, fmt.Errorf("store the report of %s: %w", r.Agent, err)
+	}
+	r.At = fromNanos(now)
+	return r, nil
+}
+
+// LastReport returns the agent's newest report.
+func (s *Store) LastReport(ctx context.Context, agent string) (mailbox.Report, error) {
+	var (
+		r  mailbox.Report
+		at int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT id, agent, session_seq, kind, task, message, at FROM reports WHERE agent = $1 ORDER BY id DESC LIMIT 1`, agent).
+		Scan(&r.ID, &r.Agent, &r.SessionSeq, &r.Kind, &r.Task, &r.Message, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("last report of %s: %w", agent, mailbox.ErrNoReport)
+	}
+	if err != nil {
+		return r, fmt.Errorf("read the last report of %s: %w", agent, err)
+	}
+	r.At = fromNanos(at)
+	return r, nil
+}
+
+// LastReports returns every agent's newest report in one grouped query.
+func (s *Store) LastReports(ctx context.Context) (map[string]mailbox.Report, error) {
+	rows, err := s.pool.Query(ctx, `SELECT r.id, r.agent, r.session_seq, r.kind, r.task, r.message, r.at FROM reports r
+		JOIN (SELECT max(id) AS id FROM reports GROUP BY agent) m ON r.id = m.id`)
+	if err != nil {
+		return nil, fmt.Errorf("read the last reports: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]mailbox.Report{}
+	for rows.Next() {
+		var (
+			r  mailbox.Report
+			at int64
+		)
+		if err := rows.Scan(&r.ID, &r.Agent, &r.SessionSeq, &r.Kind, &r.Task, &r.Message, &at); err != nil {
+			return nil, fmt.Errorf("read the last reports: %w", err)
+		}
+		r.At = fromNanos(at)
+		out[r.Agent] = r
+	}
+	return out, rows.Err()
+}
+
+// LastCapabilities returns the vector of every agent's newest session in
+// one grouped query.
+func (s *Store) LastCapabilities(ctx context.Context) (map[string]mode.Vector, error) {
+	rows, err := s.pool.Query(ctx, `SELECT s.agent, s.capabilities FROM sessions s
+		JOIN (SELECT agent, max(seq) AS seq FROM sessions GROUP BY agent) m ON s.agent = m.agent AND s.seq = m.seq
+		WHERE s.capabilities IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("read the last sessions' capabilities: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]mode.Vector{}
+	for rows.Next() {
+		var agent, caps string
+		if err := rows.Scan(&agent, &caps); err != nil {
+			return nil, fmt.Errorf("read the last sessions' capabilities: %w", err)
+		}
+		v, err := mode.ParseVector(caps)
+		if err != nil {
+			return nil, fmt.Errorf("the last session of %s: %w", agent, err)
+		}
+		out[agent] = v
+	}
+	return out, rows.Err()
 }

@@ -71,6 +71,16 @@ func TestSchemaRejectsBadStates(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO events (at, subject_kind, subject, agent, to_state) VALUES (1, 'agent', 'x', 'y', 'Idle')`); err == nil {
 		t.Error("an agent event about another agent accepted")
 	}
+	for _, q := range []string{
+		`INSERT INTO reports (agent, kind, task, message, at) VALUES ('x', 'gossip', 'T-1', 'm', 1)`,
+		`INSERT INTO reports (agent, kind, task, message, at) VALUES ('x', 'progress', '', 'm', 1)`,
+		`INSERT INTO reports (agent, kind, task, message, at) VALUES ('x', 'session', 'T-1', 'm', 1)`,
+		`INSERT INTO reports (agent, kind, task, message, at) VALUES ('x', 'blocked', 'T-1', '', 1)`,
+	} {
+		if _, err := s.db.ExecContext(ctx, q); err == nil {
+			t.Errorf("%s: accepted", q)
+		}
+	}
 }
 
 func TestPragmas(t *testing.T) {

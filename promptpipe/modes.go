@@ -1,0 +1,162 @@
+package promptpipe
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/swarmhq/swarm/mode"
+)
+
+// ModeInstructions is section 3, the one renderer of the mode contract
+// (DESIGN §9.4): the mode and strategy, the strategy's phases, the
+// capabilities that are on, the tools the vector grants (the list the
+// engines enforce) and, for each capability on, the exact command lines
+// the agent may run (the lines the swarm tool and the swarm commands
+// allow). Nothing the vector refuses is named. beads reports whether bd is
+// installed, which adds the beads tools and commands.
+func ModeInstructions(s mode.Spec, v mode.Vector, beads bool) string {
+	if v == nil {
+		v = s.Vector()
+	}
+	var b strings.Builder
+	strategy := s.EffectiveStrategy()
+	fmt.Fprintf(&b, "Mode: %s · strategy: %s", s.Kind(), strategy)
+	if p := s.Profile(); p != "" {
+		fmt.Fprintf(&b, " · profile: %s", p)
+	}
+	b.WriteString("\n")
+	b.WriteString(modeIntro(s, v) + "\n")
+
+	b.WriteString("Phases:\n")
+	for i, ph := range phases(s, v) {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, ph)
+	}
+	for _, r := range modeRules(s, v) {
+		b.WriteString("- " + r + "\n")
+	}
+
+	// Only what the agent can use now: a capability with no tool and no
+	// built command (can_spawn_sessions before swarm spawn, bd's without
+	// bd) is left out here, though the vector keeps it.
+	var on []string
+	for _, c := range v.Enabled() {
+		if v.Usable(c, beads) {
+			on = append(on, string(c))
+		}
+	}
+	if len(on) == 0 {
+		on = []string{"none"}
+	}
+	fmt.Fprintf(&b, "Capabilities on: %s.\n", strings.Join(on, ", "))
+	fmt.Fprintf(&b, "Your tools: %s. You have no others.\n", strings.Join(v.Tools(beads), ", "))
+
+	cmds := v.Commands(beads)
+	if len(cmds) > 0 {
+		via := "the `swarm` tool (argv as a list, no shell)"
+		if v.Has(mode.CanRunCommands) {
+			via += " or bash"
+		}
+		fmt.Fprintf(&b, "Commands, run through %s; any other is refused:\n", via)
+		var group []string
+		flush := func(label string) {
+			if len(group) > 0 {
+				fmt.Fprintf(&b, "- %s: %s\n", label, strings.Join(group, "; "))
+			}
+			group = group[:0]
+		}
+		// Reads anyone may run come last; the rest one line per capability.
+		for _, c := range mode.Capabilities {
+			for _, cmd := range v.CommandsFor(c, beads) {
+				group = append(group, "`"+cmd.Syntax+"`")
+			}
+			flush(string(c))
+		}
+		for _, cmd := range v.CommandsFor("", beads) {
+			group = append(group, "`"+cmd.Syntax+"`")
+		}
+		flush("anyone")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func modeIntro(s mode.Spec, v mode.Vector) string {
+	switch {
+	case s.Profile() == mode.Review:
+		return "You check your teammates' work and report what you find. You cannot edit files or run commands."
+	case s.Kind() == mode.Coordinate && !v.Has(mode.CanEditFiles):
+		return "You decompose the work and delegate it; your teammates make the changes. You cannot edit files or run commands."
+	case s.Kind() == mode.Coordinate:
+		return "You decompose the work and delegate it; your teammates make the changes."
+	default:
+		return "You make the changes yourself, on your branch."
+	}
+}
+
+// phases are the strategy's steps: analyze, plan, execute or delegate,
+// report, complete, as fits. A phase names no command the vector refuses.
+func phases(s mode.Spec, v mode.Vector) []string {
+	report := "report: tell whoever asked how it goes, and say at once when you are blocked."
+	if v.Has(mode.CanReportTaskLevel) {
+		report = "report: `swarm report progress` on each task as it moves, `swarm report blocked` as soon as you are stuck."
+	}
+	complete := "complete: commit, tell whoever asked, then end the session with a short summary and no tool call."
+	switch {
+	case s.Profile() == mode.Review:
+		return []string{
+			"analyze: read what you were sent (diffs, paths, descriptions) and the files in your worktree.",
+			"execute: look for bugs, missing tests, broken contracts and security problems before style.",
+			"report: send the author one verdict: approved, or the problems, most serious first, each with file:line, what is wrong and why; mark what must be fixed apart from suggestions.",
+			"complete: end the session with a short summary and no tool call.",
+		}
+	case s.Kind() == mode.Coordinate:
+		plan := "plan: split the work into small tasks, each with one owner, the files involved, the expected result and how to check it."
+		delegate := "delegate: hand each task to its owner; never one task to two agents, and do not do the work yourself."
+		switch s.EffectiveStrategy() {
+		case mode.DAG:
+			plan = "plan: order the tasks by their dependencies (Layers under Available Tasks); a layer waits for the ones before it."
+			delegate = "delegate: hand out every task of the first open layer at once, in parallel; the next layer when its blockers close."
+		case mode.IntelligentBatching:
+			plan = "plan: group independent tasks into batches (Batches under Available Tasks); nothing in a batch depends on another task of it."
+			delegate = "delegate: hand out a whole batch at once, in parallel; the next batch when this one is done."
+		}
+		return []string{
+			"analyze: read your mail, the open tasks and enough of the code to plan.",
+			plan, delegate,
+			"report: follow up, answer questions, unblock, re-plan when things change, and tell `operator` about progress and decisions.",
+			"complete: close what your teammates finished, then end the session with a short summary and no tool call.",
+		}
+	case s.EffectiveStrategy() == mode.Queue:
+		return []string{
+			"analyze: take the next ready task from the queue, and claim it before anything else.",
+			"plan: read the task, the code and tests involved.",
+			"execute: make the change, build it, test it, commit it.",
+			report,
+			"complete: mark the task complete once committed (or failed, with the reason), then end the session; the next task starts a new one.",
+		}
+	case s.EffectiveStrategy() == mode.Tree:
+		return []string{
+			"analyze: your task tree is under Available Tasks, in dependency order.",
+			"execute: work the subtasks in that order, one at a time: claim, change, test, commit, close.",
+			"report: report each subtask as it moves, complete or blocked.",
+			"complete: when the tree is done, report the session and end it with a short summary and no tool call.",
+		}
+	}
+	return []string{
+		"analyze: read your mail and the task, the code and tests involved.",
+		"plan: the smallest change that does the job, in your role's part of the code; a teammate's part goes to them as a message.",
+		"execute: edit, build, test and commit, one logical step per commit.",
+		report, complete,
+	}
+}
+
+func modeRules(s mode.Spec, v mode.Vector) []string {
+	if !v.Has(mode.CanClaimTasks) {
+		return nil
+	}
+	if s.Kind() == mode.Execute {
+		return []string{"Claim a task before you start it, and close it once the work is committed."}
+	}
+	// A coordinator's rule (name the task id in each hand-out) is in its
+	// dispatch command lines, and in Available Tasks when there are some.
+	return nil
+}
