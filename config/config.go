@@ -62,6 +62,9 @@ type Config struct {
 	Worktree Worktree
 	Env      Env
 	Notify   Notify
+	// Budget is [budget]: every agent's default budget and the swarm's
+	// cap. Each Agent carries its own, with its overrides applied.
+	Budget Budgets
 
 	byName map[string]int // agent name -> index in Agents, for Agent
 }
@@ -87,6 +90,9 @@ type Agent struct {
 	Role     string // the role text, read from the file when RoleFile is set
 	RoleFile string // the @path, relative to the repo root, if any
 	Script   string // script engine file; empty means .swarm/scripts/<name>.toml
+	// Budget is the agent's token budget: [budget] with the agent's
+	// budget = { ... } applied over it.
+	Budget Budget
 	// ModelSet says the [[agent]] table sets model itself. Model holds
 	// [defaults] (or the built-in Gemini default) otherwise, which only
 	// gemini engines use: see SessionModel.
@@ -216,6 +222,7 @@ func defaults(root string) Config {
 		Mailbox:  Mailbox{Retention: 720 * time.Hour},
 		Worktree: Worktree{Dir: filepath.Join(root, ".swarm", "worktrees")},
 		Notify:   defaultNotify,
+		Budget:   defaultBudget,
 	}
 }
 

@@ -154,7 +154,7 @@ func TestErrors(t *testing.T) {
 		src  string
 		want string // substring, including file:line
 	}{
-		{"unknown key on line 7", "[defaults]\nengine = \"script\"\n\n[[agent]]\nname = \"a\"\n\ncolour = \"red\"\n", `swarm.toml:7: unknown key "colour" in [[agent]] (valid: name, role, script, engine, model, mode, strategy, tree_root, [capabilities], session_timeout, max_turns, interrupt, interrupt_grace)`},
+		{"unknown key on line 7", "[defaults]\nengine = \"script\"\n\n[[agent]]\nname = \"a\"\n\ncolour = \"red\"\n", `swarm.toml:7: unknown key "colour" in [[agent]] (valid: name, role, script, engine, model, mode, strategy, tree_root, [capabilities], session_timeout, max_turns, interrupt, interrupt_grace, [budget])`},
 		{"unknown table", "[[agent]]\nname = \"a\"\n[bogus]\nx = 1\n", `swarm.toml:3: unknown table [bogus] (valid: [defaults], [[agent]], [engine.NAME], [prompt]`},
 		{"misspelt agent key", "[[agent]]\nname = \"a\"\nengin = \"script\"\n", `swarm.toml:3: unknown key "engin" in [[agent]]; did you mean "engine"?`},
 		{"misspelt agent table", "[defaults]\nengine = \"script\"\n[[agents]]\nname = \"a\"\n", `swarm.toml:3: unknown table [[agents]]; did you mean [[agent]]?`},

@@ -29,6 +29,7 @@ type rawFile struct {
 	Worktree rawWorktree          `toml:"worktree"`
 	Env      rawEnv               `toml:"env"`
 	Notify   rawNotify            `toml:"notify"`
+	Budget   *rawBudget           `toml:"budget"`
 }
 
 type rawSettings struct {
@@ -51,6 +52,7 @@ type rawAgent struct {
 	Role   string `toml:"role"`
 	Script string `toml:"script"`
 	rawSettings
+	Budget *rawBudget `toml:"budget"` // budget = { tokens = ..., window = ..., action = ... }
 }
 
 type rawEngine struct {
@@ -192,6 +194,7 @@ func (b *builder) build(raw *rawFile) {
 	}
 	b.env(raw.Env)
 	b.notify(raw.Notify)
+	b.budgets(raw.Budget)
 	b.agents(raw.Agent)
 	if len(raw.Agent) == 0 {
 		b.errs = append(b.errs, &Error{File: b.file, Msg: "no agents: add at least one [[agent]] with a name"})
@@ -272,6 +275,7 @@ func (b *builder) agents(raws []rawAgent) {
 	for i, ra := range raws {
 		at := "agent[" + strconv.Itoa(i) + "]"
 		a := Agent{Settings: b.cfg.Defaults, Name: ra.Name, Script: ra.Script}
+		a.Budget = b.budget(b.cfg.Budget.Budget, ra.Budget, at+".budget", false)
 		switch {
 		case ra.Name == "":
 			b.errorf(at, "agent has no name")

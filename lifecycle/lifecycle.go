@@ -88,13 +88,14 @@ const (
 	AwaitCore          Event = "AwaitCore"
 	CoreReady          Event = "CoreReady"
 	OperatorStop       Event = "OperatorStop"
+	BudgetExceeded     Event = "BudgetExceeded" // a budget with action stop tripped
 	FatalError         Event = "FatalError"
 )
 
 // Events lists every event.
 var Events = []Event{Start, Recover, WorktreeReady, PromptReady, SessionStarted, StartFailed, SessionExitedOK,
 	SessionExitedError, SessionExited, UrgentMail, UrgentInjected, GraceExceeded, WorkWaiting, NoWork, Wake,
-	BackoffElapsed, Pause, Resume, Hold, Release, Abort, AwaitCore, CoreReady, OperatorStop, FatalError}
+	BackoffElapsed, Pause, Resume, Hold, Release, Abort, AwaitCore, CoreReady, OperatorStop, BudgetExceeded, FatalError}
 
 // Table is DESIGN §3. Where a row has two targets, the runner chooses (for
 // example CoolingDown or Stopped by the error thresholds).
@@ -134,6 +135,9 @@ var Table = func() *fsm.Table[State, Event] {
 			t.Add(s, Pause, Paused)
 		}
 		t.Add(s, OperatorStop, Stopped)
+		if s != Stopped {
+			t.Add(s, BudgetExceeded, Stopped)
+		}
 		t.Add(s, FatalError, Stopped)
 	}
 	return t

@@ -49,6 +49,9 @@ func TestTransitionTable(t *testing.T) {
 		if s != Stopped && s != Paused {
 			rows = append(rows, row{s, Pause, []State{Paused}})
 		}
+		if s != Stopped {
+			rows = append(rows, row{s, BudgetExceeded, []State{Stopped}})
+		}
 		rows = append(rows, row{s, OperatorStop, []State{Stopped}}, row{s, FatalError, []State{Stopped}})
 	}
 	legal := map[[2]string]bool{}

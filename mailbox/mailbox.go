@@ -154,6 +154,10 @@ type Store interface {
 	// session, or whose newest session stored none (recorded before
 	// capabilities were), is absent.
 	LastCapabilities(ctx context.Context) (map[string]mode.Vector, error)
+	// UsageSince sums, by agent, the tokens of the sessions that ended at
+	// or after since (a running session has reported none yet), in one
+	// read. An agent with no such session is absent.
+	UsageSince(ctx context.Context, since time.Time) (map[string]Usage, error)
 
 	// Events returns events oldest first.
 	Events(ctx context.Context, f EventFilter) ([]fsm.Event, error)
@@ -334,6 +338,23 @@ type Session struct {
 	// Capabilities is the vector derived when the session started; nil
 	// for sessions recorded before capabilities were stored.
 	Capabilities mode.Vector
+}
+
+// Usage is the tokens of some sessions, the input kinds apart.
+type Usage struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheWrite int64 `json:"cache_write"`
+	CacheRead  int64 `json:"cache_read"`
+}
+
+// Work is what a budget counts: input, output and cache writes, not cache
+// reads (DESIGN §9.6), the same rule as the agent's lifetime tokens.
+func (u Usage) Work() int64 { return u.Input + u.Output + u.CacheWrite }
+
+// Add sums usage.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{Input: u.Input + o.Input, Output: u.Output + o.Output, CacheWrite: u.CacheWrite + o.CacheWrite, CacheRead: u.CacheRead + o.CacheRead}
 }
 
 // SessionStart is a session about to run: its prompt, the ready task ids

@@ -14,6 +14,11 @@ import (
 
 // afterSession decides between another session and Idle.
 func (r *runner) afterSession(ctx context.Context) error {
+	// Engines that report usage only at the end are held to their budget
+	// here.
+	if moved, err := r.enforceBudget(ctx); moved || err != nil {
+		return err
+	}
 	// A pause and a resume that came while the session ended are both
 	// taken before deciding.
 	r.applyControl()

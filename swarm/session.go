@@ -31,6 +31,9 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	if held, err := r.holdIfHeld(ctx); held || err != nil {
 		return err
 	}
+	if moved, err := r.enforceBudget(ctx); moved || err != nil {
+		return err
+	}
 	// A pause asked for during an interrupted or failed session takes
 	// effect before the next session starts.
 	r.applyControl()
@@ -116,6 +119,7 @@ type session struct {
 	log    *os.File
 	pgids  chan int
 	groups []int
+	trips  <-chan *BudgetError // nil without a budget
 }
 
 // spawn starts the session and follows it to its end.
@@ -168,6 +172,11 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 	for _, m := range r.sessionMail {
 		mail = append(mail, engine.Mail{ID: m.ID, From: m.From, Body: m.Body, Urgent: m.IsUrgent()})
 	}
+	budget, err := r.readAgentBudget(ctx)
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	s := &session{seq: r.seq, cancel: cancel, done: make(chan engine.Result, 1), guard: guard, tick: tick, prior: priorKeys, log: logf, pgids: make(chan int, 64)}
 	es := &engine.Session{
@@ -210,6 +219,11 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 			r.sup.bus.emit(lifecycle.Notice{Agent: r.agent.Name, Kind: lifecycle.NoticeActivity, Text: summary, Seq: s.seq})
 		},
 	}
+	var m *meter
+	if budget.agent != nil || budget.swarm != nil {
+		m = newMeter(r.agent.Name, budget, cancel)
+		es.OnUsage, s.trips = m.add, m.trips
+	}
 	if r.sup.opts.Tasks != nil {
 		es.Tasks = r.sup.opts.Tasks.Board(r.agent.Name, r.worktree)
 	}
@@ -223,7 +237,13 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 	}
 	es.EnvPass = r.sup.cfg.Env.Pass
 	fmt.Fprintf(logf, "# session %d of %s on %s, started %s\n", r.seq, r.agent.Name, r.eng.Name(), r.sup.clock.Now().Format(time.RFC3339))
-	go func() { s.done <- runEngine(sctx, r.eng, es) }()
+	go func() {
+		res := runEngine(sctx, r.eng, es)
+		if m != nil {
+			res.Usage = m.atLeast(res.Usage)
+		}
+		s.done <- res
+	}()
 	return s, nil
 }
 
@@ -275,9 +295,18 @@ func (r *runner) follow(ctx context.Context, s *session) error {
 	for {
 		select {
 		case res := <-s.done:
+			select {
+			case trip := <-s.trips:
+				return r.budgetEnded(ctx, s, trip, res)
+			default:
+			}
 			return r.sessionEnded(ctx, s, res)
 		case pg := <-s.pgids:
 			s.groups = append(s.groups, pg)
+		case trip := <-s.trips:
+			if done, err := r.budgetSession(ctx, s, trip); done || err != nil {
+				return err
+			}
 		case <-r.escal:
 			e, held, err := r.openHold(ctx)
 			if err != nil {

@@ -100,6 +100,7 @@ type Model struct {
 	escSel           int               // the selected escalation
 	mail             []message.Message // oldest first
 	tokens, sessions int64
+	budget           string // the swarm's, Snapshot.Budget
 	selected         int
 	notes            map[string]note
 	pausing          map[string]bool // pause asked for, not Paused yet
@@ -365,7 +366,7 @@ func (m *Model) gotSnapshot(msg snapshotMsg) tea.Cmd {
 	for _, mm := range msg.snap.Mail {
 		m.addMail(mm)
 	}
-	m.tokens, m.sessions = msg.snap.Tokens, msg.snap.Sessions
+	m.tokens, m.sessions, m.budget = msg.snap.Tokens, msg.snap.Sessions, msg.snap.Budget
 	m.setEscalations(msg.snap.Escalations)
 	m.selected = 0
 	for i, a := range m.agents {

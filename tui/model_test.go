@@ -131,7 +131,7 @@ func newFake() *fakeSource {
 					Activity: "bash: go test ./...", Tokens: 12000},
 				{Name: "frontend", State: "Idle", Seq: 5, StateSince: base.Add(-4*time.Minute - 10*time.Second),
 					Activity: "read_file: src/app.tsx", Tokens: 20567},
-				{Name: "reviewer", State: "CoolingDown", Seq: 2, StateSince: base.Add(-30 * time.Second), Tokens: 2000},
+				{Name: "reviewer", State: "CoolingDown", Seq: 2, StateSince: base.Add(-30 * time.Second), Tokens: 2000, Budget: "2,000/5,000 in 24h"},
 				{Name: "docs", State: "Stopped"},
 			},
 			Mail: []message.Message{
@@ -146,6 +146,7 @@ func newFake() *fakeSource {
 			},
 			Tokens:   34567,
 			Sessions: 10,
+			Budget:   "34,567/100,000 in 24h",
 		},
 		tails: map[string][]string{
 			"backend/3": {

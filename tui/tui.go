@@ -46,14 +46,20 @@ type Agent struct {
 	// half done"; empty when it made none. An agent not running shows it
 	// in the LAST column.
 	Report string
+	// Budget is the agent's spending against its token budget, "1,600/1,000
+	// in 24h"; empty without a budget. It leads the LAST column.
+	Budget string
 }
 
 // Snapshot is the state read from the store.
 type Snapshot struct {
-	Agents   []Agent           // in configuration order
-	Mail     []message.Message // the latest messages, oldest first
-	Tokens   int64             // every agent's tokens
-	Sessions int64             // sessions run, across agents and restarts
+	Agents []Agent           // in configuration order
+	Mail   []message.Message // the latest messages, oldest first
+	Tokens int64             // every agent's tokens
+	// Budget is the swarm's spending against [budget] swarm_tokens, as
+	// Agent.Budget; empty without one.
+	Budget   string
+	Sessions int64 // sessions run, across agents and restarts
 	// Escalations are the unresolved ones, most severe first, then newest.
 	Escalations []escalation.Escalation
 }

@@ -230,6 +230,14 @@ func (m *Model) agentLines(w, rows int, now time.Time) []string {
 		line := mark + name + "  " + stateStyles[stateKind(a.State)].Render(pad(string(state), colState)) +
 			padLeft(seq, colSession) + padLeft(age, colTime) + padLeft(mail, colMail) + urgent + "  "
 		lastW := w - ansi.StringWidth(line)
+		if a.Budget != "" {
+			b := "budget " + a.Budget
+			if a.Activity != "" || (a.Report != "" && a.State != lifecycle.Running) || m.noted(a.Name, now) {
+				b += " · "
+			}
+			line += fit(b, lastW)
+			lastW = w - ansi.StringWidth(line)
+		}
 		if n, ok := m.notes[a.Name]; ok && now.Sub(n.at) < noteFor {
 			line += stNote.Render(fit("⚡ "+n.text, lastW))
 		} else if a.Report != "" && a.State != lifecycle.Running {
@@ -240,6 +248,12 @@ func (m *Model) agentLines(w, rows int, now time.Time) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// noted reports whether the agent's row shows a fresh note.
+func (m *Model) noted(agent string, now time.Time) bool {
+	n, ok := m.notes[agent]
+	return ok && now.Sub(n.at) < noteFor
 }
 
 // escalationLines shows up to rows escalations, scrolled to the selected
@@ -366,6 +380,9 @@ func (m *Model) footer(w int) string {
 	parts := []string{
 		"tokens " + thousands(m.tokens),
 		"sessions " + strconv.FormatInt(m.sessions, 10),
+	}
+	if m.budget != "" {
+		parts = append(parts, "swarm budget "+m.budget)
 	}
 	for _, k := range []string{"running", "interrupting", "busy", "idle", "cooling", "paused", "stopped"} {
 		if counts[k] > 0 {

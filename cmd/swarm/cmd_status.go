@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
@@ -54,7 +55,15 @@ vector of the agent's last session (else as configured), and last_report
 {kind, task, message, at} or null; not_started is present only for such
 an agent, and says what to do; escalations are the ones not resolved yet
 as 'swarm escalations --json' prints them, each also a line above the
-agents table.`,
+agents table.
+
+Each agent also has "usage" ({"input", "output", "cache_write",
+"cache_read", "work"} over its budget window, 24h without a budget) and
+"budget" ({"tokens", "window", "action", "used", "since"} or null); the top
+level has the swarm's "budget" the same way. Work tokens count input,
+output and cache writes, not cache reads; a running session's tokens count
+once it ends. The TOKENS column shows lifetime work tokens, then
+used/limit for an agent with a budget.`,
 		Example: `  swarm status
   swarm status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
@@ -71,6 +80,17 @@ type statusJSON struct {
 	// Escalations are the unresolved ones (open and acked), as 'swarm
 	// escalations --json' lists them.
 	Escalations []escalation.Escalation `json:"escalations"`
+	// Budget is the swarm's ([budget] swarm_tokens), or null.
+	Budget *swarm.BudgetUse `json:"budget"`
+}
+
+// usageJSON is an agent's usage over its budget window.
+type usageJSON struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheWrite int64 `json:"cache_write"`
+	CacheRead  int64 `json:"cache_read"`
+	Work       int64 `json:"work"`
 }
 
 type agentStatus struct {
@@ -89,7 +109,11 @@ type agentStatus struct {
 	ConsecutiveErrors int         `json:"consecutive_errors"`
 	TotalErrors       int         `json:"total_errors"`
 	Tokens            int64       `json:"tokens"`
-	Activity          string      `json:"activity,omitempty"`
+	// Usage is over the agent's budget window (24h without a budget);
+	// Budget is null when the agent has none.
+	Usage    usageJSON        `json:"usage"`
+	Budget   *swarm.BudgetUse `json:"budget"`
+	Activity string           `json:"activity,omitempty"`
 	// Host is the supervisor that runs the agent, <hostname>:<pid>, from
 	// its lease; empty when none does.
 	Host       string     `json:"host"`
@@ -168,6 +192,13 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	if err != nil {
 		return out, err
 	}
+	// Sessions that ended count; a running session's tokens join when it
+	// ends (the supervisor enforces budgets on them as they come).
+	budgets, err := swarm.ReadBudgets(ctx, st, cfg, now)
+	if err != nil {
+		return out, err
+	}
+	out.Budget = budgets.Swarm
 	out.Agents = make([]agentStatus, 0, len(cfg.Agents))
 	for _, a := range cfg.Agents {
 		eng := a.Engine
@@ -191,6 +222,9 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 			s.HeartbeatAt, s.StateSince = row.HeartbeatAt, row.StateSince
 			s.ConsecutiveErrors, s.TotalErrors, s.Tokens, s.Activity = row.ConsecutiveErrors, row.TotalErrors, row.Tokens, row.Activity
 		}
+		u := budgets.Usage[a.Name]
+		s.Usage = usageJSON{Input: u.Input, Output: u.Output, CacheWrite: u.CacheWrite, CacheRead: u.CacheRead, Work: u.Work()}
+		s.Budget = budgets.Agents[a.Name]
 		c := pending[a.Name]
 		s.Pending, s.Urgent = c.Queued+c.Delivered, c.Urgent
 		h, held := holders[a.Name]
@@ -271,6 +305,9 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	if len(s.Escalations) > 0 {
 		fmt.Fprintf(app.Stdout, "('swarm escalations' lists them; 'swarm escalation show N' shows one)\n\n")
 	}
+	if b := s.Budget; b != nil {
+		fmt.Fprintf(app.Stdout, "budget: the swarm used %s of %s work tokens in %s (action %s)\n\n", humanize.Comma(b.Used), humanize.Comma(b.Tokens), b.Window, b.Action)
+	}
 	var notRun []string
 	// The HOST column appears once some agent runs under a supervisor
 	// other than this clone's: a swarm on several hosts.
@@ -306,8 +343,13 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		if a.NotStarted != "" {
 			state, notRun = "not started", append(notRun, a.Name)
 		}
-		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%d\t%s", a.Name, state, since, a.SessionSeq, a.modeWord(), a.Engine, mail,
-			a.ConsecutiveErrors, a.TotalErrors, a.Tokens, hb)
+		tokens := fmt.Sprint(a.Tokens)
+		if b := a.Budget; b != nil {
+			// What the budget counts against its limit.
+			tokens += fmt.Sprintf(" (%s/%s in %s)", humanize.Comma(b.Used), humanize.Comma(b.Tokens), b.Window)
+		}
+		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%s\t%s", a.Name, state, since, a.SessionSeq, a.modeWord(), a.Engine, mail,
+			a.ConsecutiveErrors, a.TotalErrors, tokens, hb)
 		if hosts {
 			host := a.Host
 			if host == "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/swarmhq/swarm/lifecycle"
 
+	"github.com/dustin/go-humanize"
 	"github.com/mattn/go-isatty"
 
 	"github.com/swarmhq/swarm/config"
@@ -136,9 +137,11 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 			}
 			ta.Report = what + ": " + r.Message // the view makes it safe
 		}
+		ta.Budget = budgetText(a.Budget)
 		snap.Agents = append(snap.Agents, ta)
 		snap.Tokens += a.Tokens
 	}
+	snap.Budget = budgetText(status.Budget)
 	// Every message has an agent or operator as its recipient, so the
 	// newest of each inbox hold the newest overall.
 	seen := map[int64]bool{}
@@ -237,4 +240,13 @@ func (s *storeSource) Decide(ctx context.Context, id int64, action escalation.Ev
 		pokeEscalation(ctx, s.l, id)
 	}
 	return e, err
+}
+
+// budgetText is a budget's spending for the live view: "1,600/1,000 in
+// 24h", or "" without a budget.
+func budgetText(b *swarm.BudgetUse) string {
+	if b == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s in %s", humanize.Comma(b.Used), humanize.Comma(b.Tokens), b.Window)
 }

@@ -90,6 +90,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Leases", testLeases},
 		{"SessionCapabilities", testSessionCapabilities},
 		{"Reports", testReports},
+		{"UsageSince", testUsageSince},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -924,5 +925,61 @@ func testReports(e *env) {
 	}
 	if last, _ := s.LastReport(e.ctx, "backend"); last != r2 {
 		t.Errorf("a refused report changed the last one: %+v", last)
+	}
+}
+
+func testUsageSince(e *env) {
+	t, s := e.t, e.s
+	run := func(agent string, seq int64, state mailbox.SessionState, in, out, cw, cr int64) {
+		t.Helper()
+		if err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+			if err := tx.StartSession(mailbox.SessionStart{Agent: agent, Seq: seq, Engine: "script"}); err != nil {
+				return err
+			}
+			return tx.EndSession(mailbox.SessionEnd{Agent: agent, Seq: seq, State: state, TokensIn: in, TokensOut: out, CacheWrite: cw, CacheRead: cr})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range []string{"backend", "frontend"} {
+		if err := s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: a, Mode: "execute", Engine: "script"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u, err := s.UsageSince(e.ctx, e.clk.Now().Add(-time.Hour)); err != nil || len(u) != 0 {
+		t.Fatalf("no sessions: %v, %v", u, err)
+	}
+	run("backend", 1, mailbox.SessionCompleted, 100, 10, 5, 1000) // before the window
+	e.clk.Add(time.Hour)
+	since := e.clk.Now()
+	run("backend", 2, mailbox.SessionFailed, 200, 20, 0, 7)
+	run("backend", 3, mailbox.SessionInterrupted, 1, 2, 3, 4)
+	run("frontend", 1, mailbox.SessionCompleted, 50, 5, 0, 0)
+	// A running session has reported nothing yet and is not counted.
+	if err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		return tx.StartSession(mailbox.SessionStart{Agent: "frontend", Seq: 2, Engine: "script"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.UsageSince(e.ctx, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]mailbox.Usage{
+		"backend":  {Input: 201, Output: 22, CacheWrite: 3, CacheRead: 11},
+		"frontend": {Input: 50, Output: 5},
+	}
+	if len(got) != len(want) || got["backend"] != want["backend"] || got["frontend"] != want["frontend"] {
+		t.Fatalf("UsageSince = %+v, want %+v", got, want)
+	}
+	if w := got["backend"].Work(); w != 226 {
+		t.Errorf("backend work tokens %d, want 226 (cache reads left out)", w)
+	}
+	// The lifetime counter counts the same work tokens.
+	if a, err := s.Agent(e.ctx, "backend"); err != nil || a.Tokens != 115+226 {
+		t.Errorf("backend lifetime tokens %d (%v), want %d", a.Tokens, err, 115+226)
+	}
+	if got, err := s.UsageSince(e.ctx, since.Add(time.Nanosecond)); err != nil || len(got) != 0 {
+		t.Errorf("after every session ended: %v, %v", got, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
@@ -475,6 +476,27 @@ func (s *Store) LastCapabilities(ctx context.Context) (map[string]mode.Vector, e
 			return nil, fmt.Errorf("the last session of %s: %w", agent, err)
 		}
 		out[agent] = v
+	}
+	return out, rows.Err()
+}
+
+// UsageSince sums each agent's tokens over the sessions that ended at or
+// after since.
+func (s *Store) UsageSince(ctx context.Context, since time.Time) (map[string]mailbox.Usage, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT agent, sum(tokens_in), sum(tokens_out), sum(cache_write), sum(cache_read)
+		FROM sessions WHERE ended_at >= ? GROUP BY agent`, nanos(since))
+	if err != nil {
+		return nil, fmt.Errorf("sum the sessions' tokens: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]mailbox.Usage{}
+	for rows.Next() {
+		var agent string
+		var u mailbox.Usage
+		if err := rows.Scan(&agent, &u.Input, &u.Output, &u.CacheWrite, &u.CacheRead); err != nil {
+			return nil, fmt.Errorf("sum the sessions' tokens: %w", err)
+		}
+		out[agent] = u
 	}
 	return out, rows.Err()
 }

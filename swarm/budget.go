@@ -1,0 +1,380 @@
+package swarm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/mailbox"
+)
+
+// This file enforces token budgets (DESIGN §9.6) in code: what an agent
+// and the whole swarm spent is summed from the stored sessions, the running
+// session's usage is added as the engine reports it, and a trip cancels
+// the session before its next model request, escalates, and holds or
+// stops the agent. No model is asked to watch its own spending.
+
+// Budget scopes: whose spending tripped.
+const (
+	ScopeAgent = "agent"
+	ScopeSwarm = "swarm"
+)
+
+// BudgetUse is a budget and what has been spent against it.
+type BudgetUse struct {
+	Tokens int64  `json:"tokens"`
+	Window string `json:"window"`
+	Action string `json:"action"`
+	Used   int64  `json:"used"`
+	// Since is where the counting starts: the window's start, or the
+	// operator's resume of the last budget escalation when later.
+	Since time.Time `json:"since"`
+}
+
+// Over reports whether the budget is spent.
+func (u BudgetUse) Over() bool { return u.Tokens > 0 && u.Used >= u.Tokens }
+
+func newUse(b config.Budget, used int64, since time.Time) *BudgetUse {
+	if !b.Enabled() {
+		return nil
+	}
+	return &BudgetUse{Tokens: b.Tokens, Window: windowText(b.Window), Action: b.Action, Used: used, Since: since}
+}
+
+// windowText writes a window as swarm.toml would: "24h", "90m", "1h30m".
+func windowText(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok && strings.Contains(s, "h") {
+		if t2, ok := strings.CutSuffix(t, "h0"); ok {
+			return t2 + "h"
+		}
+		return t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		return t + "m"
+	}
+	return s
+}
+
+// BudgetError is the cancellation cause of a session whose budget
+// tripped: the cause `budget`.
+type BudgetError struct {
+	Agent string
+	Scope string // ScopeAgent or ScopeSwarm
+	Use   BudgetUse
+}
+
+func (e *BudgetError) Error() string {
+	who := e.Agent
+	if e.Scope == ScopeSwarm {
+		who = "the swarm"
+	}
+	return fmt.Sprintf("budget: %s used %d of %d work tokens in %s", who, e.Use.Used, e.Use.Tokens, e.Use.Window)
+}
+
+// Budgets is what status shows: each agent's usage over its budget window
+// and its budget, and the swarm's.
+type Budgets struct {
+	Usage  map[string]mailbox.Usage // over each agent's window (since a grant when later)
+	Agents map[string]*BudgetUse    // nil for an agent without a budget
+	Swarm  *BudgetUse               // nil without swarm_tokens
+}
+
+// ReadBudgets sums the stored usage of every configured agent against its
+// budget and the swarm's, as of now. A running session's tokens are not
+// in the store yet; the supervisor adds them as they come.
+func ReadBudgets(ctx context.Context, st mailbox.Store, cfg *config.Config, now time.Time) (Budgets, error) {
+	grants, err := budgetGrants(ctx, st)
+	if err != nil {
+		return Budgets{}, err
+	}
+	out := Budgets{Usage: map[string]mailbox.Usage{}, Agents: map[string]*BudgetUse{}}
+	sums := map[time.Time]map[string]mailbox.Usage{}
+	sum := func(since time.Time) (map[string]mailbox.Usage, error) {
+		if u, ok := sums[since]; ok {
+			return u, nil
+		}
+		u, err := st.UsageSince(ctx, since)
+		if err != nil {
+			return nil, err
+		}
+		sums[since] = u
+		return u, nil
+	}
+	for _, a := range cfg.Agents {
+		since := now.Add(-a.Budget.Window)
+		if g, ok := grants[a.Name]; ok && g.After(since) {
+			since = g
+		}
+		u, err := sum(since)
+		if err != nil {
+			return Budgets{}, err
+		}
+		out.Usage[a.Name] = u[a.Name]
+		out.Agents[a.Name] = newUse(a.Budget, u[a.Name].Work(), since)
+	}
+	if sb := cfg.Budget.Swarm(); sb.Enabled() {
+		since := now.Add(-sb.Window)
+		u, err := sum(since)
+		if err != nil {
+			return Budgets{}, err
+		}
+		out.Swarm = newUse(sb, total(u), since)
+	}
+	return out, nil
+}
+
+func total(u map[string]mailbox.Usage) int64 {
+	var n int64
+	for _, x := range u {
+		n += x.Work()
+	}
+	return n
+}
+
+// budgetGrants returns, by agent, when the operator last resumed (or
+// approved) a budget escalation about it: from then on its spending counts
+// afresh, which is the one more window the resume grants.
+func budgetGrants(ctx context.Context, st mailbox.Store) (map[string]time.Time, error) {
+	es, err := st.Escalations(ctx, mailbox.EscalationFilter{All: true})
+	if err != nil {
+		return nil, fmt.Errorf("read budget escalations: %w", err)
+	}
+	out := map[string]time.Time{}
+	for _, e := range es {
+		if e.Kind != escalation.KindBudget || e.Agent == nil || e.ResolvedAt == nil || e.Decision == nil {
+			continue
+		}
+		if d := *e.Decision; d != escalation.Resume && d != escalation.Approve {
+			continue
+		}
+		if at := *e.ResolvedAt; at.After(out[*e.Agent]) {
+			out[*e.Agent] = at
+		}
+	}
+	return out, nil
+}
+
+// agentBudget is what one agent may still spend: its own budget and the
+// swarm's, each with what was spent so far (nil when unlimited).
+type agentBudget struct {
+	agent, swarm *BudgetUse
+}
+
+// readAgentBudget reads the agent's standing, grants included. The swarm
+// count starts at the agent's grant too, so a resumed agent can go on.
+func (r *runner) readAgentBudget(ctx context.Context) (agentBudget, error) {
+	b, sb := r.agent.Budget, r.sup.cfg.Budget.Swarm()
+	if !b.Enabled() && !sb.Enabled() {
+		return agentBudget{}, nil
+	}
+	now := r.sup.clock.Now()
+	grants, err := budgetGrants(bg(ctx), r.sup.store)
+	if err != nil {
+		return agentBudget{}, err
+	}
+	var out agentBudget
+	for _, x := range []struct {
+		b   config.Budget
+		dst **BudgetUse
+	}{{b, &out.agent}, {sb, &out.swarm}} {
+		if !x.b.Enabled() {
+			continue
+		}
+		since := now.Add(-x.b.Window)
+		if g, ok := grants[r.agent.Name]; ok && g.After(since) {
+			since = g
+		}
+		u, err := r.sup.store.UsageSince(bg(ctx), since)
+		if err != nil {
+			return agentBudget{}, fmt.Errorf("read %s's token usage: %w", r.agent.Name, err)
+		}
+		used := u[r.agent.Name].Work()
+		if x.dst == &out.swarm {
+			used = total(u)
+		}
+		*x.dst = newUse(x.b, used, since)
+	}
+	return out, nil
+}
+
+// tripped returns the budget that is spent, the agent's first.
+func (b agentBudget) tripped(agent string) (*BudgetError, bool) {
+	switch {
+	case b.agent != nil && b.agent.Over():
+		return &BudgetError{Agent: agent, Scope: ScopeAgent, Use: *b.agent}, true
+	case b.swarm != nil && b.swarm.Over():
+		return &BudgetError{Agent: agent, Scope: ScopeSwarm, Use: *b.swarm}, true
+	}
+	return nil, false
+}
+
+// enforceBudget checks the agent's standing where a session could start or
+// has just ended. A spent budget escalates and, by its action, holds the
+// agent (pause) or stops it; moved says the agent left its state.
+func (r *runner) enforceBudget(ctx context.Context) (moved bool, err error) {
+	b, err := r.readAgentBudget(ctx)
+	if err != nil {
+		return false, err
+	}
+	trip, ok := b.tripped(r.agent.Name)
+	if !ok {
+		return false, nil
+	}
+	return r.budgetTripped(ctx, trip)
+}
+
+// budgetTripped raises the budget escalation, then holds or stops the
+// agent as the action says; warn only escalates.
+func (r *runner) budgetTripped(ctx context.Context, trip *BudgetError) (moved bool, err error) {
+	r.raiseBudget(ctx, trip)
+	switch trip.Use.Action {
+	case config.BudgetWarn:
+		return false, nil
+	case config.BudgetStop:
+		r.stopReason = trip.Error()
+		return true, r.inTx(ctx, func(tx mailbox.Tx) error {
+			if err := r.settleUnstarted(tx, "stopped: "+trip.Error()); err != nil {
+				return err
+			}
+			return r.moveTx(tx, lifecycle.BudgetExceeded, lifecycle.Stopped, trip.Error())
+		})
+	}
+	held, err := r.holdIfHeld(ctx)
+	if err == nil && !held {
+		// The escalation could not be stored: never carry on spending.
+		err = fmt.Errorf("%s, and the hold could not be recorded", trip.Error())
+	}
+	return held, err
+}
+
+// raiseBudget raises (or counts) the budget escalation of a trip: critical
+// and holding for pause, critical for stop, a warning for warn.
+func (r *runner) raiseBudget(ctx context.Context, trip *BudgetError) {
+	sev := escalation.Critical
+	if trip.Use.Action == config.BudgetWarn {
+		sev = escalation.Warning
+	}
+	what := "its budget"
+	if trip.Scope == ScopeSwarm {
+		what = "the swarm's budget"
+	}
+	do := map[string]string{
+		config.BudgetPause: "held until 'swarm escalation resume' (which grants one more window) or a higher limit in swarm.toml",
+		config.BudgetStop:  "stopped; raise the limit in swarm.toml, or resume the escalation and restart 'swarm up'",
+		config.BudgetWarn:  "still running (action = \"warn\")",
+	}[trip.Use.Action]
+	r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindBudget, Severity: sev, Hold: trip.Use.Action == config.BudgetPause,
+		Agent:   r.agent.Name,
+		Summary: fmt.Sprintf("%s spent %s: %d of %d work tokens in %s; %s", r.agent.Name, what, trip.Use.Used, trip.Use.Tokens, trip.Use.Window, do),
+		Details: details(map[string]any{"scope": trip.Scope, "tokens": trip.Use.Tokens, "used": trip.Use.Used,
+			"window": trip.Use.Window, "action": trip.Use.Action, "since": trip.Use.Since, "session_seq": r.seq}),
+		DedupeKey: escalation.DefaultDedupeKey(escalation.KindBudget, r.agent.Name, "", trip.Scope)})
+}
+
+// meter adds a running session's usage, as the engine reports it, to what
+// was spent before it, and trips once: the session is cancelled with the
+// budget as its cause (unless the action is warn) before its engine asks
+// the model again, and the runner is told.
+type meter struct {
+	agent  string
+	base   agentBudget
+	cancel context.CancelCauseFunc
+	trips  chan *BudgetError
+
+	mu      sync.Mutex
+	usage   engine.Usage // the session's so far
+	tripped bool
+}
+
+func newMeter(agent string, base agentBudget, cancel context.CancelCauseFunc) *meter {
+	return &meter{agent: agent, base: base, cancel: cancel, trips: make(chan *BudgetError, 1)}
+}
+
+// add is engine.Session.OnUsage: called from the engine's goroutine.
+func (m *meter) add(u engine.Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.usage = m.usage.Add(u)
+	if m.tripped {
+		return
+	}
+	now := agentBudget{agent: m.base.agent, swarm: m.base.swarm}
+	for _, p := range []**BudgetUse{&now.agent, &now.swarm} {
+		if *p != nil {
+			c := **p
+			c.Used += m.usage.Work()
+			*p = &c
+		}
+	}
+	trip, ok := now.tripped(m.agent)
+	if !ok {
+		return
+	}
+	m.tripped = true
+	// The runner hears of the trip before the engine can return because
+	// of it: a session that ends cancelled finds the trip waiting.
+	m.trips <- trip
+	if trip.Use.Action != config.BudgetWarn {
+		m.cancel(trip)
+	}
+}
+
+// atLeast returns the session's usage: the engine's result, or what the
+// meter counted when that is more (an engine cut short may return less
+// than it reported as it went), so a trip is never forgotten.
+func (m *meter) atLeast(u engine.Usage) engine.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.usage.Work() > u.Work() {
+		return m.usage
+	}
+	return u
+}
+
+// budgetSession settles a session whose budget tripped: the session was
+// cancelled already (except for warn, where it goes on).
+func (r *runner) budgetSession(ctx context.Context, s *session, trip *BudgetError) (done bool, err error) {
+	if trip.Use.Action == config.BudgetWarn {
+		r.raiseBudget(ctx, trip)
+		return false, nil
+	}
+	res, grace, stopped := r.awaitCancelled(ctx, s)
+	if stopped {
+		return true, r.shutdownSession(ctx, s)
+	}
+	return true, r.budgetSettle(ctx, s, trip, res, grace)
+}
+
+// budgetEnded is a session that ended with a trip waiting: settled as
+// the trip says, or as usual after a warning.
+func (r *runner) budgetEnded(ctx context.Context, s *session, trip *BudgetError, res engine.Result) error {
+	if trip.Use.Action == config.BudgetWarn {
+		r.raiseBudget(ctx, trip)
+		return r.sessionEnded(ctx, s, res)
+	}
+	return r.budgetSettle(ctx, s, trip, res, false)
+}
+
+// budgetSettle records the session cut by the budget as interrupted (its
+// mail queued again), raises the escalation, and holds or stops the agent.
+func (r *runner) budgetSettle(ctx context.Context, s *session, trip *BudgetError, res engine.Result, grace bool) error {
+	now := r.sup.clock.Now()
+	r.interrupt = &Interrupt{Seq: s.seq, Reason: trip.Error(), At: &now}
+	why := trip.Error()
+	if grace {
+		why = fmt.Sprintf("%s; still running after %s: process groups killed", why, r.agent.InterruptGrace)
+	}
+	r.raiseBudget(ctx, trip)
+	if trip.Use.Action == config.BudgetStop {
+		r.stopReason = trip.Error()
+		return r.settleInterrupted(ctx, s, res, lifecycle.BudgetExceeded, lifecycle.Stopped, why)
+	}
+	return r.settleInterrupted(ctx, s, res, lifecycle.Hold, lifecycle.Held, why)
+}
