@@ -137,6 +137,10 @@ type Spec struct {
 	Stdin   []byte
 	Timeout time.Duration // 0: none beyond ctx
 	Grace   time.Duration
+	// UserEnv keeps the credentials: for the commands that act as the
+	// user towards the outside (git push and fetch authenticate with
+	// them), never for one an agent's files can steer into running code.
+	UserEnv bool
 }
 
 // Run runs name with args and captures its output. The whole process group
@@ -156,7 +160,10 @@ func Run(ctx context.Context, spec Spec, name string, args ...string) (Result, e
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = Scrub(env, spec.Pass)
+	cmd.Env = env
+	if !spec.UserEnv {
+		cmd.Env = Scrub(env, spec.Pass)
+	}
 	if spec.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(spec.Stdin)
 	}

@@ -121,6 +121,17 @@ func (m *Manager) runEnv(ctx context.Context, dir string, extra []string, args .
 	return res, nil
 }
 
+// runRemote runs git push or fetch with the user's own environment,
+// credentials included (DESIGN §6): they authenticate to the remote. Hooks
+// stay off (noAgentCode, and --no-verify on push).
+func (m *Manager) runRemote(ctx context.Context, dir string, args ...string) (proc.Result, error) {
+	res, err := proc.Run(ctx, proc.Spec{Dir: dir, Env: m.env(), UserEnv: true}, "git", safeArgs(args)...)
+	if err != nil {
+		return res, gitError(args, err)
+	}
+	return res, nil
+}
+
 // ok runs a git query whose exit status is the answer (rev-parse --verify,
 // diff --quiet): true on 0, false on 1, an error otherwise.
 func (m *Manager) ok(ctx context.Context, dir string, args ...string) (bool, error) {

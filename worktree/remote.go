@@ -15,7 +15,7 @@ func (m *Manager) Push(ctx context.Context, remote, agent string) error {
 	if ok, err := m.ok(ctx, m.root, "rev-parse", "--verify", "--quiet", ref); err != nil || !ok {
 		return err // no branch yet: nothing to publish
 	}
-	if _, err := m.run(ctx, m.root, "push", "--quiet", "--force", "--no-verify", remote, "+"+ref+":"+ref); err != nil {
+	if _, err := m.runRemote(ctx, m.root, "push", "--quiet", "--force", "--no-verify", remote, "+"+ref+":"+ref); err != nil {
 		return fmt.Errorf("push %s to %s: %w", Branch(agent), remote, err)
 	}
 	return nil
@@ -60,7 +60,7 @@ func (m *Manager) Fetch(ctx context.Context, remote string, agents []string) ([]
 			out = append(out, Fetched{Agent: a, What: "absent"})
 			continue
 		}
-		if _, err := m.run(ctx, m.root, "fetch", "--quiet", "--no-tags", remote, ref); err != nil {
+		if _, err := m.runRemote(ctx, m.root, "fetch", "--quiet", "--no-tags", remote, ref); err != nil {
 			return out, fmt.Errorf("fetch %s from %s: %w", Branch(a), remote, err)
 		}
 		mine, has, err := m.revParse(ctx, m.root, ref)

@@ -2,7 +2,9 @@ package worktree
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,5 +58,44 @@ func TestPushThenFetchOnAnotherClone(t *testing.T) {
 	local := g.git(".", "rev-parse", "swarm/backend")
 	if got, err = g.m.Fetch(ctx, "origin", []string{"backend"}); err != nil || got[0].What != "kept" || g.git(".", "rev-parse", "swarm/backend") != local {
 		t.Fatalf("Fetch onto a diverged branch = %+v, %v, want it kept", got, err)
+	}
+}
+
+// TestPushAndFetchGetTheUsersCredentials: git push and fetch act as the
+// user towards the remote, so the credentials swarm removes from every
+// other git it runs reach them (DESIGN §6).
+func TestPushAndFetchGetTheUsersCredentials(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.env = append(f.env, "MY_SERVICE_TOKEN=tok-for-the-remote")
+	f.m = f.manager(Options{})
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	f.git(".", "init", "-q", "--bare", origin)
+	f.git(".", "remote", "add", "origin", origin)
+	// The remote's side runs through a script that records the
+	// environment it was given: what a credential helper or ssh would see.
+	seen := filepath.Join(t.TempDir(), "env")
+	for key, prog := range map[string]string{"receivepack": "git-receive-pack", "uploadpack": "git-upload-pack"} {
+		script := filepath.Join(t.TempDir(), key+".sh")
+		body := "#!/bin/sh\nenv >> '" + seen + "'\nexec " + prog + " \"$@\"\n"
+		if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f.git(".", "config", "remote.origin."+key, script)
+	}
+	wt := f.ensure("backend")
+	f.commitAs("swarm/backend", wt.Path, "api.go", "package api\n", "backend: api")
+	if err := f.m.Push(ctx, "origin", "backend"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Fetch(ctx, "origin", []string{"backend"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "MY_SERVICE_TOKEN=tok-for-the-remote"); n != 2 {
+		t.Fatalf("the credential reached %d of push and fetch, want both", n)
 	}
 }
