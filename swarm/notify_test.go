@@ -234,6 +234,24 @@ func TestNotifyOnceThenRemindUntilAcked(t *testing.T) {
 	h2.sup.EscalationChanged()
 	m3, _, _ := h2.sup.Raise(ctx, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Info, Summary: "marker 3"})
 	expect(t, cmdCh, hook.ch, escalation.EventOpened, m3.ID)
+	if err := h2.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// An escalation raised while no supervisor runs ('swarm escalate'
+	// then) is sent when one starts.
+	offline, _, err := Raise(ctx, h.store, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Summary: "raised while swarm was down"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h3 := &harness{t: t, store: h.store, layout: h.layout, notices: make(chan lifecycle.Notice, 1000), eng: h.eng, wt: h.wt, prompts: h.prompts}
+	h3.sup = h3.newSupervisor(h.sup.cfg)
+	h3.sup.clock = clock
+	h3.sup.desk = newDesk(h3.sup)
+	h3.start()
+	if e := expect(t, cmdCh, hook.ch, escalation.EventOpened, offline.ID); e.Payload["summary"] != "raised while swarm was down" {
+		t.Fatalf("offline raise payload = %v", e.Payload)
+	}
 }
 
 // TestNotifyRetriesAndFiltersBySeverity: a webhook that fails is retried

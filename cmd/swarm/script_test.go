@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -42,8 +43,33 @@ func TestScripts(t *testing.T) {
 			"ackescalated": cmdAckEscalated,
 			"msgid":        cmdMsgID,
 			"waitmsg":      cmdWaitMsg,
+			"exitcode":     cmdExitCode,
 		},
 	})
+}
+
+// cmdExitCode runs a command and checks its exit status, which `! exec`
+// cannot: exitcode <code> <command> [args...]. Its output is the script's
+// stdout and stderr, as after exec.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || neg {
+		ts.Fatalf("usage: exitcode <code> <command> [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %q is not a number", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
 }
 
 func setupRepo(env *testscript.Env) error {
