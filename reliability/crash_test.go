@@ -184,6 +184,11 @@ func TestR1CrashRecovery(t *testing.T) {
 		base[a] = s
 	}
 	st := h.store(agents)
+	defer func() {
+		if t.Failed() {
+			t.Logf("at the failure:\n%s", w.diagnose(st))
+		}
+	}()
 	h.waitFor(60*time.Second, "every agent to complete a session after the last restart", func() (bool, error) {
 		for _, a := range agents {
 			var n int
@@ -241,6 +246,50 @@ func (w *crashWorld) operatorSender(rng *rand.Rand, stop <-chan struct{}) {
 		case <-t.C: // the pace of the operator's sends
 		}
 	}
+}
+
+// diagnose describes each agent's state and last sessions, and the
+// unresolved escalations, for a failure message.
+func (w *crashWorld) diagnose(st *testStore) string {
+	var b strings.Builder
+	rows, err := st.DB().Query(`SELECT name, state, session_seq, consecutive_errors, total_errors FROM agents ORDER BY name`)
+	if err != nil {
+		return err.Error()
+	}
+	for rows.Next() {
+		var name, state string
+		var seq, ce, te int64
+		if err := rows.Scan(&name, &state, &seq, &ce, &te); err != nil {
+			break
+		}
+		fmt.Fprintf(&b, "agent %s: %s, session %d, errors %d/%d\n", name, state, seq, ce, te)
+	}
+	rows.Close()
+	rows, err = st.DB().Query(`SELECT agent, seq, state, error FROM sessions ORDER BY id DESC LIMIT 12`)
+	if err == nil {
+		for rows.Next() {
+			var agent, state string
+			var msg sql.NullString
+			var seq int64
+			if rows.Scan(&agent, &seq, &state, &msg) == nil {
+				fmt.Fprintf(&b, "  session %s/%d %s %s\n", agent, seq, state, msg.String)
+			}
+		}
+		rows.Close()
+	}
+	rows, err = st.DB().Query(`SELECT id, kind, agent, summary FROM escalations WHERE state <> 'resolved'`)
+	if err == nil {
+		for rows.Next() {
+			var id int64
+			var kind, summary string
+			var agent sql.NullString
+			if rows.Scan(&id, &kind, &agent, &summary) == nil {
+				fmt.Fprintf(&b, "  escalation %d %s %s: %s\n", id, kind, agent.String, summary)
+			}
+		}
+		rows.Close()
+	}
+	return b.String()
 }
 
 func readLines(path string) []string {

@@ -23,12 +23,23 @@ func TestR8InterruptedDown(t *testing.T) {
 	const batches, perBatch = 2, 10
 	landed, finished := 0, 0
 	var longest time.Duration
+	// The faults fall inside the time an uninterrupted swarm down --merge
+	// takes on this machine, measured first: a fixed range would miss it
+	// on a fast machine and land after it.
+	h.restore(w.worked)
+	t0 := time.Now()
+	if r := h.swarm("down", "--merge"); r.code != 0 {
+		t.Fatalf("the uninterrupted swarm down failed: %s", r)
+	}
+	full := time.Since(t0)
+	w.verify(t, "uninterrupted", w.agents, nil)
+	t.Logf("an uninterrupted swarm down --merge takes %s", full.Round(time.Millisecond))
 	for b := range batches {
 		h.restore(w.worked)
 		for i := range perBatch {
 			n := b*perBatch + i + 1
 			sig := []syscall.Signal{syscall.SIGINT, syscall.SIGKILL}[n%2]
-			delay := time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))
+			delay := time.Duration(rng.Int64N(int64(full)))
 			cmd := exec.Command(swarmBin, "--dir", h.root, "down", "--merge")
 			cmd.Dir = h.root
 			cmd.Env = h.env()
@@ -43,6 +54,11 @@ func TestR8InterruptedDown(t *testing.T) {
 				fault.Stop()
 				finished++
 				t.Logf("interruption %d: swarm down ended (%v) before the %s at %s", n, err, sig, delay.Round(time.Millisecond))
+				if err == nil {
+					// It finished: nothing is left to interrupt, so the
+					// work goes back for the next fault.
+					h.restore(w.worked)
+				}
 				continue
 			case <-fault.C: // the moment of the fault, chosen above; not waiting for anything
 			}
