@@ -225,3 +225,21 @@ func TestUsable(t *testing.T) {
 		t.Error("code's file and command capabilities should be usable, and dispatch not")
 	}
 }
+
+func TestMCPTools(t *testing.T) {
+	all := []string{"send_message", "send_protocol", "reply", "ack", "inbox", "escalate", "report"}
+	for _, tt := range []struct {
+		spec Spec
+		want []string
+	}{
+		{Spec{Mode: Code}, all},
+		{Spec{Mode: Review}, all},
+		{Spec{Mode: CoordinateMode}, all},
+		{Spec{Mode: Code, Overrides: map[Capability]bool{CanMessage: false, CanEscalate: false}}, []string{"inbox", "report"}},
+		{Spec{Mode: Code, Overrides: map[Capability]bool{CanReportTaskLevel: false, CanReportSessionLevel: false, CanMessage: false, CanEscalate: false}}, []string{"inbox"}},
+	} {
+		if got := tt.spec.Vector().MCPTools(); !slices.Equal(got, tt.want) {
+			t.Errorf("%+v: MCPTools %v, want %v", tt.spec, got, tt.want)
+		}
+	}
+}

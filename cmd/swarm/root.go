@@ -48,6 +48,10 @@ type App struct {
 	// (runForSession): it must not touch the process's globals, such as
 	// the default logger.
 	inProcess bool
+	// nested is a command another one runs in this process (swarm mcp's
+	// tools): it leaves the process's default logger alone too, but goes
+	// through the supervisor as a session's command would.
+	nested bool
 	// shared is the supervisor's own store, which a command it runs for a
 	// session or the operator uses instead of opening one (and does not
 	// close): its connections are warm.
@@ -86,7 +90,7 @@ func newRootCmd(app *App) *cobra.Command {
 			if app.Verbose > 0 {
 				level = slog.LevelDebug
 			}
-			if !app.inProcess {
+			if !app.inProcess && !app.nested {
 				slog.SetDefault(slog.New(slog.NewTextHandler(app.Stderr, &slog.HandlerOptions{Level: level})))
 			}
 			return nil

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/swarmhq/swarm/mode"
+)
+
+// MCPOptions are the inputs of `swarm mcp`.
+type MCPOptions struct {
+	App *App
+	// Serve runs the server on a transport; tests give an in-memory one.
+	Transport mcp.Transport
+}
+
+func init() { commands = append(commands, newMCPCmd) }
+
+func newMCPCmd(app *App) *cobra.Command {
+	opts := &MCPOptions{App: app}
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the swarm's verbs to a CLI agent over MCP (stdio)",
+		Long: `Serve the swarm's verbs as MCP tools on stdin and stdout, for an
+external CLI agent (Claude Code, Codex, Gemini CLI) running a session.
+The exec presets register it in every session themselves; run it by hand
+only to register it with a CLI of your own.
+
+The identity is the session's: $SWARM_AGENT and $SWARM_SESSION_ID, never
+a tool argument. Each tool runs the swarm command of the same name, so
+validation, wake-ups and refusals are exactly the CLI's, and only the
+tools the agent's capabilities allow are offered:
+
+  send_message    swarm send            can_message
+  send_protocol   swarm send --type     can_message (task_dispatch: can_dispatch)
+  reply           swarm reply           can_message
+  ack             swarm ack             can_message
+  inbox           swarm inbox           always
+  escalate        swarm escalate        can_escalate
+  report          swarm report          can_report_task_level or _session_level
+
+A tool's result is the command's --json output; a refusal is a tool
+error with the command's message.`,
+		Example: `  # Claude Code
+  claude --mcp-config '{"mcpServers":{"swarm":{"command":"swarm","args":["mcp"]}}}'
+  # Codex
+  codex -c 'mcp_servers.swarm.command="swarm"' -c 'mcp_servers.swarm.args=["mcp"]'
+  # Gemini CLI: in a settings.json
+  {"mcpServers": {"swarm": {"command": "swarm", "args": ["mcp"]}}}`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMCP(cmd.Context(), opts)
+		},
+	}
+}
+
+func runMCP(ctx context.Context, opts *MCPOptions) error {
+	app := opts.App
+	agent, session := app.Env.Getenv("SWARM_AGENT"), app.Env.Getenv("SWARM_SESSION_ID")
+	if agent == "" || session == "" {
+		return usagef("swarm mcp serves an agent's session: run it with $SWARM_AGENT and $SWARM_SESSION_ID set (the exec presets do); the operator uses the swarm commands directly")
+	}
+	s := &mcpServer{app: app, agent: agent}
+	caps, err := s.capabilities(ctx)
+	if err != nil {
+		return err
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "swarm", Version: version}, nil)
+	s.register(srv, caps)
+	t := opts.Transport
+	if t == nil {
+		t = &mcp.StdioTransport{}
+	}
+	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	return nil
+}
+
+// mcpServer runs each tool as the swarm command of the same name, in this
+// process: the same validation, refusals, wake-ups and, on PostgreSQL, the
+// same path through the supervisor as the CLI.
+type mcpServer struct {
+	app   *App
+	agent string
+	mu    sync.Mutex // one command at a time: they share the process
+}
+
+// swarm runs one swarm command and returns its output and exit code.
+func (s *mcpServer) swarm(ctx context.Context, args ...string) (stdout, stderr string, code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out, errb bytes.Buffer
+	sub := &App{Stdin: bytes.NewReader(nil), Stdout: &out, Stderr: &errb, Env: s.app.Env, Cwd: s.app.Cwd, Dir: s.app.Dir, nested: true}
+	code = run(ctx, sub, args)
+	return out.String(), errb.String(), code
+}
+
+// capabilities reads the agent's vector as 'swarm status --json' shows it:
+// its session's, stored when the session started.
+func (s *mcpServer) capabilities(ctx context.Context) (mode.Vector, error) {
+	out, errs, code := s.swarm(ctx, "status", "--json")
+	if code != 0 {
+		return nil, fmt.Errorf("read %s's capabilities: %s", s.agent, strings.TrimSpace(errs))
+	}
+	var st struct {
+		Agents []struct {
+			Name         string          `json:"name"`
+			Capabilities map[string]bool `json:"capabilities"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		return nil, fmt.Errorf("read %s's capabilities: %w", s.agent, err)
+	}
+	for _, a := range st.Agents {
+		if a.Name == s.agent {
+			v := mode.Vector{}
+			for k, on := range a.Capabilities {
+				v[mode.Capability(k)] = on
+			}
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("no agent %q in swarm.toml: swarm mcp serves a configured agent's session", s.agent)
+}
+
+// result turns a command's outcome into a tool result: its output, or a
+// tool error with its message, which the model reads and can act on.
+func result(stdout, stderr string, code int) (*mcp.CallToolResult, any, error) {
+	if code != 0 {
+		msg := strings.TrimSpace(stderr)
+		if msg == "" {
+			msg = fmt.Sprintf("exit status %d", code)
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil, nil
+	}
+	text := strings.TrimSpace(stdout)
+	if w := strings.TrimSpace(stderr); w != "" {
+		text += "\n" + w // warnings the command printed
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+}
+
+// The tools' inputs. Field docs become the schema's descriptions; fields
+// without omitempty are required.
+type (
+	sendIn struct {
+		To      string `json:"to" jsonschema:"a teammate, or operator"`
+		Body    string `json:"body" jsonschema:"the message"`
+		Urgent  bool   `json:"urgent,omitempty" jsonschema:"interrupt the recipient"`
+		ReplyTo string `json:"reply_to,omitempty" jsonschema:"the message number this answers"`
+	}
+	protocolIn struct {
+		To         string         `json:"to" jsonschema:"a teammate, operator, or swarm"`
+		Type       string         `json:"type" jsonschema:"task_dispatch, task_result, review_request, review_verdict or ack"`
+		Task       string         `json:"task,omitempty" jsonschema:"the task id"`
+		Payload    map[string]any `json:"payload" jsonschema:"the type's payload"`
+		ReplyTo    string         `json:"reply_to,omitempty" jsonschema:"the number or msg_id this answers"`
+		ContextRef []string       `json:"context_ref,omitempty" jsonschema:"msg_ids it refers to"`
+		AckTimeout string         `json:"ack_timeout,omitempty" jsonschema:"ack deadline, like 5m"`
+		NoAck      bool           `json:"no_ack,omitempty" jsonschema:"ask for no ack"`
+	}
+	replyIn struct {
+		ID     string `json:"id" jsonschema:"the number or msg_id to answer"`
+		Body   string `json:"body" jsonschema:"the answer"`
+		Urgent bool   `json:"urgent,omitempty" jsonschema:"interrupt the recipient"`
+	}
+	ackIn struct {
+		MsgID string `json:"msg_id,omitempty" jsonschema:"the msg_id or number to ack"`
+		All   bool   `json:"all,omitempty" jsonschema:"ack all awaiting ones"`
+	}
+	inboxIn struct {
+		State string `json:"state,omitempty" jsonschema:"queued, delivered or done"`
+		Limit int    `json:"limit,omitempty" jsonschema:"the newest N (default 20)"`
+	}
+	escalateIn struct {
+		Summary  string `json:"summary" jsonschema:"what the operator must decide or know"`
+		Severity string `json:"severity,omitempty" jsonschema:"info, warning (default) or critical"`
+		Hold     bool   `json:"hold,omitempty" jsonschema:"stop until the operator decides"`
+		Approval bool   `json:"approval,omitempty" jsonschema:"a yes/no question"`
+		Ref      string `json:"ref,omitempty" jsonschema:"what it is about: msg:<id>"`
+	}
+	reportIn struct {
+		Kind    string `json:"kind" jsonschema:"progress, blocked, complete (a task) or session"`
+		Task    string `json:"task,omitempty" jsonschema:"the task, except for session"`
+		Message string `json:"message" jsonschema:"what to report"`
+	}
+)
+
+// register adds the tools the capabilities allow. The list stays short:
+// every definition costs context on every model turn.
+func (s *mcpServer) register(srv *mcp.Server, caps mode.Vector) {
+	offered := caps.MCPTools()
+	on := func(name string) bool { return slices.Contains(offered, name) }
+	if on("send_message") {
+		mcp.AddTool(srv, &mcp.Tool{Name: "send_message", Description: "Send a message to a teammate or operator (swarm send)."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, any, error) {
+				args := []string{"send", "--json"}
+				if in.Urgent {
+					args = append(args, "--urgent")
+				}
+				if in.ReplyTo != "" {
+					args = append(args, "--reply-to", in.ReplyTo)
+				}
+				return result(s.swarm(ctx, append(args, "--", in.To, in.Body)...))
+			})
+		mcp.AddTool(srv, &mcp.Tool{Name: "send_protocol", Description: "Send a typed protocol message (swarm send --type); it is validated before it is stored."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in protocolIn) (*mcp.CallToolResult, any, error) {
+				payload, err := json.Marshal(in.Payload)
+				if err != nil {
+					return result("", "payload: "+err.Error(), exitUsage)
+				}
+				args := []string{"send", "--json", "--type", in.Type, "--payload", string(payload)}
+				if in.Task != "" {
+					args = append(args, "--task", in.Task)
+				}
+				if in.ReplyTo != "" {
+					args = append(args, "--reply-to", in.ReplyTo)
+				}
+				for _, r := range in.ContextRef {
+					args = append(args, "--context-ref", r)
+				}
+				if in.AckTimeout != "" {
+					args = append(args, "--ack-timeout", in.AckTimeout)
+				}
+				if in.NoAck {
+					args = append(args, "--no-ack")
+				}
+				return result(s.swarm(ctx, append(args, "--", in.To)...))
+			})
+		mcp.AddTool(srv, &mcp.Tool{Name: "reply", Description: "Answer a message in its thread (swarm reply)."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in replyIn) (*mcp.CallToolResult, any, error) {
+				args := []string{"reply", "--json"}
+				if in.Urgent {
+					args = append(args, "--urgent")
+				}
+				return result(s.swarm(ctx, append(args, "--", in.ID, in.Body)...))
+			})
+		mcp.AddTool(srv, &mcp.Tool{Name: "ack", Description: "Acknowledge a protocol message that asks for an ack (swarm ack)."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in ackIn) (*mcp.CallToolResult, any, error) {
+				switch {
+				case in.All:
+					return result(s.swarm(ctx, "ack", "--json", "--all"))
+				case in.MsgID == "":
+					return result("", "give msg_id, or all: true", 2)
+				}
+				return result(s.swarm(ctx, "ack", "--json", "--", in.MsgID))
+			})
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "inbox", Description: "List your mail, oldest first (swarm inbox)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in inboxIn) (*mcp.CallToolResult, any, error) {
+			limit := in.Limit
+			if limit <= 0 {
+				limit = 20
+			}
+			args := []string{"inbox", s.agent, "--json", "--limit", strconv.Itoa(limit)}
+			if in.State != "" {
+				args = append(args, "--state", in.State)
+			}
+			return result(s.swarm(ctx, args...))
+		})
+	if on("escalate") {
+		mcp.AddTool(srv, &mcp.Tool{Name: "escalate", Description: "Ask the human operator to decide or know something (swarm escalate)."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in escalateIn) (*mcp.CallToolResult, any, error) {
+				args := []string{"escalate", "--json"}
+				if in.Severity != "" {
+					args = append(args, "--severity", in.Severity)
+				}
+				if in.Hold {
+					args = append(args, "--hold")
+				}
+				if in.Approval {
+					args = append(args, "--approval")
+				}
+				if in.Ref != "" {
+					args = append(args, "--ref", in.Ref)
+				}
+				return result(s.swarm(ctx, append(args, "--", in.Summary)...))
+			})
+	}
+	if on("report") {
+		mcp.AddTool(srv, &mcp.Tool{Name: "report", Description: "Report a task's progress, blockage or completion, or a session milestone, to your coordinator (swarm report)."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in reportIn) (*mcp.CallToolResult, any, error) {
+				args := []string{"report", in.Kind, "--json", "--"}
+				if in.Task != "" {
+					args = append(args, in.Task)
+				}
+				return result(s.swarm(ctx, append(args, in.Message)...))
+			})
+	}
+}

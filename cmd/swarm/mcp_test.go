@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/repo"
+)
+
+const mcpConfig = `[defaults]
+engine = "script"
+[[agent]]
+name = "backend"
+[[agent]]
+name = "mute"
+capabilities = { can_message = false, can_escalate = false }
+`
+
+// mcpRepo is a git repository with swarm initialized and mcpConfig.
+func mcpRepo(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	var out bytes.Buffer
+	app := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Env: overlayEnv{set: map[string]string{"SWARM_AGENT": "", "SWARM_SESSION_ID": "", "SWARM_DB_URL": ""}}, Cwd: root, nested: true}
+	if code := run(context.Background(), app, []string{"init"}); code != 0 {
+		t.Fatalf("swarm init: %d\n%s", code, out.String())
+	}
+	if err := os.WriteFile(filepath.Join(root, "swarm.toml"), []byte(mcpConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// mcpSession serves swarm mcp as agent's session 1 in root, on an
+// in-memory transport, and returns the client's session.
+func mcpSession(t *testing.T, root, agent string) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	serverT, clientT := mcp.NewInMemoryTransports()
+	var errOut bytes.Buffer
+	app := &App{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &errOut, Cwd: root, nested: true,
+		Env: overlayEnv{set: map[string]string{"SWARM_AGENT": agent, "SWARM_SESSION_ID": agent + "-1", "SWARM_SESSION_SEQ": "1", "SWARM_ROOT": root, "SWARM_DB_URL": "", "SWARM_VIA_SUPERVISOR": ""}}}
+	done := make(chan error, 1)
+	go func() { done <- runMCP(ctx, &MCPOptions{App: app, Transport: serverT}) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, clientT, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("connect: %v (server: %v %s)", err, <-done, errOut.String())
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("swarm mcp: %v", err)
+		}
+	})
+	return cs
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		// The identity is the session's: no tool takes a sender.
+		b, _ := json.Marshal(tool.InputSchema)
+		if strings.Contains(string(b), `"from"`) || strings.Contains(string(b), `"agent"`) {
+			t.Errorf("tool %s takes an identity: %s", tool.Name, b)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var text []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text = append(text, tc.Text)
+		}
+	}
+	return strings.Join(text, "\n"), res.IsError
+}
+
+// TestMCPServesTheSwarmsVerbs: swarm mcp offers the verbs the agent's
+// capabilities allow, runs each as the CLI command (the sender is the
+// session's agent, refusals are the CLI's), and offers fewer tools to an
+// agent with fewer capabilities.
+func TestMCPServesTheSwarmsVerbs(t *testing.T) {
+	root := mcpRepo(t)
+	st, err := sqlite.Open(context.Background(), repo.At(root, "").DB, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// backend's session 1 is running, as it would be under swarm up.
+	if err := st.RegisterAgent(context.Background(), mailbox.AgentInfo{Name: "backend", Mode: "execute", Engine: "script"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.InTx(context.Background(), func(tx mailbox.Tx) error {
+		return tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: 1, Engine: "script"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cs := mcpSession(t, root, "backend")
+	if got, want := toolNames(t, cs), []string{"ack", "escalate", "inbox", "reply", "report", "send_message", "send_protocol"}; !slices.Equal(got, want) {
+		t.Fatalf("backend's tools %v, want %v", got, want)
+	}
+
+	out, isErr := call(t, cs, "send_message", map[string]any{"to": "operator", "body": "-- hello from mcp"})
+	if isErr || !strings.Contains(out, `"from": "backend"`) {
+		t.Fatalf("send_message: error %v: %s", isErr, out)
+	}
+	ms, err := st.Inbox(context.Background(), "operator", mailbox.Filter{})
+	if err != nil || len(ms) != 1 || ms[0].From != "backend" || ms[0].Body != "-- hello from mcp" {
+		t.Fatalf("operator's inbox %+v, %v", ms, err)
+	}
+
+	// The CLI's validation, named by JSON path, as a tool error.
+	out, isErr = call(t, cs, "send_protocol", map[string]any{"to": "mute", "type": "task_result", "task": "T-1",
+		"payload": map[string]any{"status": "completed", "summary": "done", "commit_hash": "deadbeefcafe"}})
+	if !isErr || !strings.Contains(out, "payload.commit_hash: no commit deadbeefcafe") {
+		t.Fatalf("send_protocol with a made-up commit: error %v: %s", isErr, out)
+	}
+	// A capability the session lacks is refused by the command itself.
+	out, isErr = call(t, cs, "send_protocol", map[string]any{"to": "mute", "type": "task_dispatch", "task": "T-1",
+		"payload": map[string]any{"description": "d", "branch": "swarm/mute", "acceptance_criteria": []string{"a"}, "risk_level": "low"}})
+	if !isErr || !strings.Contains(out, "lacks can_dispatch") {
+		t.Fatalf("task_dispatch from an execute agent: error %v: %s", isErr, out)
+	}
+
+	out, isErr = call(t, cs, "escalate", map[string]any{"summary": "need a decision", "severity": "critical"})
+	if isErr || !strings.Contains(out, `"agent": "backend"`) || !strings.Contains(out, `"severity": "critical"`) {
+		t.Fatalf("escalate: error %v: %s", isErr, out)
+	}
+	if out, isErr = call(t, cs, "inbox", map[string]any{}); isErr || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("inbox: error %v: %s", isErr, out)
+	}
+
+	mute := mcpSession(t, root, "mute")
+	if got, want := toolNames(t, mute), []string{"inbox", "report"}; !slices.Equal(got, want) {
+		t.Fatalf("mute's tools %v, want %v", got, want)
+	}
+}
+
+// TestMCPNeedsASession: outside a session swarm mcp refuses with a usage
+// error that says what it is for.
+func TestMCPNeedsASession(t *testing.T) {
+	root := mcpRepo(t)
+	var out bytes.Buffer
+	app := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Cwd: root, nested: true,
+		Env: overlayEnv{set: map[string]string{"SWARM_AGENT": "", "SWARM_SESSION_ID": ""}}}
+	if code := run(context.Background(), app, []string{"mcp"}); code != exitUsage || !strings.Contains(out.String(), "serves an agent's session") {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+}
