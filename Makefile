@@ -75,6 +75,6 @@ CLI_PREFIX   ?= $(HOME)/.cache/swarm/clis
 CLI_PACKAGES := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.169.0 @google/gemini-cli@0.61.0
 
 .PHONY: presets
-presets: ## install claude, codex and gemini-cli from npm and start each through swarm's exec presets
+presets: ## install claude, codex and gemini-cli from npm and start each through swarm's exec presets (with swarm mcp registered)
 	npm install --prefix $(CLI_PREFIX) --no-audit --no-fund --loglevel=error $(CLI_PACKAGES)
-	PATH=$(CLI_PREFIX)/node_modules/.bin:$$PATH SWARM_TEST_CLIS=1 $(GO) test -count=1 -run 'CLI' -v ./engine/exec/
+	PATH=$(CLI_PREFIX)/node_modules/.bin:$$PATH SWARM_TEST_CLIS=1 $(GO) test -count=1 -run 'CLI' -v ./engine/exec/ ./cmd/swarm/

@@ -61,6 +61,14 @@ type Preflight interface {
 	Preflight(ctx context.Context) error
 }
 
+// CLI is an engine that runs an external CLI agent: CLITools says what a
+// session with capabilities caps really gets from it (its own tools as
+// limited, the swarm MCP server, the limits it cannot keep), so that the
+// prompt claims nothing else.
+type CLI interface {
+	CLITools(caps mode.Vector) mode.CLITools
+}
+
 // Session is everything an engine needs for one session.
 type Session struct {
 	Agent    string

@@ -2,6 +2,7 @@ package promptpipe
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/swarmhq/swarm/mode"
@@ -15,6 +16,13 @@ import (
 // allow). Nothing the vector refuses is named. beads reports whether bd is
 // installed, which adds the beads tools and commands.
 func ModeInstructions(s mode.Spec, v mode.Vector, beads bool) string {
+	return ModeInstructionsFor(s, v, beads, nil)
+}
+
+// ModeInstructionsFor is ModeInstructions for a session run by an external
+// CLI (cli non-nil): its tools are the CLI's own as swarm limited them, and
+// the swarm MCP server's, and nothing the CLI cannot keep off is claimed.
+func ModeInstructionsFor(s mode.Spec, v mode.Vector, beads bool, cli *mode.CLITools) string {
 	if v == nil {
 		v = s.Vector()
 	}
@@ -25,7 +33,7 @@ func ModeInstructions(s mode.Spec, v mode.Vector, beads bool) string {
 		fmt.Fprintf(&b, " · profile: %s", p)
 	}
 	b.WriteString("\n")
-	b.WriteString(modeIntro(s, v) + "\n")
+	b.WriteString(modeIntro(s, v, cli) + "\n")
 
 	b.WriteString("Phases:\n")
 	for i, ph := range phases(s, v) {
@@ -48,15 +56,28 @@ func ModeInstructions(s mode.Spec, v mode.Vector, beads bool) string {
 		on = []string{"none"}
 	}
 	fmt.Fprintf(&b, "Capabilities on: %s.\n", strings.Join(on, ", "))
-	fmt.Fprintf(&b, "Your tools: %s. You have no others.\n", strings.Join(v.Tools(beads), ", "))
+	shell := true // the commands below can be run as commands
+	if cli == nil {
+		fmt.Fprintf(&b, "Your tools: %s. You have no others.\n", strings.Join(v.Tools(beads), ", "))
+	} else {
+		b.WriteString(cliToolsLine(cli, v) + "\n")
+		shell = cli.Shell && cli.ShellNote == ""
+	}
 
 	cmds := v.Commands(beads)
 	if len(cmds) > 0 {
-		via := "the `swarm` tool (argv as a list, no shell)"
-		if v.Has(mode.CanRunCommands) {
-			via += " or bash"
+		switch {
+		case cli == nil:
+			via := "the `swarm` tool (argv as a list, no shell)"
+			if v.Has(mode.CanRunCommands) {
+				via += " or bash"
+			}
+			fmt.Fprintf(&b, "Commands, run through %s; any other is refused:\n", via)
+		case shell:
+			b.WriteString("Commands, run through your shell; any other swarm command is refused:\n")
+		default:
+			b.WriteString("You cannot run these commands yourself: the MCP tools of the same names run the swarm ones for you.\n")
 		}
-		fmt.Fprintf(&b, "Commands, run through %s; any other is refused:\n", via)
 		var group []string
 		flush := func(label string) {
 			if len(group) > 0 {
@@ -65,26 +86,42 @@ func ModeInstructions(s mode.Spec, v mode.Vector, beads bool) string {
 			group = group[:0]
 		}
 		// Reads anyone may run come last; the rest one line per capability.
+		add := func(cmd mode.Command) {
+			// Without a shell, bd's lines name nothing the agent can run.
+			if shell || strings.HasPrefix(cmd.Syntax, "swarm ") {
+				group = append(group, "`"+cmd.Syntax+"`")
+			}
+		}
 		for _, c := range mode.Capabilities {
 			for _, cmd := range v.CommandsFor(c, beads) {
-				group = append(group, "`"+cmd.Syntax+"`")
+				add(cmd)
 			}
 			flush(string(c))
 		}
 		for _, cmd := range v.CommandsFor("", beads) {
-			group = append(group, "`"+cmd.Syntax+"`")
+			add(cmd)
 		}
 		flush("anyone")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func modeIntro(s mode.Spec, v mode.Vector) string {
+func modeIntro(s mode.Spec, v mode.Vector, cli *mode.CLITools) string {
+	// What the session cannot do, claimed only where it is enforced.
+	cannot := " You cannot edit files or run commands."
+	if cli != nil {
+		switch unenforced := cli.Unenforced; {
+		case slices.Contains(unenforced, mode.CanEditFiles):
+			cannot = ""
+		case slices.Contains(unenforced, mode.CanRunCommands):
+			cannot = " You cannot edit files."
+		}
+	}
 	switch {
 	case s.Profile() == mode.Review:
-		return "You check your teammates' work and report what you find. You cannot edit files or run commands."
+		return "You check your teammates' work and report what you find." + cannot
 	case s.Kind() == mode.Coordinate && !v.Has(mode.CanEditFiles):
-		return "You decompose the work and delegate it; your teammates make the changes. You cannot edit files or run commands."
+		return "You decompose the work and delegate it; your teammates make the changes." + cannot
 	case s.Kind() == mode.Coordinate:
 		return "You decompose the work and delegate it; your teammates make the changes."
 	default:
@@ -159,4 +196,35 @@ func modeRules(s mode.Spec, v mode.Vector) []string {
 	// A coordinator's rule (name the task id in each hand-out) is in its
 	// dispatch command lines, and in Available Tasks when there are some.
 	return nil
+}
+
+// cliToolsLine names an external CLI's tools for the session: its own, as
+// limited, then the swarm MCP server's.
+func cliToolsLine(cli *mode.CLITools, v mode.Vector) string {
+	name := cli.CLI
+	if name == "" {
+		name = "your CLI"
+	}
+	var b strings.Builder
+	if cli.Tools != nil {
+		fmt.Fprintf(&b, "Your tools: %s's own (%s", name, strings.Join(cli.Tools, ", "))
+		if cli.ShellNote != "" {
+			fmt.Fprintf(&b, "; its shell is %s", cli.ShellNote)
+		}
+		b.WriteString(")")
+	} else {
+		b.WriteString("Your tools: your CLI's own")
+	}
+	if cli.MCP {
+		tools := v.MCPTools()
+		for i, t := range tools {
+			tools[i] = cli.MCPPrefix + t
+		}
+		fmt.Fprintf(&b, ", and the swarm's MCP tools (server %q): %s", "swarm", strings.Join(tools, ", "))
+	}
+	b.WriteString(".")
+	if cli.How != "" {
+		fmt.Fprintf(&b, " %s's other tools are off for this session.", name)
+	}
+	return b.String()
 }

@@ -99,7 +99,11 @@ type PromptContext struct {
 	Strategy mode.Strategy // "" means the mode's default
 	// Caps is the session's capability vector, derived once when it
 	// started; nil derives it from Mode and Strategy (a preview).
-	Caps       mode.Vector
+	Caps mode.Vector
+	// CLI is what an external CLI agent gives the session (an exec
+	// engine); nil for the in-process engines, whose tools the vector
+	// names.
+	CLI        *mode.CLITools
 	SessionID  string // empty in a preview
 	SessionSeq int64  // 1, 2, … per agent
 	DBPath     string // the mailbox database

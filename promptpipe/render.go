@@ -33,7 +33,7 @@ func Render(pc PromptContext, src Sources, cfg config.Prompt, now time.Time) Pro
 	}
 	add(SecIdentity, identity(pc))
 	add(SecAgentRole, agentRole(pc))
-	add(SecModeInstructions, ModeInstructions(pc.Spec(), pc.Vector(), pc.Beads))
+	add(SecModeInstructions, ModeInstructionsFor(pc.Spec(), pc.Vector(), pc.Beads, pc.CLI))
 	if pc.Workflow != nil {
 		add(SecWorkflowContext, workflowContext(*pc.Workflow))
 	}
@@ -42,7 +42,7 @@ func Render(pc PromptContext, src Sources, cfg config.Prompt, now time.Time) Pro
 	}
 	add(SecCoreMandates, coreMandates(pc))
 	add(SecDoingTasks, doingTasks)
-	add(SecToolUsagePolicy, toolUsagePolicy)
+	add(SecToolUsagePolicy, toolUsagePolicyFor(pc.CLI))
 	add(SecSwarmWorkflow, swarmWorkflow)
 	add(SecToneStyle, toneStyle)
 	add(SecEnvironment, environment(src.Env, now))

@@ -2,6 +2,8 @@ package promptpipe
 
 import (
 	"fmt"
+
+	"github.com/swarmhq/swarm/mode"
 )
 
 // coreMandates is section 6, the rules every agent keeps.
@@ -31,6 +33,23 @@ const toolUsagePolicy = `- Use only the tools named under Mode Instructions. A r
 - Commands run with the user's rights, in your worktree, with a timeout and capped output. Use non-interactive forms (no editors, pagers or prompts) and do not start anything that never exits.
 - Never print, store or commit secrets such as API keys.
 - Ask ` + "`operator`" + ` before anything destructive or hard to undo: deleting branches or many files, rewriting history, pushing, changing CI or deployment.`
+
+// toolUsagePolicyCLI is section 8 for a session run by an external CLI,
+// whose own tools swarm does not confine.
+const toolUsagePolicyCLI = `- Use only the tools named under Mode Instructions. A refused call is a limit, not a bug: do not work around it; ask ` + "`operator`" + ` if you need more.
+- Read a file before you edit it.
+- Work inside your worktree. Your CLI's own tools are not confined to it, but swarm checks the base branch and your teammates' branches after every session and reports what moved.
+- Commands run with the user's rights, in your worktree. Use non-interactive forms (no editors, pagers or prompts) and do not start anything that never exits.
+- Never print, store or commit secrets such as API keys.
+- Ask ` + "`operator`" + ` before anything destructive or hard to undo: deleting branches or many files, rewriting history, pushing, changing CI or deployment.`
+
+// toolUsagePolicyFor is section 8 for the session's engine.
+func toolUsagePolicyFor(cli *mode.CLITools) string {
+	if cli != nil {
+		return toolUsagePolicyCLI
+	}
+	return toolUsagePolicy
+}
 
 // swarmWorkflow is section 9.
 const swarmWorkflow = `The mailbox is how the swarm talks. Nobody reads your replies as they happen: only what you send reaches anyone. Mail reaches its recipient at the start of their next session.

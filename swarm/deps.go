@@ -88,6 +88,9 @@ type PromptRequest struct {
 	// Caps is the session's capability vector, derived once when the
 	// session is built; nil in a preview, which derives it the same way.
 	Caps mode.Vector
+	// CLI is what the agent's external CLI gives the session (an exec
+	// engine, engine.CLI); nil for the in-process engines.
+	CLI *mode.CLITools
 }
 
 // Prompt is a built prompt.

@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/engine"
+	execengine "github.com/swarmhq/swarm/engine/exec"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/promptpipe"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/worktree"
@@ -116,6 +119,7 @@ func (p PipePrompts) render(ctx context.Context, req PromptRequest) (promptpipe.
 		Strategy:   req.Agent.Strategy,
 		TreeRoot:   req.Agent.TreeRoot,
 		Caps:       req.Caps,
+		CLI:        req.CLI,
 		SessionID:  req.SessionID,
 		SessionSeq: req.Seq,
 		DBPath:     absPath(p.Layout.DB),
@@ -209,7 +213,24 @@ func Preview(ctx context.Context, req PreviewRequest) (promptpipe.Prompt, error)
 	p := NewPipePrompts(req.Config, req.Layout, st, tasks, req.Now, req.Logger)
 	pr := newPromptRequest(req.Config.AgentNames(), a, seq, dir, mail, in, tasks != nil)
 	pr.Decisions = decisions
+	// An exec agent's prompt names its CLI's tools, as the runner's does.
+	if e, err := req.Config.EngineFor(a, ""); err == nil && e.Kind == config.EngineExec {
+		if x, err := execengine.New(execengine.FromConfig(e)); err == nil {
+			pr.CLI = cliTools(x, a.Spec().Vector())
+		}
+	}
 	return p.render(ctx, pr)
+}
+
+// cliTools is what eng gives a session with caps, when it runs an external
+// CLI; nil otherwise.
+func cliTools(eng engine.Engine, caps mode.Vector) *mode.CLITools {
+	c, ok := eng.(engine.CLI)
+	if !ok {
+		return nil
+	}
+	t := c.CLITools(caps)
+	return &t
 }
 
 // NextSession is the number the agent's next session gets: one more than

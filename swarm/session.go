@@ -62,6 +62,7 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	req := r.sup.promptRequest(r.agent, seq, r.worktree, queued, r.interrupt)
 	req.Decisions = decisions
 	req.Caps = caps
+	req.CLI = cliTools(r.eng, caps)
 	p, err := r.sup.opts.Prompts.Build(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -343,6 +343,34 @@ func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *con
 		if e, err := cfg.EngineFor(agents[0], override); err == nil && e.Kind == config.EngineExec && e.Preset != "" {
 			doctorLogin(r, e)
 		}
+		if c, ok := eng.(engine.CLI); ok {
+			doctorLimits(r, c, agents)
+		}
+	}
+}
+
+// doctorLimits warns of each agent whose mode turns off what its CLI
+// cannot keep off (its prompt does not claim those limits either).
+func doctorLimits(r *doctorReport, c engine.CLI, agents []config.Agent) {
+	for _, a := range agents {
+		t := c.CLITools(a.Spec().Vector())
+		if len(t.Unenforced) == 0 {
+			continue
+		}
+		var off []string
+		for _, cap := range t.Unenforced {
+			off = append(off, string(cap))
+		}
+		cli := t.CLI
+		if cli == "" {
+			cli = "a custom command"
+		}
+		why := "swarm cannot limit " + cli + "'s own tools"
+		if t.How != "" {
+			why = fmt.Sprintf("the closest it has is %s", t.How)
+		}
+		r.add("limits "+a.Name, checkWarn, "its mode turns off %s, which %s cannot keep off (%s); only the swarm commands and MCP tools enforce its capabilities",
+			strings.Join(off, " and "), cli, why)
 	}
 }
 

@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"path/filepath"
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/swarmhq/swarm/config"
+	execengine "github.com/swarmhq/swarm/engine/exec"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/promptpipe"
 )
@@ -84,5 +89,67 @@ func (b *bench) p6(ctx context.Context) error {
 		}
 	}
 	b.details["P6"] = out
+	return b.p6Exec(ctx, builder, repo, a)
+}
+
+// p6Exec renders the base prompt of an agent on an exec preset (code and
+// review on claude, whose section 3 names its own tools and the swarm MCP
+// server's), and measures what the MCP tool definitions add to every
+// model request: the real `swarm mcp`'s tools as a client lists them,
+// marshalled as a CLI sends them, chars/4 (DESIGN §9.6).
+func (b *bench) p6Exec(ctx context.Context, builder *promptpipe.Builder, repo string, a config.Agent) error {
+	eng, err := execengine.New(execengine.Options{Name: "claude", Preset: "claude"})
+	if err != nil {
+		return err
+	}
+	for _, m := range []mode.Mode{mode.Code, mode.Review} {
+		v := mode.Spec{Mode: m}.Vector()
+		cli := eng.CLITools(v)
+		pc := promptpipe.PromptContext{
+			Agent: a.Name, Role: a.Role, Mode: m, SessionID: a.Name + "-1", SessionSeq: 1,
+			DBPath: filepath.Join(repo, ".swarm", "swarm.db"), Worktree: repo, Root: repo,
+			Branch: "swarm/" + a.Name, BaseBranch: "main", Teammates: []string{"frontend"}, Beads: true, CLI: &cli,
+		}
+		p, err := builder.Build(ctx, pc)
+		if err != nil {
+			return err
+		}
+		b.check(row{ID: "P6", Figure: fmt.Sprintf("base prompt, exec agent on claude, mode %s (with bd)", m),
+			Value: float64(p.TokensEstimate), Unit: "tokens", Text: fmt.Sprintf("%s B, %d tokens", thousands(float64(len(p.Text))), p.TokensEstimate)},
+			"< 2,000 tokens", p.TokensEstimate < 2000)
+	}
+
+	dir, err := b.newSwarm("p6mcp", []string{"backend"}, "", 3)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(b.bin, "mcp")
+	cmd.Dir = dir
+	cmd.Env = b.env("SWARM_AGENT=backend", "SWARM_SESSION_ID=backend-1", "SWARM_ROOT="+dir)
+	client := mcp.NewClient(&mcp.Implementation{Name: "swarmbench", Version: "v0"}, nil)
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return fmt.Errorf("swarm mcp: %w", err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(cctx, nil)
+	if err != nil {
+		return fmt.Errorf("swarm mcp: list tools: %w", err)
+	}
+	var defs []map[string]any
+	for _, t := range res.Tools {
+		defs = append(defs, map[string]any{"name": t.Name, "description": t.Description, "input_schema": t.InputSchema})
+	}
+	js, err := json.Marshal(defs)
+	if err != nil {
+		return err
+	}
+	tokens := utf8.RuneCount(js) / 4
+	b.details["P6_mcp"] = map[string]any{"tools": len(defs), "bytes": len(js), "tokens_estimate": tokens}
+	b.check(row{ID: "P6", Figure: fmt.Sprintf("swarm mcp tool definitions, execute/simple (%d tools, JSON as sent)", len(defs)),
+		Value: float64(tokens), Unit: "tokens", Text: fmt.Sprintf("%s B, %d tokens", thousands(float64(len(js))), tokens)},
+		"< 1,000 tokens", tokens < 1000)
 	return nil
 }

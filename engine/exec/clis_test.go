@@ -150,6 +150,9 @@ func TestRealCLIsFailFast(t *testing.T) {
 				if !api.saw(marker) {
 					t.Fatalf("the fake API never got the prompt; result %v\n%s", res.Err, log)
 				}
+				if !strings.Contains(log, `=== mcp: swarm mcp registered as "swarm"`) {
+					t.Fatalf("the session registered no MCP server\n%s", log)
+				}
 				if model != "" && !api.saw(model) {
 					t.Fatalf("the fake API never saw the model %s; result %v\n%s", model, res.Err, log)
 				}

@@ -102,6 +102,9 @@ type Engine struct {
 	modelAt   int
 	env       []string
 	install   string // how to install argv[0], for Preflight
+	// mcp is how the preset's CLI is told of `swarm mcp` (Preset.MCP);
+	// empty for a custom command.
+	mcp string
 }
 
 var (
@@ -132,7 +135,7 @@ func New(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("exec engine %s: unknown preset %q (valid: %s)", e.name, opts.Preset, strings.Join(slices.Sorted(maps.Keys(Presets)), ", "))
 		}
 		e.argv = append(slices.Clone(p.Command), opts.Args...)
-		e.modelArgs, e.modelAt = p.Model, len(p.Command)
+		e.modelArgs, e.modelAt, e.mcp = p.Model, len(p.Command), p.MCP
 		switch e.prompt {
 		case config.PromptStdin:
 			e.argv = append(e.argv, p.Stdin...)
@@ -203,15 +206,34 @@ func (e *Engine) Preflight(context.Context) error {
 // stdin to send (nil for none). An argument the kernel would refuse is an
 // error, and so is a {model} with no model to put there.
 func (e *Engine) Args(model, prompt, promptFile string) (argv []string, stdin []byte, err error) {
+	return e.args(model, prompt, promptFile, nil)
+}
+
+// args is Args with extra arguments after the preset's command and model
+// flag (the MCP registration); they are not templates.
+func (e *Engine) args(model, prompt, promptFile string, extra []string) (argv []string, stdin []byte, err error) {
 	if e.model != "" {
 		model = e.model
 	}
-	tmpl := e.argv
+	var modelArgs []string
 	if model != "" && e.modelArgs != nil {
-		tmpl = slices.Concat(e.argv[:e.modelAt], e.modelArgs, e.argv[e.modelAt:])
+		modelArgs = e.modelArgs
+	}
+	tmpl := slices.Concat(e.argv[:e.modelAt], modelArgs, e.argv[e.modelAt:])
+	fixed := map[int]bool{}
+	if len(extra) > 0 {
+		at := e.modelAt + len(modelArgs)
+		tmpl = slices.Concat(tmpl[:at], extra, tmpl[at:])
+		for i := range extra {
+			fixed[at+i] = true
+		}
 	}
 	argv = make([]string, len(tmpl))
 	for i, a := range tmpl {
+		if fixed[i] {
+			argv[i] = a
+			continue
+		}
 		if strings.Contains(a, ModelPlaceholder) {
 			if model == "" {
 				return nil, nil, fmt.Errorf("exec engine %s: the command takes %q, but the session has no model; set model on the agent or in [engine.%s]", e.name, ModelPlaceholder, e.name)
@@ -280,19 +302,51 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 			return fail(fmt.Errorf("exec engine %s: prompt file: %w", e.name, err))
 		}
 	}
-	argv, stdin, err := e.Args(s.Model, s.Prompt, promptFile)
+	env := s.Env
+	if env == nil {
+		env = engine.SessionEnv(os.Environ(), s)
+	}
+	env = append(slices.Clip(env), e.env...)
+	// Every session of a preset can use the swarm's verbs as MCP tools:
+	// `swarm mcp`, with this session's identity.
+	var mcpArgs []string
+	lim := limitsFor(e.mcp, s.Caps)
+	if lim.tools.How != "" {
+		fmt.Fprintf(lw, "=== limits: %s\n", lim.tools.How)
+	}
+	if e.mcp != "" {
+		dir, err := os.MkdirTemp("", "swarm-mcp-")
+		if err != nil {
+			return fail(fmt.Errorf("exec engine %s: mcp settings: %w", e.name, err))
+		}
+		defer os.RemoveAll(dir)
+		settingsPath := filepath.Join(dir, "settings.json")
+		args, menv, settings, err := mcpRegistration(e.mcp, newMCPServer(env), settingsPath, lim.exclude)
+		if err != nil {
+			return fail(fmt.Errorf("exec engine %s: %w", e.name, err))
+		}
+		if settings != nil {
+			if err := os.WriteFile(settingsPath, settings, 0o600); err != nil {
+				return fail(fmt.Errorf("exec engine %s: mcp settings: %w", e.name, err))
+			}
+		}
+		mcpArgs, env = append(lim.args, args...), append(env, menv...)
+		fmt.Fprintf(lw, "=== mcp: %s registered as %q\n", "swarm mcp", MCPServerName)
+	}
+	argv, stdin, err := e.args(s.Model, s.Prompt, promptFile, mcpArgs)
 	if err != nil {
 		return fail(err)
+	}
+	if r := lim.replace; r[0] != "" {
+		if i := slices.Index(argv, r[0]); i > 0 {
+			argv[i] = r[1]
+		}
 	}
 
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	proc.Configure(cmd, s.Grace)
 	cmd.Dir = s.Worktree
-	env := s.Env
-	if env == nil {
-		env = engine.SessionEnv(os.Environ(), s)
-	}
-	cmd.Env = append(slices.Clip(env), e.env...)
+	cmd.Env = env
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

@@ -42,6 +42,9 @@ type Preset struct {
 	LoginDirEnv string
 	// Login is how to log in instead of setting a key.
 	Login string
+	// MCP is how the CLI is told of swarm's MCP server (MCPClaude,
+	// MCPCodex, MCPGemini): every session of a preset gets `swarm mcp`.
+	MCP string
 }
 
 // Credentials reports whether the preset's CLI looks able to authenticate:
@@ -102,6 +105,7 @@ var Presets = map[string]Preset{
 		Keys:    []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
 		Logins:  []string{".claude/.credentials.json"},
 		Login:   "log in once by running claude and /login",
+		MCP:     MCPClaude,
 	},
 	// codex exec reads the prompt from stdin given "-". Its workspace
 	// sandbox blocks the linked worktree's git dir (it lives under the main
@@ -118,6 +122,7 @@ var Presets = map[string]Preset{
 		Logins:      []string{".codex/auth.json"},
 		LoginDirEnv: "CODEX_HOME",
 		Login:       "log in once with 'codex login'",
+		MCP:         MCPCodex,
 	},
 	// gemini -p is headless; stdin comes first and -p's text is appended
 	// to it, so an empty -p runs the stdin prompt. Without --skip-trust a
@@ -136,5 +141,6 @@ var Presets = map[string]Preset{
 		Keys:    []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 		Logins:  []string{".gemini/oauth_creds.json"},
 		Login:   "log in once by running gemini and choosing Login with Google",
+		MCP:     MCPGemini,
 	},
 }
