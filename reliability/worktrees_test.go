@@ -393,10 +393,11 @@ func TestR1WorktreeKills(t *testing.T) {
 	t.Run("first-up", func(t *testing.T) {
 		budget := budget(75 * time.Second)
 		points := []string{"worktree add", "reset -q"}
+		const firstUps = 10 // as many as the interrupted downs of each signal
 		rounds := 0
-		for i := range 4 {
+		for i := range firstUps {
 			if time.Now().After(budget) {
-				t.Logf("time budget spent: stopping after %d of 4 rounds", rounds)
+				t.Logf("time budget spent: stopping after %d of %d rounds", rounds, firstUps)
 				break
 			}
 			sig := []string{"KILL", "INT"}[i%2]
