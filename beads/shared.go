@@ -71,6 +71,15 @@ func (s *Shared) List(ctx context.Context) ([]Issue, error) {
 
 // do runs call once for every caller that arrives while it runs.
 func (s *Shared) do(ctx context.Context, key string, call func(context.Context) ([]Issue, error)) ([]Issue, error) {
+	// Checked before joining too: singleflight forgets a call only after
+	// its function returned, so a caller right after Close could join the
+	// call Close cancelled and get its "context canceled".
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errClosed
+	}
 	ch := s.group.DoChan(key, func() (any, error) {
 		s.mu.Lock()
 		if s.closed {

@@ -183,7 +183,9 @@ func TestSharedCloseEndsTheCallInFlight(t *testing.T) {
 	joined.Wait()
 	// Wait (bounded) until bd is running, so Close has a process to end.
 	for i := 0; ; i++ {
-		if _, err := os.Stat(g.count); err == nil {
+		// Its line written, not only the file created: the shell makes
+		// the file before it writes, and Close could land in between.
+		if b, err := os.ReadFile(g.count); err == nil && len(b) > 0 {
 			break
 		}
 		if i == 3000 {
