@@ -77,6 +77,11 @@ type journal struct {
 	// Commit is the merge or squash commit; Commits what it merged.
 	Commit  string   `json:"commit,omitempty"`
 	Commits []string `json:"commits,omitempty"`
+	// Restoring is set while a recovery puts back the files an interrupted
+	// removal deleted: git writes them in place, so a restore cut short
+	// can leave one half written, which the next recovery then rewrites
+	// rather than taking for the operator's change.
+	Restoring bool `json:"restoring,omitempty"`
 	// PID and PIDStart name the process that wrote the entry, so a re-run
 	// can tell an interrupted operation from one still running.
 	PID      int       `json:"pid"`
@@ -135,6 +140,7 @@ func (m *Manager) writeJournal(ctx context.Context, j journal) error {
 // setState rewrites j with a new state and returns it.
 func (m *Manager) setState(ctx context.Context, j journal, state string) (journal, error) {
 	j.State = state
+	j.Restoring = false
 	return j, m.writeJournal(ctx, j)
 }
 

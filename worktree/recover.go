@@ -107,15 +107,33 @@ func (m *Manager) Recover(ctx context.Context, agents ...string) ([]Recovery, er
 		names = append(names, a)
 	}
 	sort.Strings(names)
+	// One worktree list for every agent, read again only after a recovery
+	// changed something.
+	var entries []entry
 	for i, agent := range names {
 		if i > 0 && names[i-1] == agent {
 			continue
 		}
-		info, err := m.inspect(ctx, agent)
+		var err error
+		if entries == nil {
+			entries, err = m.list(ctx)
+		}
+		var info Info
 		if err == nil {
-			_, err = m.recoverAgent(ctx, &info, recoverAll, &rec)
+			info, err = m.inspectIn(ctx, agent, entries)
+		}
+		if err == nil {
+			before := len(rec)
+			var r recovered
+			r, err = m.recoverAgent(ctx, &info, recoverAll, &rec)
+			// Whatever recovery did (it says so in rec, or the journal had
+			// an operation in progress) may have changed the list.
+			if len(rec) != before || (r.have && inProgress(r.j.State)) {
+				entries = nil
+			}
 		}
 		if err != nil {
+			entries = nil
 			errs = append(errs, fmt.Errorf("recover %s: %w", agent, err))
 		}
 	}
@@ -284,17 +302,30 @@ func (m *Manager) restoreRemoving(ctx context.Context, info Info, j journal, rec
 		var deleted []string
 		var other []string
 		for _, c := range chs {
-			if c.x == ' ' && c.y == 'D' {
+			switch {
+			case c.x == ' ' && c.y == 'D':
 				deleted = append(deleted, c.path)
-			} else {
+			case c.x == ' ' && c.y == 'M' && j.Restoring:
+				// A file swarm's own restore was writing when it was
+				// cut short: the worktree was clean when the removal
+				// began (git refuses to remove it otherwise), so the
+				// index holds its content.
+				deleted = append(deleted, c.path)
+			default:
 				other = append(other, c.String())
 			}
 		}
 		if len(deleted) > 0 && len(other) > 0 {
-			return j, fmt.Errorf("%w: an interrupted run was removing %s's worktree %s, which now lacks %d files and also holds changes that removing does not make (%s); swarm left it as it is. Look with 'git -C %q status': commit what you want to keep, put the rest back (git -C %q restore .), then run again",
-				ErrInterrupted, agent, info.Path, len(deleted), listSome(other, 10), info.Path, info.Path)
+			return j, fmt.Errorf("%w: an interrupted run was removing %s's worktree %s, which now lacks %s and also holds changes that removing does not make (%s); swarm left it as it is. Look with 'git -C %q status': commit what you want to keep, put the rest back (git -C %q restore .), then run again",
+				ErrInterrupted, agent, info.Path, plural(len(deleted), "a file", "files"), listSome(other, 10), info.Path, info.Path)
 		}
 		if len(deleted) > 0 {
+			if !j.Restoring {
+				j.Restoring = true
+				if err := m.writeJournal(ctx, j); err != nil {
+					return j, err
+				}
+			}
 			if _, err := m.runStdin(ctx, info.Path, strings.Join(deleted, "\x00")+"\x00", "checkout-index", "-f", "-z", "--stdin"); err != nil {
 				return j, fmt.Errorf("put back the files of %s: %w", agent, err)
 			}

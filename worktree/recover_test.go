@@ -157,6 +157,45 @@ fi`)
 	}
 }
 
+// A recovery cut short while it puts back what an interrupted removal
+// deleted leaves a file half written (git writes in place). The next run
+// finishes the restore, since the journal says the restore was swarm's,
+// and merges; a change nobody restored is still refused (the test above).
+func TestRestoreCutShortIsFinished(t *testing.T) {
+	t.Parallel()
+	f, wt := filesFixture(t)
+	ctx := context.Background()
+	f.commitAs("swarm/alpha", wt.Path, "work.txt", "work\n", "alpha: work")
+	interrupt(t, f, "merge", `
+if [ "$sub $next" = "worktree remove" ]; then
+	rm -f "$last/f1.txt" "$last/f2.txt"
+	die
+fi`)
+	interrupt(t, f, "merge", `
+if [ "$sub" = "checkout-index" ]; then
+	printf 'fi' > f1.txt
+	die
+fi`)
+	if b, err := os.ReadFile(filepath.Join(wt.Path, "f1.txt")); err != nil || string(b) != "fi" || exists(filepath.Join(wt.Path, "f2.txt")) {
+		t.Fatalf("the wrapper did not leave f1.txt half written and f2.txt missing: %q %v", b, err)
+	}
+	res, err := f.manager(Options{}).Merge(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("third run: %v\n%s", err, recoveredText(res.Recovered))
+	}
+	for i, name := range []string{"f1.txt", "f2.txt"} {
+		if b, err := os.ReadFile(filepath.Join(f.root, name)); err != nil || string(b) != fmt.Sprintf("file %d\n", i+1) {
+			t.Errorf("main's %s = %q, %v", name, b, err)
+		}
+	}
+	if !exists(filepath.Join(f.root, "work.txt")) || exists(wt.Path) {
+		t.Fatal("alpha's work not merged, or its worktree left behind")
+	}
+	if rec := recoveredText(res.Recovered); !strings.Contains(rec, "put back 2 files") {
+		t.Fatalf("Recovered:\n%s", rec)
+	}
+}
+
 // Issue 13, repro 2: Ctrl-C (here kill -9) during the first checkout left
 // a partly populated worktree with truncated files and a stale
 // index.lock. A later `swarm down --merge` must not merge the damage, and

@@ -405,11 +405,19 @@ func (m *Manager) lockAgent(ctx context.Context, agent string) (Info, func(), er
 }
 
 func (m *Manager) inspect(ctx context.Context, agent string) (Info, error) {
-	info := Info{Worktree: Worktree{Agent: agent, Path: m.Path(agent), Branch: Branch(agent)}}
 	entries, err := m.list(ctx)
 	if err != nil {
-		return info, err
+		return Info{Worktree: Worktree{Agent: agent, Path: m.Path(agent), Branch: Branch(agent)}}, err
 	}
+	return m.inspectIn(ctx, agent, entries)
+}
+
+// inspectIn is inspect with the worktree list already read (under m.mu,
+// with nothing changed since): one `git worktree list` serves every agent
+// of a Recover instead of one each.
+func (m *Manager) inspectIn(ctx context.Context, agent string, entries []entry) (Info, error) {
+	info := Info{Worktree: Worktree{Agent: agent, Path: m.Path(agent), Branch: Branch(agent)}}
+	var err error
 	want := canon(info.Path)
 	for _, e := range entries {
 		switch {
@@ -884,21 +892,38 @@ func (m *Manager) worktreeDir(agent string) (string, error) {
 // Lock locks agent's worktree with reason, so `git worktree prune` and
 // `remove` leave it alone while the swarm runs. A previous lock is
 // replaced, so the reason is current.
+//
+// It asks git directly rather than listing the worktrees first: every
+// session start locks, and a list per agent, under the manager's lock,
+// was most of a 50-agent restart.
 func (m *Manager) Lock(ctx context.Context, agent, reason string) error {
-	info, unlock, err := m.lockAgent(ctx, agent)
-	defer unlock()
-	if err != nil {
+	if err := checkAgent(agent); err != nil {
 		return fmt.Errorf("lock worktree %s: %w", agent, err)
 	}
-	if !info.Registered {
-		return fmt.Errorf("lock worktree %s: %w at %s", agent, ErrNoWorktree, info.Path)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	path := m.Path(agent)
+	lock := func() error {
+		_, err := m.run(ctx, m.root, "worktree", "lock", "--reason", reason, path)
+		return err
 	}
-	if info.Locked {
-		if _, err := m.run(ctx, m.root, "worktree", "unlock", info.Path); err != nil {
+	if lock() == nil {
+		return nil
+	}
+	// Refused: find out why from the list (git's words depend on its
+	// locale), replace an old lock, or say there is no worktree.
+	info, err := m.inspect(ctx, agent)
+	switch {
+	case err != nil:
+		return fmt.Errorf("lock worktree %s: %w", agent, err)
+	case !info.Registered:
+		return fmt.Errorf("lock worktree %s: %w at %s", agent, ErrNoWorktree, info.Path)
+	case info.Locked:
+		if _, err := m.run(ctx, m.root, "worktree", "unlock", path); err != nil {
 			return fmt.Errorf("lock worktree %s: %w", agent, err)
 		}
 	}
-	if _, err := m.run(ctx, m.root, "worktree", "lock", "--reason", reason, info.Path); err != nil {
+	if err := lock(); err != nil {
 		return fmt.Errorf("lock worktree %s: %w", agent, err)
 	}
 	return nil
@@ -907,8 +932,16 @@ func (m *Manager) Lock(ctx context.Context, agent, reason string) error {
 // Unlock unlocks agent's worktree. An unlocked or missing worktree is not
 // an error.
 func (m *Manager) Unlock(ctx context.Context, agent string) error {
-	info, unlock, err := m.lockAgent(ctx, agent)
-	defer unlock()
+	if err := checkAgent(agent); err != nil {
+		return fmt.Errorf("unlock worktree %s: %w", agent, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// As Lock: git first, the list only to explain a refusal.
+	if _, err := m.run(ctx, m.root, "worktree", "unlock", m.Path(agent)); err == nil {
+		return nil
+	}
+	info, err := m.inspect(ctx, agent)
 	if err != nil {
 		return fmt.Errorf("unlock worktree %s: %w", agent, err)
 	}

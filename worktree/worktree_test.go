@@ -206,6 +206,9 @@ func TestLockUnlock(t *testing.T) {
 	if err := f.m.Lock(ctx, "bravo", "x"); !errors.Is(err, ErrNoWorktree) {
 		t.Fatalf("Lock of a missing worktree = %v, want ErrNoWorktree", err)
 	}
+	if err := f.m.Unlock(ctx, "bravo"); err != nil {
+		t.Fatalf("Unlock of a missing worktree = %v, want nothing done", err)
+	}
 }
 
 func TestAutoCommitWithoutGitIdentity(t *testing.T) {
