@@ -35,9 +35,13 @@ func (s *Supervisor) Claim(ctx context.Context) error {
 		return nil
 	}
 	me := s.opts.Holder
-	l, err := s.store.ClaimLeases(ctx, mailbox.LeaseClaim{
-		Holder: me, Agents: s.order, TTL: s.leaseTTL(),
-		Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) },
+	var l mailbox.Leases
+	err := s.whileAway(ctx, "claim leases", func() (err error) {
+		l, err = s.store.ClaimLeases(ctx, mailbox.LeaseClaim{
+			Holder: me, Agents: s.order, TTL: s.leaseTTL(),
+			Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) },
+		})
+		return err
 	})
 	var he *mailbox.HeldError
 	if errors.As(err, &he) {

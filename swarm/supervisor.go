@@ -198,10 +198,33 @@ func (s *Supervisor) Poster() *mailbox.Poster { return s.poster }
 // ACKs, posted through Poster.
 func (s *Supervisor) Protocol() *Protocol { return s.protocol }
 
+// whileAway runs a start-up step, and runs it again while it fails
+// because the database is away for a moment (a PostgreSQL restart), for
+// up to storeOutage: a supervisor starting during a restart waits for the
+// database as its runners do, instead of exiting. The steps it wraps are
+// safe to repeat (reads, and recovery, which only finishes what it finds).
+func (s *Supervisor) whileAway(ctx context.Context, what string, fn func() error) error {
+	err := fn()
+	for wait := time.Duration(0); err != nil && s.store.Unavailable(err) && wait < storeOutage; {
+		pause := min(max(2*wait/10, 100*time.Millisecond), 2*time.Second)
+		s.log.Warn("database unavailable; retrying", "step", what, "retry_in", pause, "err", err)
+		t := s.clock.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		wait += pause
+		err = fn()
+	}
+	return err
+}
+
 // Preflight checks what every engine needs and what the worktrees need,
 // before anything is created. The error names everything missing.
 func (s *Supervisor) Preflight(ctx context.Context) error {
-	if err := s.opts.Worktrees.Preflight(ctx); err != nil {
+	if err := s.whileAway(ctx, "preflight", func() error { return s.opts.Worktrees.Preflight(ctx) }); err != nil {
 		return err
 	}
 	var problems []string
@@ -240,13 +263,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.Release()
-	if err := s.recover(ctx); err != nil {
+	if err := s.whileAway(ctx, "recovery", func() error { return s.recover(ctx) }); err != nil {
 		return err
 	}
-	if err := s.mail.start(ctx, s.store); err != nil {
+	if err := s.whileAway(ctx, "read the newest mail", func() error { return s.mail.start(ctx, s.store) }); err != nil {
 		return err
 	}
-	if err := s.desk.start(ctx); err != nil {
+	if err := s.whileAway(ctx, "read the escalations", func() error { return s.desk.start(ctx) }); err != nil {
 		return err
 	}
 	srv, err := s.opts.Listen(s.opts.Layout)
