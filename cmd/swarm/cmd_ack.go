@@ -68,11 +68,7 @@ func runAck(ctx context.Context, opts *AckOptions) error {
 		return usagef("give the msg_id (or #number) of the message to acknowledge, or --all")
 	}
 	agent, session := app.identity("")
-	l, cfg, err := app.loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := app.openStore(ctx, l, cfg)
+	l, cfg, st, err := app.openConfigured(ctx)
 	if err != nil {
 		return err
 	}

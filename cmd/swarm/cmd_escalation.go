@@ -100,11 +100,7 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 			return err
 		}
 	}
-	l, cfg, err := app.loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := app.openStore(ctx, l, cfg)
+	l, _, st, err := app.openConfigured(ctx)
 	if err != nil {
 		return err
 	}

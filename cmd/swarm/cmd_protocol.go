@@ -72,11 +72,7 @@ func runProtocolLog(ctx context.Context, opts *ProtocolLogOptions) error {
 	if opts.Limit < 0 {
 		return usagef("--limit must be 0 (all) or more, got %d", opts.Limit)
 	}
-	l, cfg, err := app.loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := app.openStore(ctx, l, cfg)
+	l, cfg, st, err := app.openConfigured(ctx)
 	if err != nil {
 		return err
 	}

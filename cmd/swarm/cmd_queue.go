@@ -78,11 +78,7 @@ Run from a session it needs can_use_queue. --json prints the task (top) or
 
 func runQueue(ctx context.Context, opts *QueueOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := app.openStore(ctx, l, cfg)
+	l, cfg, st, err := app.openConfigured(ctx)
 	if err != nil {
 		return err
 	}

@@ -72,11 +72,7 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 	if from == "" {
 		from = config.Operator
 	}
-	l, cfg, err := app.loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := app.openStore(ctx, l, cfg)
+	l, cfg, st, err := app.openConfigured(ctx)
 	if err != nil {
 		return err
 	}

@@ -100,11 +100,7 @@ stored report with "coordinator" and "mail_id".`,
 
 func runReport(ctx context.Context, opts *ReportOptions) error {
 	app := opts.App
-	l, cfg, err := app.loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := app.openStore(ctx, l, cfg)
+	l, cfg, st, err := app.openConfigured(ctx)
 	if err != nil {
 		return err
 	}

@@ -170,11 +170,7 @@ func runSendProtocol(ctx context.Context, opts *SendOptions) error {
 		return err
 	}
 	from, session := app.identity(opts.From)
-	l, cfg, err := app.loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := app.openStore(ctx, l, cfg)
+	l, cfg, st, err := app.openConfigured(ctx)
 	if err != nil {
 		return err
 	}

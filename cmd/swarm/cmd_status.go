@@ -346,7 +346,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		tokens := fmt.Sprint(a.Tokens)
 		if b := a.Budget; b != nil {
 			// What the budget counts against its limit.
-			tokens += fmt.Sprintf(" (%s/%s in %s)", humanize.Comma(b.Used), humanize.Comma(b.Tokens), b.Window)
+			tokens += " (" + budgetText(b) + ")"
 		}
 		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%s\t%s", a.Name, state, since, a.SessionSeq, a.modeWord(), a.Engine, mail,
 			a.ConsecutiveErrors, a.TotalErrors, tokens, hb)

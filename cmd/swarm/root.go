@@ -318,6 +318,20 @@ func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) 
 	return t.Open(ctx)
 }
 
+// openConfigured reads swarm.toml and opens the store it names: what most
+// commands that read or post do first. The caller closes the store.
+func (a *App) openConfigured(ctx context.Context) (repo.Layout, *config.Config, mailbox.Store, error) {
+	l, cfg, err := a.loadConfig()
+	if err != nil {
+		return l, nil, nil, err
+	}
+	st, err := a.openStore(ctx, l, cfg)
+	if err != nil {
+		return l, nil, nil, err
+	}
+	return l, cfg, st, nil
+}
+
 // unclosed is a store a command uses but does not own.
 type unclosed struct{ mailbox.Store }
 

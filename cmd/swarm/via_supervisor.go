@@ -52,10 +52,8 @@ func forwarded(ctx context.Context, app *App, args []string) (int, bool) {
 	if root == "" {
 		return 0, false
 	}
-	req := control.RunRequest{Args: args, Dir: app.Cwd, Env: map[string]string{}}
-	for _, k := range []string{"SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ", "SWARM_ROOT", "SWARM_AGENTS"} {
-		req.Env[k] = app.Env.Getenv(k)
-	}
+	req := control.RunRequest{Args: args, Dir: app.Cwd,
+		Env: sessionVars(app, "SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ", "SWARM_ROOT", "SWARM_AGENTS")}
 	// Input only from a pipe or a file: a terminal, or the /dev/null the
 	// tools give commands, has nothing to send.
 	if f, ok := app.Stdin.(*os.File); ok {
@@ -72,9 +70,25 @@ func forwarded(ctx context.Context, app *App, args []string) (int, bool) {
 		fmt.Fprintf(app.Stderr, "swarm: this session's commands go through the supervisor, which did not answer: %v; try again in a moment (the supervisor may be restarting)\n", err)
 		return exitError, true
 	}
+	return relay(app, res), true
+}
+
+// relay prints what the supervisor's run of a command printed, and returns
+// its exit code, as if the command had run here.
+func relay(app *App, res control.RunResult) int {
 	io.WriteString(app.Stdout, res.Stdout)
 	io.WriteString(app.Stderr, res.Stderr)
-	return res.Code, true
+	return res.Code
+}
+
+// sessionVars copies the named variables of app's environment into a run
+// request: the identity the supervisor runs the command with.
+func sessionVars(app *App, keys ...string) map[string]string {
+	env := make(map[string]string, len(keys))
+	for _, k := range keys {
+		env[k] = app.Env.Getenv(k)
+	}
+	return env
 }
 
 // swarmCommands runs swarm commands inside the supervisor (control.OpRun)
@@ -132,10 +146,8 @@ func operatorSend(ctx context.Context, app *App, args []string) (int, bool) {
 	if t.Backend() != "postgres" {
 		return 0, false
 	}
-	req := control.RunRequest{Args: args, Dir: app.Cwd, Env: map[string]string{}, Target: t.String()}
-	for _, k := range []string{"SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ", "SWARM_ROOT"} {
-		req.Env[k] = app.Env.Getenv(k)
-	}
+	req := control.RunRequest{Args: args, Dir: app.Cwd, Target: t.String(),
+		Env: sessionVars(app, "SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ", "SWARM_ROOT")}
 	if slices.Contains(args, "-") {
 		b, err := io.ReadAll(io.LimitReader(app.Stdin, message.MaxBody+1))
 		if err != nil {
@@ -154,9 +166,7 @@ func operatorSend(ctx context.Context, app *App, args []string) (int, bool) {
 		fmt.Fprintf(app.Stderr, "swarm: the supervisor took the message but did not answer: %v; check 'swarm inbox --sent' before sending it again\n", err)
 		return exitError, true
 	}
-	io.WriteString(app.Stdout, res.Stdout)
-	io.WriteString(app.Stderr, res.Stderr)
-	return res.Code, true
+	return relay(app, res), true
 }
 
 // overlayEnv is the process environment with the session's variables set
