@@ -90,29 +90,14 @@ type Budgets struct {
 // budget and the swarm's, as of now. A running session's tokens are not
 // in the store yet; the supervisor adds them as they come.
 func ReadBudgets(ctx context.Context, st mailbox.Store, cfg *config.Config, now time.Time) (Budgets, error) {
-	grants, err := budgetGrants(ctx, st)
+	ur, err := newUsageReader(ctx, st, now)
 	if err != nil {
 		return Budgets{}, err
 	}
 	out := Budgets{Usage: map[string]mailbox.Usage{}, Agents: map[string]*BudgetUse{}}
-	sums := map[time.Time]map[string]mailbox.Usage{}
-	sum := func(since time.Time) (map[string]mailbox.Usage, error) {
-		if u, ok := sums[since]; ok {
-			return u, nil
-		}
-		u, err := st.UsageSince(ctx, since)
-		if err != nil {
-			return nil, err
-		}
-		sums[since] = u
-		return u, nil
-	}
 	for _, a := range cfg.Agents {
-		since := now.Add(-a.Budget.Window)
-		if g, ok := grants[a.Name]; ok && g.After(since) {
-			since = g
-		}
-		u, err := sum(since)
+		since := ur.since(a.Name, a.Budget.Window)
+		u, err := ur.sum(since)
 		if err != nil {
 			return Budgets{}, err
 		}
@@ -120,8 +105,8 @@ func ReadBudgets(ctx context.Context, st mailbox.Store, cfg *config.Config, now 
 		out.Agents[a.Name] = newUse(a.Budget, u[a.Name].Work(), since)
 	}
 	if sb := cfg.Budget.Swarm(); sb.Enabled() {
-		since := now.Add(-sb.Window)
-		u, err := sum(since)
+		since := ur.since("", sb.Window)
+		u, err := ur.sum(since)
 		if err != nil {
 			return Budgets{}, err
 		}
@@ -136,6 +121,48 @@ func total(u map[string]mailbox.Usage) int64 {
 		n += x.Work()
 	}
 	return n
+}
+
+// usageReader sums the stored usage that budgets count, reading the
+// operator's grants once and each start time's sums once.
+type usageReader struct {
+	ctx    context.Context
+	st     mailbox.Store
+	now    time.Time
+	grants map[string]time.Time
+	sums   map[time.Time]map[string]mailbox.Usage
+}
+
+func newUsageReader(ctx context.Context, st mailbox.Store, now time.Time) (*usageReader, error) {
+	grants, err := budgetGrants(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return &usageReader{ctx: ctx, st: st, now: now, grants: grants, sums: map[time.Time]map[string]mailbox.Usage{}}, nil
+}
+
+// since is where agent's count against a budget of window w starts: the
+// window's start, or the operator's last grant to the agent when later.
+// agent "" (the swarm as a whole) has no grant.
+func (u *usageReader) since(agent string, w time.Duration) time.Time {
+	since := u.now.Add(-w)
+	if g, ok := u.grants[agent]; ok && g.After(since) {
+		since = g
+	}
+	return since
+}
+
+// sum is every agent's stored usage since t.
+func (u *usageReader) sum(t time.Time) (map[string]mailbox.Usage, error) {
+	if s, ok := u.sums[t]; ok {
+		return s, nil
+	}
+	s, err := u.st.UsageSince(u.ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("read the token usage: %w", err)
+	}
+	u.sums[t] = s
+	return s, nil
 }
 
 // budgetGrants returns, by agent, when the operator last resumed (or
@@ -174,32 +201,26 @@ func (r *runner) readAgentBudget(ctx context.Context) (agentBudget, error) {
 	if !b.Enabled() && !sb.Enabled() {
 		return agentBudget{}, nil
 	}
-	now := r.sup.clock.Now()
-	grants, err := budgetGrants(bg(ctx), r.sup.store)
+	ur, err := newUsageReader(bg(ctx), r.sup.store, r.sup.clock.Now())
 	if err != nil {
 		return agentBudget{}, err
 	}
 	var out agentBudget
-	for _, x := range []struct {
-		b   config.Budget
-		dst **BudgetUse
-	}{{b, &out.agent}, {sb, &out.swarm}} {
-		if !x.b.Enabled() {
-			continue
-		}
-		since := now.Add(-x.b.Window)
-		if g, ok := grants[r.agent.Name]; ok && g.After(since) {
-			since = g
-		}
-		u, err := r.sup.store.UsageSince(bg(ctx), since)
+	if b.Enabled() {
+		since := ur.since(r.agent.Name, b.Window)
+		u, err := ur.sum(since)
 		if err != nil {
-			return agentBudget{}, fmt.Errorf("read %s's token usage: %w", r.agent.Name, err)
+			return agentBudget{}, err
 		}
-		used := u[r.agent.Name].Work()
-		if x.dst == &out.swarm {
-			used = total(u)
+		out.agent = newUse(b, u[r.agent.Name].Work(), since)
+	}
+	if sb.Enabled() {
+		since := ur.since(r.agent.Name, sb.Window)
+		u, err := ur.sum(since)
+		if err != nil {
+			return agentBudget{}, err
 		}
-		*x.dst = newUse(x.b, used, since)
+		out.swarm = newUse(sb, total(u), since)
 	}
 	return out, nil
 }
