@@ -114,20 +114,28 @@ func countLines(s, sub string) int {
 	return n
 }
 
-// Issue 13, repro 1: an interrupt while `git worktree remove` is half done
-// left a worktree missing files; the re-run auto-committed the deletions
-// and merged them into main.
-func TestMergeAfterRemoveKilledHalfWay(t *testing.T) {
-	t.Parallel()
+// removeKilledHalfWay commits alpha's work, then runs a Merge that is
+// killed while `git worktree remove` is half done, with f1.txt and f2.txt
+// already deleted from the worktree.
+func removeKilledHalfWay(t *testing.T) (*fixture, Worktree) {
+	t.Helper()
 	f, wt := filesFixture(t)
-	ctx := context.Background()
 	f.commitAs("swarm/alpha", wt.Path, "work.txt", "work\n", "alpha: work")
-
 	interrupt(t, f, "merge", `
 if [ "$sub $next" = "worktree remove" ]; then
 	rm -f "$last/f1.txt" "$last/f2.txt"
 	die
 fi`)
+	return f, wt
+}
+
+// Issue 13, repro 1: an interrupt while `git worktree remove` is half done
+// left a worktree missing files; the re-run auto-committed the deletions
+// and merged them into main.
+func TestMergeAfterRemoveKilledHalfWay(t *testing.T) {
+	t.Parallel()
+	f, wt := removeKilledHalfWay(t)
+	ctx := context.Background()
 	if exists(filepath.Join(wt.Path, "f1.txt")) || !exists(filepath.Join(wt.Path, "f3.txt")) {
 		t.Fatal("the wrapper did not delete f1.txt and f2.txt only")
 	}
@@ -163,14 +171,8 @@ fi`)
 // and merges; a change nobody restored is still refused (the test above).
 func TestRestoreCutShortIsFinished(t *testing.T) {
 	t.Parallel()
-	f, wt := filesFixture(t)
+	f, wt := removeKilledHalfWay(t)
 	ctx := context.Background()
-	f.commitAs("swarm/alpha", wt.Path, "work.txt", "work\n", "alpha: work")
-	interrupt(t, f, "merge", `
-if [ "$sub $next" = "worktree remove" ]; then
-	rm -f "$last/f1.txt" "$last/f2.txt"
-	die
-fi`)
 	interrupt(t, f, "merge", `
 if [ "$sub" = "checkout-index" ]; then
 	printf 'fi' > f1.txt

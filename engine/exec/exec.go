@@ -331,7 +331,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 			}
 		}
 		mcpArgs, env = append(lim.args, args...), append(env, menv...)
-		fmt.Fprintf(lw, "=== mcp: %s registered as %q\n", "swarm mcp", MCPServerName)
+		fmt.Fprintf(lw, "=== mcp: swarm mcp registered as %q\n", MCPServerName)
 	}
 	argv, stdin, err := e.args(s.Model, s.Prompt, promptFile, mcpArgs)
 	if err != nil {

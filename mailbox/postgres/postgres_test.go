@@ -356,13 +356,12 @@ func TestFeedReconnects(t *testing.T) {
 	}
 }
 
-// TestOpenWaitsForARestart opens the store again and again while its
-// server restarts (pg_ctl restart, on a cluster of its own so the other
-// tests' connections are not cut): every open must succeed, whether it
-// met a refused connection, a server starting up (57P03) or a connection
-// the shutting-down server ended (57P01) halfway through migrating.
-func TestOpenWaitsForARestart(t *testing.T) {
-	pgtest.NewDB(t) // skips (or fails, when required) without PostgreSQL
+// ownCluster starts a cluster of the test's own, so that restarting it cuts
+// no other test's connections, and returns it with a database's URL. It
+// skips (or fails, when required) without PostgreSQL.
+func ownCluster(t *testing.T) (*pgtest.Cluster, string) {
+	t.Helper()
+	pgtest.NewDB(t)
 	c, err := pgtest.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -372,9 +371,13 @@ func TestOpenWaitsForARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	return c, url
+}
+
+// restartTwice restarts c twice (pg_ctl restart) in the background; the
+// channel gets the first error, or nil once both are done.
+func restartTwice(c *pgtest.Cluster) <-chan error {
 	restarted := make(chan error, 1)
-	opened := 0
 	go func() {
 		var err error
 		for range 2 {
@@ -384,6 +387,19 @@ func TestOpenWaitsForARestart(t *testing.T) {
 		}
 		restarted <- err
 	}()
+	return restarted
+}
+
+// TestOpenWaitsForARestart opens the store again and again while its
+// server restarts (pg_ctl restart, on a cluster of its own so the other
+// tests' connections are not cut): every open must succeed, whether it
+// met a refused connection, a server starting up (57P03) or a connection
+// the shutting-down server ended (57P01) halfway through migrating.
+func TestOpenWaitsForARestart(t *testing.T) {
+	c, url := ownCluster(t)
+	ctx := context.Background()
+	restarted := restartTwice(c)
+	opened := 0
 	for done := false; !done; {
 		select {
 		case err := <-restarted:
@@ -413,16 +429,7 @@ func TestOpenWaitsForARestart(t *testing.T) {
 // sent is returned as unavailable, never retried, so nothing is stored
 // twice; every post that succeeded is stored.
 func TestSendWaitsForARestart(t *testing.T) {
-	pgtest.NewDB(t) // skips (or fails, when required) without PostgreSQL
-	c, err := pgtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Stop() })
-	url, err := c.CreateDB()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, url := ownCluster(t)
 	ctx := context.Background()
 	s, err := Open(ctx, url, Options{OpenTimeout: 30 * time.Second})
 	if err != nil {
@@ -442,16 +449,7 @@ func TestSendWaitsForARestart(t *testing.T) {
 		}
 	})
 	defer func() { stopFeed(); feedDone.Wait(); f.Close() }()
-	restarted := make(chan error, 1)
-	go func() {
-		var err error
-		for range 2 {
-			if err = c.Restart(); err != nil {
-				break
-			}
-		}
-		restarted <- err
-	}()
+	restarted := restartTwice(c)
 	var ok, cut int
 	for done := false; !done; {
 		select {
