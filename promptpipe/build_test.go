@@ -388,3 +388,29 @@ var (
 	_ TaskSource = (*beads.Client)(nil)
 	_ TaskSource = (*beads.Shared)(nil)
 )
+
+// ownTimeoutTasks is a task source whose call gives up by its own timer,
+// set to the same bd_timeout, as the shared bd client does: it returns
+// its own error once the builder's deadline has passed.
+type ownTimeoutTasks struct{}
+
+func (ownTimeoutTasks) Ready(ctx context.Context) ([]beads.Issue, error) {
+	<-ctx.Done()
+	return nil, errors.New("bd ready --json: bd timed out after 100ms: context deadline exceeded")
+}
+
+// TestBuildSaysBDTookTooLongWhicheverTimerFires: the message names
+// bd_timeout whether the builder's timer or the client's noticed first.
+func TestBuildSaysBDTookTooLongWhicheverTimerFires(t *testing.T) {
+	dir := gitRepo(t, "one")
+	logger, logs := logBuffer()
+	cfg := defaultConfig
+	cfg.BDTimeout = 100 * time.Millisecond
+	b := &Builder{Tasks: ownTimeoutTasks{}, Config: cfg, Now: func() time.Time { return now }, Logger: logger}
+	if _, err := b.Build(context.Background(), contextFor(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `source=bd error="bd ready took longer than bd_timeout (100ms)`) {
+		t.Fatalf("logs:\n%s", logs)
+	}
+}

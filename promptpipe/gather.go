@@ -94,10 +94,11 @@ func (b *Builder) Gather(ctx context.Context, pc PromptContext) Sources {
 	})
 	if b.Tasks != nil {
 		g.Go(func() error {
-			tctx, cancel := context.WithTimeoutCause(ctx, b.bdTimeout(),
-				fmt.Errorf("bd ready took longer than bd_timeout (%s): %w", b.bdTimeout(), context.DeadlineExceeded))
+			late := fmt.Errorf("bd ready took longer than bd_timeout (%s): %w", b.bdTimeout(), context.DeadlineExceeded)
+			tctx, cancel := context.WithTimeoutCause(ctx, b.bdTimeout(), late)
 			defer cancel()
 			tasks, err := b.Tasks.Ready(tctx)
+			err = lateAs(tctx, err, late)
 			switch {
 			case errors.Is(err, beads.ErrNotInstalled):
 				log.Debug("no task section: bd is not installed")
@@ -113,10 +114,11 @@ func (b *Builder) Gather(ctx context.Context, pc PromptContext) Sources {
 	}
 	if gs, ok := b.Tasks.(GraphSource); ok && b.Tasks != nil && needsGraph(pc) {
 		g.Go(func() error {
-			tctx, cancel := context.WithTimeoutCause(ctx, b.bdTimeout(),
-				fmt.Errorf("bd list took longer than bd_timeout (%s): %w", b.bdTimeout(), context.DeadlineExceeded))
+			late := fmt.Errorf("bd list took longer than bd_timeout (%s): %w", b.bdTimeout(), context.DeadlineExceeded)
+			tctx, cancel := context.WithTimeoutCause(ctx, b.bdTimeout(), late)
 			defer cancel()
 			graph, err := gs.List(tctx)
+			err = lateAs(tctx, err, late)
 			switch {
 			case errors.Is(err, beads.ErrNotInstalled), errors.Is(err, beads.ErrNoDatabase):
 			case err != nil:
@@ -220,4 +222,18 @@ func within[T any](ctx context.Context, d time.Duration, what string, f func() (
 		var zero T
 		return zero, context.Cause(ctx)
 	}
+}
+
+// lateAs reports a call that failed once ctx's deadline had passed as late:
+// the bd client applies the same bd_timeout to its own run, and which of
+// the two timers the call noticed first is a matter of scheduling, not
+// something to show the user.
+func lateAs(ctx context.Context, err, late error) error {
+	if err == nil || errors.Is(err, late) {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return late
+	}
+	return err
 }
