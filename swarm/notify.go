@@ -46,6 +46,10 @@ type notifier struct {
 	inflight map[int64]bool      // escalations with a job queued or being sent
 	retryAt  map[int64]time.Time // after a delivery that failed everywhere
 	failures map[int64]int
+	// sent is what this notifier recorded as sent (Notified) per
+	// escalation: a look whose read of the rows began before a delivery
+	// was recorded sees the delivery here, and does not send it again.
+	sent map[int64]escalation.Notified
 }
 
 // notifyQueue bounds the jobs waiting for the sender.
@@ -74,6 +78,7 @@ func newNotifier(cfg config.Notify, dir string, st mailbox.Store, clock Clock, l
 		inflight: map[int64]bool{},
 		retryAt:  map[int64]time.Time{},
 		failures: map[int64]int{},
+		sent:     map[int64]escalation.Notified{},
 	}
 }
 
@@ -119,11 +124,15 @@ func (n *notifier) scan(ctx context.Context) (next time.Time, ok bool) {
 		if e.Severity.Rank() < n.cfg.MinSeverity.Rank() {
 			continue
 		}
+		n.mu.Lock()
+		if sent, ok := n.sent[e.ID]; ok {
+			e.Notified = sent // newer than a row read before it was recorded
+		}
 		event, at, has := n.due(e)
 		if !has {
+			n.mu.Unlock()
 			continue
 		}
-		n.mu.Lock()
 		busy := n.inflight[e.ID]
 		if r, retry := n.retryAt[e.ID]; retry && r.After(at) {
 			at = r
@@ -200,15 +209,16 @@ func (n *notifier) deliver(ctx context.Context, job notifyJob) {
 	}
 	// Recorded before the escalation leaves the in-flight set, so a look
 	// meanwhile cannot queue the same event again.
+	sent := job.esc.Notified
 	defer func() {
 		n.mu.Lock()
+		n.sent[id] = sent
 		delete(n.inflight, id)
 		delete(n.failures, id)
 		delete(n.retryAt, id)
 		n.mu.Unlock()
 		n.done()
 	}()
-	sent := job.esc.Notified
 	switch job.event {
 	case escalation.EventOpened:
 		sent.State, sent.At = escalation.Open, &now
