@@ -65,6 +65,8 @@ type Config struct {
 	// Budget is [budget]: every agent's default budget and the swarm's
 	// cap. Each Agent carries its own, with its overrides applied.
 	Budget Budgets
+	// Workflows are the [[workflow]] tables (DESIGN §9.3).
+	Workflows []Workflow
 
 	byName map[string]int // agent name -> index in Agents, for Agent
 }

@@ -492,3 +492,28 @@ func TestMailboxURL(t *testing.T) {
 		t.Fatalf("a URL with a password: %v", err)
 	}
 }
+
+func TestWorkflowErrors(t *testing.T) {
+	base := "[[agent]]\nname = \"backend\"\nengine = \"script\"\n[[agent]]\nname = \"critic\"\nengine = \"script\"\n"
+	for _, tc := range []struct{ toml, want string }{
+		{"[[workflow]]\nname = \"review\"\nkind = \"dev-reveiw\"\ndev = \"backend\"\n", `swarm.toml:9: unknown workflow kind "dev-reveiw" (valid: dev-review, dev-qa); did you mean "dev-review"?`},
+		{"[[workflow]]\nname = \"qa\"\nkind = \"dev-qa\"\ndev = \"backend\"\nqa = \"backend\"\n", `swarm.toml:11: backend is bound to two roles of workflow "qa" (dev and qa)`},
+		{"[[workflow]]\nname = \"r\"\nkind = \"dev-review\"\ndev = \"backend\"\nreviewer = \"critc\"\n", `swarm.toml:11: reviewer = "critc" is not a configured agent; did you mean "critic"?`},
+		{"[[workflow]]\nname = \"r\"\nkind = \"dev-review\"\ndev = \"backend\"\n", `swarm.toml:7: workflow "r" (dev-review) needs reviewer = "<agent>"`},
+		{"[[workflow]]\nname = \"r\"\nkind = \"dev-review\"\ndev = \"backend\"\nreviewer = \"critic\"\nmax_rejects = 0\n", `swarm.toml:12: max_rejects must be at least 1`},
+		{"[[workflow]]\nname = \"q\"\nkind = \"dev-qa\"\ndev = \"backend\"\nqa = \"critic\"\ntimeout = \"soon\"\n", `swarm.toml:12: bad duration "soon"`},
+	} {
+		_, err := Parse([]byte(base+tc.toml), "swarm.toml", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config\n%s\nerr = %v\nwant %s", tc.toml, err, tc.want)
+		}
+	}
+	cfg, err := Parse([]byte(base+"[[workflow]]\nname = \"review\"\nkind = \"dev-review\"\ndev = \"backend\"\nreviewer = \"critic\"\nci = [\"make\", \"test\"]\n"), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ok := cfg.Workflow("review")
+	if !ok || w.MaxRejects != 3 || w.CIRetries != 2 || len(w.CI) != 2 || w.RoleOf("critic") != "reviewer" {
+		t.Fatalf("workflow = %+v", w)
+	}
+}

@@ -30,6 +30,7 @@ type rawFile struct {
 	Env      rawEnv               `toml:"env"`
 	Notify   rawNotify            `toml:"notify"`
 	Budget   *rawBudget           `toml:"budget"`
+	Workflow []rawWorkflow        `toml:"workflow"`
 }
 
 type rawSettings struct {
@@ -196,6 +197,7 @@ func (b *builder) build(raw *rawFile) {
 	b.notify(raw.Notify)
 	b.budgets(raw.Budget)
 	b.agents(raw.Agent)
+	b.workflows(raw.Workflow)
 	if len(raw.Agent) == 0 {
 		b.errs = append(b.errs, &Error{File: b.file, Msg: "no agents: add at least one [[agent]] with a name"})
 	}

@@ -98,6 +98,9 @@ type Change struct {
 	To      string
 	Cause   string
 	Seq     int64 // the agent's session number, for agent events; 0 otherwise
+	// By names who triggered an item's change (an agent, swarm or
+	// operator); item events keep it as their agent.
+	By string
 }
 
 // Event is one persisted transition. The JSON names are a contract that
@@ -107,8 +110,9 @@ type Event struct {
 	At          time.Time   `json:"at"`
 	SubjectKind SubjectKind `json:"subject_kind"`
 	Subject     string      `json:"subject"`
-	// Agent is set for agent events, and for other subjects that belong to
-	// one agent; nil otherwise.
+	// Agent is set for agent events, for other subjects that belong to
+	// one agent, and for item events it names who triggered the change (an
+	// agent, swarm or operator); nil otherwise.
 	Agent      *string `json:"agent"`
 	From       *string `json:"from"` // nil for a subject's first event
 	To         string  `json:"to"`
@@ -129,6 +133,18 @@ func (e Event) AgentName() string {
 // implements it.
 type Recorder interface {
 	Transition(c Change) (Event, error)
+}
+
+// ApplyBy is Apply for a change someone triggered (items): by is kept as
+// the event's agent.
+func ApplyBy[S, E ~string](r Recorder, t *Table[S, E], kind SubjectKind, subject string, from S, event E, to S, cause, by string) (Event, error) {
+	if err := t.Check(from, event, to); err != nil {
+		return Event{}, err
+	}
+	if cause == "" {
+		cause = string(event)
+	}
+	return r.Transition(Change{Kind: kind, Subject: subject, From: string(from), To: string(to), Cause: cause, By: by})
 }
 
 // Apply checks from --event--> to against t and records it through r. It

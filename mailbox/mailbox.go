@@ -26,6 +26,7 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/workflow"
 )
 
 // Errors every implementation returns (wrapped) for the same conditions.
@@ -42,6 +43,10 @@ var (
 	// ErrNoSuchSession means the session does not exist (or is not running,
 	// where a running one is needed).
 	ErrNoSuchSession = errors.New("no such session")
+	// ErrNoSuchItem means no workflow item has the id.
+	ErrNoSuchItem = errors.New("no such work item")
+	// ErrItemExists means a workflow item with the id exists already.
+	ErrItemExists = errors.New("work item exists")
 	// ErrNoSuchEscalation means the escalation id does not exist.
 	ErrNoSuchEscalation = errors.New("no such escalation")
 	// ErrDuplicateMsgID means a protocol message with the same msg_id is
@@ -171,6 +176,12 @@ type Store interface {
 	// writes only that bookkeeping, never the escalation's state.
 	SetNotified(ctx context.Context, id int64, n escalation.Notified) error
 
+	// Item returns one workflow item, or ErrNoSuchItem.
+	Item(ctx context.Context, id string) (workflow.Item, error)
+	// Items lists the items of a workflow (every workflow's when name is
+	// empty), first in, first out.
+	Items(ctx context.Context, workflow string) ([]workflow.Item, error)
+
 	// Meta reads a swarm-wide setting, such as the recorded base branch.
 	Meta(ctx context.Context, key string) (string, bool, error)
 	// SetMeta writes a swarm-wide setting.
@@ -219,6 +230,8 @@ type Tx interface {
 	// decimal) move the escalations row, stamping acked_at or resolved_at,
 	// and their events carry the escalation's agent; an escalation's first
 	// change (From "") finds the row InsertEscalation just stored in To.
+	// Item subjects (the item's id) move the workflow_items row the same
+	// way, and their events carry c.By as their agent.
 	Transition(c fsm.Change) (fsm.Event, error)
 	// ResetErrors starts an agent's error counts over.
 	ResetErrors(agent string) error
@@ -258,6 +271,16 @@ type Tx interface {
 	// MarkShown records that session seq's prompt carried the decisions of
 	// escalations ids.
 	MarkShown(ids []int64, seq int64) error
+
+	// InsertItem stores a new workflow item in its first state
+	// (ErrItemExists when the id is taken). Its first transition (from
+	// nothing, through Transition) is the caller's to record.
+	InsertItem(it workflow.Item) error
+	// Item returns one workflow item, or ErrNoSuchItem.
+	Item(id string) (workflow.Item, error)
+	// UpdateItem writes an item's counters and bookkeeping (everything
+	// but its state, which only Transition moves) and stamps updated_at.
+	UpdateItem(it workflow.Item) error
 
 	// RequeueAck queues the protocol message msgID again for its
 	// recipient, with its ACK pending and no deadline (the next delivery
@@ -447,6 +470,9 @@ type EventFilter struct {
 	Limit   int    // newest Limit; 0 means all
 	// Kind keeps only events about subjects of this kind; empty: all.
 	Kind fsm.SubjectKind
+	// Subjects keeps only events about these subjects (with Kind); empty:
+	// all.
+	Subjects []string
 }
 
 // EscalationFilter selects escalations. The zero filter lists the

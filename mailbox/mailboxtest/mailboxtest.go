@@ -18,6 +18,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/workflow"
 )
 
 // Clock is a manual clock for deterministic timestamps.
@@ -91,6 +92,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"SessionCapabilities", testSessionCapabilities},
 		{"Reports", testReports},
 		{"UsageSince", testUsageSince},
+		{"WorkItems", testWorkItems},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -981,5 +983,82 @@ func testUsageSince(e *env) {
 	}
 	if got, err := s.UsageSince(e.ctx, since.Add(time.Nanosecond)); err != nil || len(got) != 0 {
 		t.Errorf("after every session ended: %v, %v", got, err)
+	}
+}
+
+// testWorkItems: an item is stored in its first state, moves only by
+// compare-and-set with an event naming who triggered it, keeps its
+// bookkeeping apart from its state, and lists first in, first out.
+func testWorkItems(e *env) {
+	t, s := e.t, e.s
+	insert := func(it workflow.Item) error {
+		return s.InTx(e.ctx, func(tx mailbox.Tx) error {
+			if err := tx.InsertItem(it); err != nil {
+				return err
+			}
+			_, err := fsm.ApplyBy(tx, it.Kind.Table(), fsm.SubjectItem, it.ID, "", workflow.Create, it.State, "", message.Operator)
+			return err
+		})
+	}
+	a := workflow.Item{ID: "T-1", Workflow: "review", Kind: workflow.DevReview, Title: "add a flag", Criteria: []string{"flag exists", "tested"},
+		Risk: workflow.RiskHigh, State: workflow.Dispatched, Agent: "backend"}
+	if err := insert(a); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Add(time.Second)
+	if err := insert(workflow.Item{ID: "F-1", Workflow: "qa", Kind: workflow.DevQA, Title: "feature", Risk: workflow.RiskLow, Complex: true, State: workflow.Start}); err != nil {
+		t.Fatal(err)
+	}
+	if err := insert(a); !errors.Is(err, mailbox.ErrItemExists) {
+		t.Fatalf("second insert of T-1: %v, want ErrItemExists", err)
+	}
+	got, err := s.Item(e.ctx, "T-1")
+	if err != nil || got.State != workflow.Dispatched || got.Risk != workflow.RiskHigh || !slices.Equal(got.Criteria, a.Criteria) || got.Agent != "backend" {
+		t.Fatalf("Item = %+v, %v", got, err)
+	}
+	if _, err := s.Item(e.ctx, "nope"); !errors.Is(err, mailbox.ErrNoSuchItem) {
+		t.Fatalf("missing item: %v", err)
+	}
+	// Compare-and-set: from the wrong state nothing moves.
+	err = s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		_, err := fsm.ApplyBy(tx, workflow.ReviewTable, fsm.SubjectItem, "T-1", workflow.InProgress, workflow.Result, workflow.InReview, "", "backend")
+		return err
+	})
+	if !errors.Is(err, mailbox.ErrStateConflict) {
+		t.Fatalf("move from a stale state: %v, want ErrStateConflict", err)
+	}
+	at := e.clk.Now()
+	if err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		if _, err := fsm.ApplyBy(tx, workflow.ReviewTable, fsm.SubjectItem, "T-1", workflow.Dispatched, workflow.Acked, workflow.InProgress, "", "backend"); err != nil {
+			return err
+		}
+		it, err := tx.Item("T-1")
+		if err != nil {
+			return err
+		}
+		it.RejectCount, it.Dispatch, it.Inputs, it.StageAt, it.Notified = 2, "task_dispatch-T-1-1", []string{"fix \"x\""}, &at, workflow.InProgress
+		return tx.UpdateItem(it)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Item(e.ctx, "T-1")
+	if err != nil || got.State != workflow.InProgress || got.RejectCount != 2 || got.Dispatch != "task_dispatch-T-1-1" ||
+		!slices.Equal(got.Inputs, []string{"fix \"x\""}) || got.StageAt == nil || !got.StageAt.Equal(at) || got.Notified != workflow.InProgress {
+		t.Fatalf("after update = %+v, %v", got, err)
+	}
+	items, err := s.Items(e.ctx, "")
+	if err != nil || len(items) != 2 || items[0].ID != "T-1" || items[1].ID != "F-1" || !items[1].Complex {
+		t.Fatalf("Items = %+v, %v", items, err)
+	}
+	if items, err := s.Items(e.ctx, "qa"); err != nil || len(items) != 1 || items[0].ID != "F-1" {
+		t.Fatalf("Items(qa) = %+v, %v", items, err)
+	}
+	evs, err := s.Events(e.ctx, mailbox.EventFilter{Kind: fsm.SubjectItem, Subjects: []string{"T-1"}})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("events of T-1 = %+v, %v", evs, err)
+	}
+	if evs[0].From != nil || evs[0].To != "dispatched" || evs[0].AgentName() != "operator" ||
+		evs[1].From == nil || *evs[1].From != "dispatched" || evs[1].To != "in_progress" || evs[1].AgentName() != "backend" || evs[1].Cause != "ack" {
+		t.Fatalf("events of T-1 = %+v", evs)
 	}
 }

@@ -108,6 +108,13 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 			return fsm.Event{}, err
 		}
 		agent = a
+	case fsm.SubjectItem:
+		if err := t.moveItem(c); err != nil {
+			return fsm.Event{}, err
+		}
+		if c.By != "" {
+			agent = &c.By
+		}
 	default:
 		return fsm.Event{}, fmt.Errorf("move %s %s: subjects of this kind have no table yet", c.Kind, c.Subject)
 	}
@@ -152,6 +159,10 @@ func (s *Store) Events(ctx context.Context, f mailbox.EventFilter) ([]fsm.Event,
 	if f.Kind != "" {
 		args = append(args, string(f.Kind))
 		q += fmt.Sprintf(` AND subject_kind = $%d`, len(args))
+	}
+	if len(f.Subjects) > 0 {
+		args = append(args, f.Subjects)
+		q += fmt.Sprintf(` AND subject = ANY($%d)`, len(args))
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {

@@ -104,6 +104,13 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 			return fsm.Event{}, err
 		}
 		agent = a
+	case fsm.SubjectItem:
+		if err := t.moveItem(c); err != nil {
+			return fsm.Event{}, err
+		}
+		if c.By != "" {
+			agent = c.By
+		}
 	default:
 		return fsm.Event{}, fmt.Errorf("move %s %s: subjects of this kind have no table yet", c.Kind, c.Subject)
 	}
@@ -153,6 +160,12 @@ func (s *Store) Events(ctx context.Context, f mailbox.EventFilter) ([]fsm.Event,
 	if f.Kind != "" {
 		q += ` AND subject_kind = ?`
 		args = append(args, f.Kind)
+	}
+	if len(f.Subjects) > 0 {
+		q += ` AND subject IN (` + placeholders(len(f.Subjects)) + `)`
+		for _, s := range f.Subjects {
+			args = append(args, s)
+		}
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {
