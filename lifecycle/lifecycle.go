@@ -107,6 +107,9 @@ var Table = func() *fsm.Table[State, Event] {
 	t.Add(Initializing, AwaitCore, Waiting)
 	t.Add(Waiting, CoreReady, BuildingPrompt)
 	t.Add(BuildingPrompt, PromptReady, Spawning)
+	// A dev-qa workflow runs one agent at a time: a session that may not
+	// start yet waits in Idle for its turn (DESIGN §9.3).
+	t.Add(BuildingPrompt, NoWork, Idle)
 	t.Add(Spawning, SessionStarted, Running)
 	t.Add(Spawning, StartFailed, CoolingDown, Stopped)
 	t.Add(Running, SessionExitedOK, SessionComplete)

@@ -19,6 +19,7 @@ func TestTransitionTable(t *testing.T) {
 		{Stopped, Start, []State{Initializing}},
 		{Initializing, WorktreeReady, []State{BuildingPrompt}},
 		{BuildingPrompt, PromptReady, []State{Spawning}},
+		{BuildingPrompt, NoWork, []State{Idle}},
 		{Spawning, SessionStarted, []State{Running}},
 		{Spawning, StartFailed, []State{CoolingDown, Stopped}},
 		{Running, SessionExitedOK, []State{SessionComplete}},

@@ -21,6 +21,10 @@ type Command struct {
 	// Pending marks a command that is not built yet: it is neither shown
 	// nor allowed until its issue lands and clears the mark.
 	Pending bool
+	// Hidden marks a command that is allowed but not listed in section 3:
+	// the workflow's commands, which section 4 names for the agent whose
+	// stage it is.
+	Hidden bool
 }
 
 // Line is the command's syntax.
@@ -65,6 +69,12 @@ var Commands = []Command{
 
 	{ID: "session:report", Capability: CanReportSessionLevel, Program: "swarm", Args: []string{"report", "session"}, Syntax: `swarm report session "<message>"`, Does: "a milestone of this session"},
 
+	// The workflows' (DESIGN §9.3): section 4 gives the exact line to the
+	// agent whose stage it is.
+	{ID: "workflow:signal", Capability: CanMessage, Program: "swarm", Args: []string{"workflow", "signal"}, Syntax: "swarm workflow signal --item <id> --status COMPLETE --next <state>", Does: "end your dev-qa stage", Hidden: true},
+	{ID: "workflow:status", Program: "swarm", Args: []string{"workflow", "status"}, Syntax: "swarm workflow status [<name>]", Does: "the workflows' items", Hidden: true},
+	{ID: "workflow:history", Program: "swarm", Args: []string{"workflow", "history"}, Syntax: "swarm workflow history <item>", Does: "an item's transitions", Hidden: true},
+
 	{ID: "operator:escalate", Capability: CanEscalate, Program: "swarm", Args: []string{"escalate"}, Syntax: `swarm escalate "<summary>" [--hold] [--approval]`, Does: "ask operator for a decision now"},
 }
 
@@ -73,7 +83,7 @@ var Commands = []Command{
 func (v Vector) Commands(beads bool) []Command {
 	var out []Command
 	for _, c := range Commands {
-		if c.Pending || (c.Program == "bd" && !beads) {
+		if c.Pending || c.Hidden || (c.Program == "bd" && !beads) {
 			continue
 		}
 		if c.Capability == "" || v[c.Capability] {

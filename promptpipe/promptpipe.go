@@ -129,11 +129,21 @@ type PromptContext struct {
 	Messages []message.Message
 }
 
-// WorkflowContext places the agent in a workflow.
+// WorkflowContext places the agent in a workflow (DESIGN §9.3): the
+// workflow and stage, the item and its criteria, the inputs forwarded
+// verbatim (the last verdict's issues, QA's feedback, CI's output), the
+// constraints and the exact commands that end the stage.
 type WorkflowContext struct {
+	Workflow    string // the [[workflow]]'s name; "" renders no header line
+	Kind        string // dev-review or dev-qa
 	Stage       string
+	Item        string
+	Title       string
+	Risk        string
+	Criteria    []string
 	Inputs      []string
 	Constraints []string
+	Commands    []string
 }
 
 // InterruptContext says why the previous session was cut short.

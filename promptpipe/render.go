@@ -103,7 +103,16 @@ func agentRole(pc PromptContext) string {
 
 func workflowContext(w WorkflowContext) string {
 	var b strings.Builder
+	if w.Workflow != "" {
+		fmt.Fprintf(&b, "Workflow %s (%s), run by the swarm supervisor: it routes, counts and times every step; you do this stage's work and end it with one of the commands below.\n", oneLine(w.Workflow), oneLine(w.Kind))
+	}
 	fmt.Fprintf(&b, "You are at workflow stage: %s.\n", oneLine(w.Stage))
+	if w.Item != "" {
+		fmt.Fprintf(&b, "Item: %s: %s\n", oneLine(w.Item), oneLine(w.Title))
+	}
+	if w.Risk != "" {
+		fmt.Fprintf(&b, "Risk: %s\n", oneLine(w.Risk))
+	}
 	list := func(title string, items []string) {
 		if len(items) == 0 {
 			return
@@ -113,8 +122,21 @@ func workflowContext(w WorkflowContext) string {
 			b.WriteString("- " + oneLine(it) + "\n")
 		}
 	}
-	list("Inputs", w.Inputs)
+	list("Acceptance criteria", w.Criteria)
+	if len(w.Inputs) > 0 {
+		// Verbatim: a reviewer's issue or QA's feedback keeps its lines.
+		b.WriteString("Inputs (verbatim):\n")
+		for _, in := range w.Inputs {
+			b.WriteString("- " + strings.ReplaceAll(strings.TrimRight(nest(in), "\n"), "\n", "\n  ") + "\n")
+		}
+	}
 	list("Constraints", w.Constraints)
+	if len(w.Commands) > 0 {
+		b.WriteString("End the stage with exactly one of:\n")
+		for _, c := range w.Commands {
+			b.WriteString("    " + c + "\n")
+		}
+	}
 	return b.String()
 }
 

@@ -161,7 +161,10 @@ func (s *Supervisor) Decide(ctx context.Context, id int64, action escalation.Eve
 // EscalationChanged tells the desk that an escalation was raised or
 // decided, here or by another process: it looks now rather than at its
 // next poll.
-func (s *Supervisor) EscalationChanged() { s.desk.poke() }
+func (s *Supervisor) EscalationChanged() {
+	s.desk.poke()
+	s.flow.poke() // a decision may unlock a work item
+}
 
 // raise is a trigger inside the supervisor: failures are logged, never
 // fatal to the agent that tripped it.

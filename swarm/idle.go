@@ -40,6 +40,10 @@ func (r *runner) afterSession(ctx context.Context) error {
 // kind, a ready task its mode may claim that its last completed session
 // did not list, or work its engine knows of (a script with blocks left).
 func (r *runner) workWaiting(ctx context.Context) (string, bool, error) {
+	// A dev-qa workflow's agent waits for its turn, whatever it has.
+	if ok, _ := r.sup.flow.mayStart(ctx, r.agent.Name); !ok {
+		return "", false, nil
+	}
 	c, err := r.sup.store.Pending(bg(ctx), r.agent.Name)
 	if err != nil {
 		return "", false, err
@@ -143,6 +147,9 @@ func (r *runner) idle(ctx context.Context) error {
 				continue
 			}
 			if c.Waking > 0 {
+				if ok, _ := r.sup.flow.mayStart(ctx, r.agent.Name); !ok {
+					continue
+				}
 				return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, fmt.Sprintf("%d message(s) waiting", c.Waking))
 			}
 		case <-r.escal:

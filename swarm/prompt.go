@@ -139,6 +139,11 @@ func (p PipePrompts) render(ctx context.Context, req PromptRequest) (promptpipe.
 		}
 		pc.Interrupt = &promptpipe.InterruptContext{MessageID: m.ID, From: m.From, Body: m.Body, When: when, Reason: in.Reason}
 	}
+	if p.Config != nil && len(p.Config.Workflows) > 0 {
+		if pc.Workflow, err = WorkflowContextFor(ctx, p.Store, p.Config, req.Agent.Name); err != nil {
+			return promptpipe.Prompt{}, fmt.Errorf("read the agent's workflow items: %w", err)
+		}
+	}
 	for _, d := range req.Decisions {
 		od := promptpipe.OperatorDecision{Escalation: d.ID, Kind: string(d.Kind), Summary: d.Summary, Note: d.Note}
 		if d.Decision != nil {

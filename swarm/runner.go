@@ -60,6 +60,7 @@ type runner struct {
 	sessionMail   []message.Message // mail delivered into the current session
 	sessionPrompt string            // the current session's prompt, as stored
 	sessionCaps   mode.Vector       // the current session's capability vector, as stored
+	stage         *stageRun         // the dev-qa stage the current session works in, if any
 	lastTasks     []string          // ready tasks the last completed session listed
 	pausePending  bool
 	pending       []lifecycle.Notice // transitions made in the open transaction
@@ -149,6 +150,9 @@ func (r *runner) inTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
 		return err
 	}
 	r.live.Store(r.state)
+	if !inSession(r.state) {
+		r.sup.flow.release(r.agent.Name)
+	}
 	for _, n := range r.pending {
 		r.sup.bus.emit(n)
 	}
@@ -260,6 +264,16 @@ func (r *runner) run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+}
+
+// inSession reports whether an agent in s holds its dev-qa session slot:
+// from the prompt's build to the session's settling.
+func inSession(s lifecycle.State) bool {
+	switch s {
+	case lifecycle.BuildingPrompt, lifecycle.Spawning, lifecycle.Running, lifecycle.Interrupting, lifecycle.SessionComplete:
+		return true
+	}
+	return false
 }
 
 // storeOutage is how long an agent waits for its database to come back

@@ -41,6 +41,11 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 		r.pausePending = false
 		return r.move(ctx, lifecycle.Pause, lifecycle.Paused, "paused by operator")
 	}
+	// A dev-qa workflow runs one agent at a time, the stage's.
+	if ok, why := r.sup.flow.acquire(ctx, r.agent.Name); !ok {
+		return r.move(ctx, lifecycle.NoWork, lifecycle.Idle, "waiting for its turn: "+why)
+	}
+	r.stage = r.sup.flow.opening(ctx, r.agent.Name)
 	// The prompt is built from the queued mail without consuming it; then
 	// one transaction delivers exactly that mail into the session, stores
 	// the session and moves on. A crash can never leave mail delivered to
@@ -286,6 +291,12 @@ func (r *runner) follow(ctx context.Context, s *session) error {
 	r.active.Store(s.seq)
 	defer r.active.Store(0)
 	boundary := r.agent.Interrupt == config.InterruptBoundary && r.kind != config.EngineExec
+	var stageC <-chan time.Time
+	if st := r.stage; st != nil {
+		t := r.sup.clock.NewTimer(max(st.Deadline.Sub(r.sup.clock.Now()), 0))
+		defer t.Stop()
+		stageC = t.C
+	}
 	// Urgent mail that came in while spawning interrupts at once.
 	if !boundary {
 		r.urgentHint.Store(false)
@@ -328,10 +339,33 @@ func (r *runner) follow(ctx context.Context, s *session) error {
 			}
 		case c := <-r.ctl:
 			r.pausePending = c == cmdPause
+		case <-stageC:
+			return r.stageTimedOut(ctx, s, *r.stage)
 		case <-ctx.Done():
 			return r.shutdownSession(ctx, s)
 		}
 	}
+}
+
+// stageTimedOut cancels a session whose dev-qa stage ran past its
+// timeout: the stage is kept, a stage_timeout escalation is raised, and the
+// session ends as timed out (the agent cools down, then works its stage
+// again).
+func (r *runner) stageTimedOut(ctx context.Context, s *session, st stageRun) error {
+	cause := &StageTimeoutError{Stage: st}
+	s.cancel(cause)
+	res, _, stopped := r.awaitCancelled(ctx, s)
+	if stopped {
+		return r.shutdownSession(ctx, s)
+	}
+	r.logResult(s, res)
+	r.checkCut(ctx, s)
+	r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindStageTimeout, Agent: r.agent.Name, Ref: itemRef(st.Item),
+		Summary: truncate(fmt.Sprintf("item %s: %s's %s stage ran past its timeout of %s; session %d was cancelled and the item stays in %s",
+			st.Item, r.agent.Name, st.State, st.Timeout, s.seq, st.State), 500),
+		Details:   details(map[string]any{"item": st.Item, "workflow": st.Workflow, "stage": st.State, "timeout": st.Timeout.String(), "session_seq": s.seq}),
+		DedupeKey: fmt.Sprintf("stage_timeout:item:%s:%s", st.Item, st.State)})
+	return r.endFailed(ctx, lifecycle.SessionExitedError, mailbox.SessionTimeout, cause, res.Usage)
 }
 
 // drain empties a signal channel.

@@ -122,6 +122,7 @@ type Supervisor struct {
 	desk      *desk          // escalations: notices, holds and notifications
 	protocol  *Protocol      // protocol messages and ACKs, for the engines' tools
 	acks      *ackDeadlines  // the ack-deadlines service
+	flow      *flow          // the workflows service and dev-qa's session gate
 	book      sessionBook    // when sessions ran, and their process groups
 	leases    mailbox.Leases // this supervisor's agents, while Run holds them
 	stopOnce  sync.Once
@@ -165,6 +166,7 @@ func New(opts Options) (*Supervisor, error) {
 	s.poster = mailbox.NewPoster(opts.Store, s.names, mailbox.WakerFunc(s.Wake))
 	s.desk = newDesk(s)
 	s.acks = newAckDeadlines(s)
+	s.flow = newFlow(s)
 	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	names := opts.Agents
 	if len(names) == 0 {

@@ -20,6 +20,9 @@ func (s *Supervisor) Wake(ctx context.Context, posted []message.Message) {
 		if r, ok := s.runners[m.To]; ok {
 			r.poke(m.IsUrgent())
 		}
+		if m.To == message.Swarm {
+			s.flow.poke() // an answer to the workflow engine
+		}
 	}
 	s.announce(posted)
 }
@@ -60,6 +63,7 @@ func (s *Supervisor) wakeAll() {
 	for _, r := range s.runners {
 		r.poke(true)
 	}
+	s.flow.poke()
 }
 
 // announce emits one notice per message not announced before.
@@ -89,8 +93,9 @@ func (s *Supervisor) followFeed(ctx context.Context) error {
 			s.log.Warn("read new mail", "err", err)
 		}
 		// An escalation raised or decided by another process whose poke
-		// was missed.
+		// was missed, or a workflow item another process moved.
 		s.EscalationChanged()
+		s.flow.poke()
 	}
 }
 
@@ -110,6 +115,9 @@ func (s *Supervisor) catchUp(ctx context.Context) error {
 		for _, m := range fresh {
 			if r, ok := s.runners[m.To]; ok {
 				r.poke(m.IsUrgent())
+			}
+			if m.To == message.Swarm {
+				s.flow.poke()
 			}
 			s.bus.emit(lifecycle.Notice{At: m.CreatedAt, Agent: m.To, Kind: lifecycle.NoticeMessage, Message: &m})
 		}

@@ -240,3 +240,21 @@ func EngineFactory(cfg *config.Config, override string) Engines {
 		return eng, nil
 	}
 }
+
+// Tip, ReviewDiff, MergeCommit and Path serve the workflows (WorkflowGit).
+func (w GitWorktrees) Tip(ctx context.Context, agent string) (string, error) { return w.M.Tip(ctx, agent) }
+
+// ReviewDiff is git diff <base>...<commit>, cut at max bytes.
+func (w GitWorktrees) ReviewDiff(ctx context.Context, commit string, max int) (string, error) {
+	return w.M.ReviewDiff(ctx, commit, max)
+}
+
+// MergeCommit merges commit of swarm/<agent> into the base branch.
+func (w GitWorktrees) MergeCommit(ctx context.Context, agent, commit, subject string) (string, error) {
+	return w.M.MergeCommit(ctx, agent, commit, subject)
+}
+
+// Path is the agent's worktree.
+func (w GitWorktrees) Path(agent string) string { return w.M.Path(agent) }
+
+var _ WorkflowGit = GitWorktrees{}

@@ -116,6 +116,7 @@ var ReviewTable = func() *fsm.Table[State, Event] {
 	t.Add(Rejected, Redo, InProgress)
 	t.Add(Rejected, Lock, Locked)
 	t.Add(Locked, Resume, InProgress)
+	t.Add(InProgress, Resume, InProgress) // CI kept failing; the operator resumed
 	t.Add(Approved, Merge, Merged)
 	for _, s := range []State{Dispatched, InProgress, InReview, Approved, Rejected, Locked} {
 		t.Add(s, Abort, Aborted)

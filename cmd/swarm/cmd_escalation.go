@@ -100,7 +100,7 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 			return err
 		}
 	}
-	l, _, st, err := app.openConfigured(ctx)
+	l, cfg, st, err := app.openConfigured(ctx)
 	if err != nil {
 		return err
 	}
@@ -119,6 +119,24 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	// Approving a work item's approval merges its reviewed commit.
+	if opts.Action == "approve" && e.Kind == escalation.KindApproval && e.Ref != nil && strings.HasPrefix(*e.Ref, "item:") {
+		git, err := workflowGit(ctx, l, cfg.Worktree.Dir, st)
+		if err != nil {
+			return err
+		}
+		it, commit, _, err := swarm.MergeApproved(ctx, st, cfg, git, e)
+		if err != nil {
+			return fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge %s'", e.ID, err, strings.TrimPrefix(*e.Ref, "item:"))
+		}
+		pokeSupervisor(l)
+		if app.JSON {
+			return app.printJSON(e)
+		}
+		fmt.Fprintf(app.Stdout, "escalation %d resolved: approve\n", e.ID)
+		printMerged(app, it.ID, it.ReviewCommit, commit)
+		return nil
 	}
 	if app.JSON {
 		return app.printJSON(e)

@@ -17,6 +17,11 @@ import (
 const (
 	AfterEnd    = "end"
 	AfterRepeat = "repeat"
+	// AfterMail plays the blocks round and round like repeat, but only in
+	// sessions something else starts (mail, a workflow's turn): the agent
+	// has no work of its own. A reactive agent is one block that acts on
+	// its mail.
+	AfterMail = "mail"
 )
 
 // Placeholders a script may use in text and in string arguments.
@@ -94,10 +99,10 @@ func Parse(data []byte, name string) (*File, error) {
 	f := &File{Path: name, After: AfterEnd}
 	if raw.After != nil {
 		switch *raw.After {
-		case AfterEnd, AfterRepeat:
+		case AfterEnd, AfterRepeat, AfterMail:
 			f.After = *raw.After
 		default:
-			errorf("after", "after must be %q or %q, got %q", AfterEnd, AfterRepeat, *raw.After)
+			errorf("after", "after must be %q, %q or %q, got %q", AfterEnd, AfterRepeat, AfterMail, *raw.After)
 		}
 	}
 	for i, rs := range raw.Session {
@@ -158,14 +163,18 @@ func (f *File) Block(seq int64) (Block, bool) {
 		return Block{}, false
 	case seq <= n:
 		return f.Sessions[seq-1], true
-	case f.After == AfterRepeat:
+	case f.After == AfterRepeat || f.After == AfterMail:
 		return f.Sessions[(seq-1)%n], true
 	}
 	return Block{}, false
 }
 
-// HasWork reports whether session seq has a block to play.
+// HasWork reports whether session seq has a block to play: never with
+// after = "mail", whose sessions others start.
 func (f *File) HasWork(seq int64) bool {
+	if f.After == AfterMail {
+		return false
+	}
 	_, ok := f.Block(seq)
 	return ok
 }

@@ -6,7 +6,7 @@
 // A script is a TOML file, by default .swarm/scripts/<agent>.toml (or the
 // agent's `script = "path"`):
 //
-//	after = "end"            # or "repeat"; default "end"
+//	after = "end"            # or "repeat" or "mail"; default "end"
 //
 //	[[session]]              # session 1 plays the first block
 //	[[session.turn]]
@@ -22,7 +22,9 @@
 // Success. After the last block, "end" means the agent has no work of its
 // own (HasWork is false, so it goes Idle), and a session that runs anyway
 // (mail woke it) plays the built-in script; "repeat" starts again at block 1
-// and always has work.
+// and always has work; "mail" plays the blocks round and round too, but
+// only in sessions something else starts (mail, a workflow's turn), so one
+// block can be an agent that reacts to each message it gets.
 //
 // With no file, the built-in script acknowledges the session's mail in one
 // text turn ("Read 2 message(s) from lead, operator.") and ends. It never
@@ -171,7 +173,7 @@ func (p Plan) String() string {
 		return fmt.Sprintf("warning: session %d of %s is past the last of the %d block(s) of %s: the built-in script plays (it reads its mail and ends). Session N plays block N, and %s has run %d session(s) already: write the blocks to play next as block %d on, or set after = \"repeat\"",
 			p.Seq, p.Agent, p.Blocks, p.Path, p.Agent, p.Seq-1, p.Seq)
 	case int64(p.Block) != p.Seq:
-		return fmt.Sprintf("session %d of %s plays block %d of %d of %s (after = \"repeat\")", p.Seq, p.Agent, p.Block, p.Blocks, p.Path)
+		return fmt.Sprintf("session %d of %s plays block %d of %d of %s (after = %q)", p.Seq, p.Agent, p.Block, p.Blocks, p.Path, p.After)
 	}
 	return fmt.Sprintf("session %d of %s plays block %d of %d of %s", p.Seq, p.Agent, p.Block, p.Blocks, p.Path)
 }
@@ -202,7 +204,7 @@ func (e *Engine) plan(agent, root string, f *File, seq int64) Plan {
 		switch {
 		case seq <= n:
 			p.Block = int(seq)
-		case f.After == AfterRepeat:
+		case f.After == AfterRepeat || f.After == AfterMail:
 			p.Block = int((seq-1)%n) + 1
 		}
 	}

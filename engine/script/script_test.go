@@ -89,7 +89,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, src, want string }{
 		{"unknown top key", "afer = \"end\"\n", `x.toml:1: unknown key "afer"`},
 		{"unknown turn key", "[[session]]\n[[session.turn]]\ntext = \"a\"\nwiat = \"1s\"\n", `x.toml:4: unknown key "wiat" in [[session.turn]]; did you mean "wait"?`},
-		{"bad after", "\n\nafter = \"loop\"\n", `x.toml:3: after must be "end" or "repeat", got "loop"`},
+		{"bad after", "\n\nafter = \"loop\"\n", `x.toml:3: after must be "end", "repeat" or "mail", got "loop"`},
 		{"bad wait", "[[session]]\n[[session.turn]]\nwait = \"2 secs\"\ntext = \"a\"\n", `x.toml:3: bad wait "2 secs"`},
 		{"negative wait", "[[session]]\n[[session.turn]]\nwait = \"-1s\"\ntext = \"a\"\n", `x.toml:3: wait "-1s" must not be negative`},
 		{"tool and text", "[[session]]\n[[session.turn]]\ntool = \"bash\"\ntext = \"a\"\n", "x.toml:2: a turn has either tool or text, not both"},
@@ -441,6 +441,23 @@ func TestPlanInTheLog(t *testing.T) {
 		p, err := e.(*Engine).Plan(tc.agent, tc.seq)
 		if err != nil || "script: "+p.String()+"\n" != tc.want {
 			t.Errorf("Plan(%s, %d) = %q, %v", tc.agent, tc.seq, p, err)
+		}
+	}
+}
+
+func TestAfterMailHasNoWorkOfItsOwn(t *testing.T) {
+	f, err := Parse([]byte("after = \"mail\"\n[[session]]\n[[session.turn]]\ntext = \"a\"\n[[session]]\n[[session.turn]]\ntext = \"b\"\n"), "x.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(1); seq <= 5; seq++ {
+		if f.HasWork(seq) {
+			t.Errorf("session %d has work of its own", seq)
+		}
+		b, ok := f.Block(seq)
+		want := []string{"a", "b"}[(seq-1)%2]
+		if !ok || b.Turns[0].Text != want {
+			t.Errorf("session %d plays %+v, want the block of %q", seq, b, want)
 		}
 	}
 }

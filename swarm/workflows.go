@@ -1,0 +1,667 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/promptpipe"
+	"github.com/swarmhq/swarm/workflow"
+)
+
+// This file is the workflows' use cases (DESIGN §9.3) that the CLI runs
+// with or without a supervisor: start, signal, abort, merge, status and
+// history. They write rows and transitions only; the supervisor's flow
+// service (flow.go) sends the workflow's messages from the runtime's
+// address, runs CI, and reacts to answers and decisions.
+
+// WorkflowGit is what the workflows need of git (worktree.Manager).
+type WorkflowGit interface {
+	// Tip is the commit swarm/<agent> points at.
+	Tip(ctx context.Context, agent string) (string, error)
+	// ReviewDiff is git diff <base>...<commit>, cut at max bytes.
+	ReviewDiff(ctx context.Context, commit string, max int) (string, error)
+	// MergeCommit merges commit of swarm/<agent> into the base branch,
+	// keeping the agent's worktree and branch.
+	MergeCommit(ctx context.Context, agent, commit, subject string) (string, error)
+	// Path is the agent's worktree.
+	Path(agent string) string
+}
+
+// StartRequest is `swarm workflow start`.
+type StartRequest struct {
+	Workflow string
+	Item     string
+	Title    string
+	Criteria []string
+	Risk     string
+	Complex  bool
+	By       string // operator, or $SWARM_AGENT
+}
+
+// UsageError is invalid input to a workflow command (exit 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usage(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
+
+// StartItem stores a new item in its workflow's first state. The running
+// supervisor (poke it) sends the first message; with none running, the
+// next `swarm up` does.
+func StartItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req StartRequest) (workflow.Item, error) {
+	w, ok := cfg.Workflow(req.Workflow)
+	if !ok {
+		if len(cfg.Workflows) == 0 {
+			return workflow.Item{}, usage("no workflow %q: swarm.toml has no [[workflow]]; add one (see 'swarm workflow --help')", req.Workflow)
+		}
+		return workflow.Item{}, usage("no workflow %q (swarm.toml has %s)", req.Workflow, strings.Join(cfg.WorkflowNames(), ", "))
+	}
+	if err := workflow.ValidID(req.Item); err != nil {
+		return workflow.Item{}, usage("%v", err)
+	}
+	title := strings.TrimSpace(req.Title)
+	if title == "" {
+		return workflow.Item{}, usage("the item needs a title: --title \"what to build\"")
+	}
+	risk, err := workflow.ParseRisk(req.Risk)
+	if err != nil {
+		return workflow.Item{}, usage("%v", err)
+	}
+	var criteria []string
+	for _, c := range req.Criteria {
+		if c = strings.TrimSpace(c); c != "" {
+			criteria = append(criteria, c)
+		}
+	}
+	it := workflow.Item{ID: req.Item, Workflow: w.Name, Kind: w.Kind, Title: title, Criteria: criteria, Risk: risk, Complex: req.Complex}
+	switch w.Kind {
+	case workflow.DevReview:
+		if len(criteria) == 0 {
+			return workflow.Item{}, usage("a dev-review item needs at least one --criterion: what the reviewer checks, such as --criterion \"the tests pass\"")
+		}
+		it.State, it.Agent = workflow.Dispatched, w.Dev
+	case workflow.DevQA:
+		it.State = workflow.Start
+	}
+	by := req.By
+	if by == "" {
+		by = message.Operator
+	}
+	err = st.InTx(ctx, func(tx mailbox.Tx) error {
+		if err := tx.InsertItem(it); err != nil {
+			return err
+		}
+		_, err := fsm.ApplyBy(tx, w.Kind.Table(), fsm.SubjectItem, it.ID, "", workflow.Create, it.State, "started: "+truncate(title, 200), by)
+		return err
+	})
+	if errors.Is(err, mailbox.ErrItemExists) {
+		old, rerr := st.Item(ctx, it.ID)
+		if rerr == nil {
+			return workflow.Item{}, usage("item %s exists already (workflow %s, %s); pick another id, or see 'swarm workflow history %s'", it.ID, old.Workflow, old.State, it.ID)
+		}
+		return workflow.Item{}, usage("item %s exists already; pick another id", it.ID)
+	}
+	if err != nil {
+		return workflow.Item{}, fmt.Errorf("start item %s: %w", it.ID, err)
+	}
+	return st.Item(ctx, it.ID)
+}
+
+// SignalRequest is `swarm workflow signal`, from the stage's agent.
+type SignalRequest struct {
+	Agent     string // $SWARM_AGENT: the signal's sender
+	Item      string // "" means the agent's live item
+	Status    string
+	Next      string
+	Message   string   // feedback or notes, forwarded verbatim
+	Artifacts []string // paths created
+}
+
+// IllegalSignalError is a signal the workflow's table refuses: the state
+// is kept (exit 1).
+type IllegalSignalError struct {
+	Item  workflow.Item
+	Next  string
+	Legal []workflow.State
+}
+
+func (e *IllegalSignalError) Error() string {
+	legal := make([]string, len(e.Legal))
+	for i, s := range e.Legal {
+		legal[i] = string(s)
+	}
+	return fmt.Sprintf("illegal transition for item %s: %s → %s is not allowed (from %s: %s); the item stays in %s",
+		e.Item.ID, e.Item.State, e.Next, e.Item.State, orNone(strings.Join(legal, ", ")), e.Item.State)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// SignalItem moves a dev-qa item by its stage agent's signal. COMPLETE
+// moves it to Next if the table allows; ERROR and TIMEOUT keep the stage
+// and raise an escalation for the operator.
+func SignalItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req SignalRequest) (workflow.Item, error) {
+	status, err := workflow.ParseStatus(req.Status)
+	if err != nil {
+		return workflow.Item{}, usage("%v", err)
+	}
+	if req.Agent == "" || message.Reserved(req.Agent) {
+		return workflow.Item{}, errors.New("only the stage's agent signals its stage, and $SWARM_AGENT is not set: run it from inside the agent's session")
+	}
+	it, w, err := signalled(ctx, st, cfg, req)
+	if err != nil {
+		return workflow.Item{}, err
+	}
+	role, working := workflow.Stage(it.State)
+	if !working || w.Role(role) != req.Agent {
+		owner := w.Role(role)
+		if owner == "" {
+			owner = "nobody"
+		}
+		return workflow.Item{}, fmt.Errorf("item %s is in %s, whose stage belongs to %s, not %s: only the stage's agent may signal it", it.ID, it.State, owner, req.Agent)
+	}
+	if status != workflow.StatusComplete {
+		_, _, rerr := Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Agent: req.Agent, Ref: "item:" + it.ID,
+			Summary:   truncate(fmt.Sprintf("%s signalled %s for item %s in %s: %s", req.Agent, status, it.ID, it.State, orNone(req.Message)), 500),
+			DedupeKey: fmt.Sprintf("signal:%s:%s:%s", it.ID, it.State, status)})
+		if rerr != nil {
+			return it, rerr
+		}
+		return it, nil
+	}
+	next := workflow.State(strings.ToUpper(strings.TrimSpace(req.Next)))
+	if req.Next == "" {
+		return workflow.Item{}, usage("--next is required with --status COMPLETE: the state the item moves to (from %s: %s)", it.State, legalNext(it.State))
+	}
+	if err := workflow.QATable.Check(it.State, workflow.Signal, next); err != nil {
+		return it, &IllegalSignalError{Item: it, Next: string(next), Legal: workflow.QATable.Next(it.State, workflow.Signal)}
+	}
+	cause := fmt.Sprintf("%s: %s", status, orNone(truncate(req.Message, 200)))
+	if len(req.Artifacts) > 0 {
+		cause += " (artifacts: " + strings.Join(req.Artifacts, ", ") + ")"
+	}
+	err = st.InTx(ctx, func(tx mailbox.Tx) error {
+		cur, err := tx.Item(it.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, it.ID, cur.State, workflow.Signal, next, truncate(cause, 500), req.Agent); err != nil {
+			return err
+		}
+		nextRole, _ := workflow.Stage(next)
+		cur.Agent, cur.StageAt, cur.Notified = w.Role(nextRole), nil, ""
+		var inputs []string
+		if m := strings.TrimSpace(req.Message); m != "" {
+			inputs = append(inputs, fmt.Sprintf("%s (%s) says: %s", req.Agent, it.State, m))
+		}
+		for _, a := range req.Artifacts {
+			inputs = append(inputs, "artifact: "+a)
+		}
+		cur.Inputs = inputs
+		return tx.UpdateItem(cur)
+	})
+	if errors.Is(err, mailbox.ErrStateConflict) {
+		return it, fmt.Errorf("item %s moved while signalling; see 'swarm workflow status %s' and signal again if it still needs it", it.ID, w.Name)
+	}
+	if err != nil {
+		return it, fmt.Errorf("signal item %s: %w", it.ID, err)
+	}
+	return st.Item(ctx, it.ID)
+}
+
+func legalNext(s workflow.State) string {
+	var out []string
+	for _, n := range workflow.QATable.Next(s, workflow.Signal) {
+		out = append(out, string(n))
+	}
+	return orNone(strings.Join(out, ", "))
+}
+
+// signalled finds the item a signal is about: the named one, or the live
+// dev-qa item whose stage belongs to the agent.
+func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, req SignalRequest) (workflow.Item, config.Workflow, error) {
+	if req.Item != "" {
+		it, err := st.Item(ctx, req.Item)
+		if errors.Is(err, mailbox.ErrNoSuchItem) {
+			return it, config.Workflow{}, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", req.Item)
+		}
+		if err != nil {
+			return it, config.Workflow{}, err
+		}
+		w, ok := cfg.Workflow(it.Workflow)
+		if !ok {
+			return it, w, fmt.Errorf("item %s belongs to workflow %s, which swarm.toml no longer has", it.ID, it.Workflow)
+		}
+		if w.Kind != workflow.DevQA {
+			return it, w, fmt.Errorf("item %s is a %s item: its stages end with protocol messages ('swarm send swarm --type task_result|review_verdict --reply-to <id>'), not signals", it.ID, w.Kind)
+		}
+		return it, w, nil
+	}
+	for _, w := range cfg.Workflows {
+		if w.Kind != workflow.DevQA || w.RoleOf(req.Agent) == "" {
+			continue
+		}
+		items, err := st.Items(ctx, w.Name)
+		if err != nil {
+			return workflow.Item{}, w, err
+		}
+		if it, ok := activeQA(items); ok {
+			if role, _ := workflow.Stage(it.State); w.Role(role) == req.Agent {
+				return it, w, nil
+			}
+		}
+	}
+	return workflow.Item{}, config.Workflow{}, fmt.Errorf("%s has no item in a stage of its own; name one with --item (see 'swarm workflow status')", req.Agent)
+}
+
+// activeQA is the dev-qa item being worked: the oldest live one that has
+// left START. Items are worked first in, first out.
+func activeQA(items []workflow.Item) (workflow.Item, bool) {
+	for _, it := range items {
+		if it.Live() && it.State != workflow.Start {
+			return it, true
+		}
+	}
+	return workflow.Item{}, false
+}
+
+// AbortItem ends a live item: its dispatch's ACK is cancelled, and the
+// workflow moves on.
+func AbortItem(ctx context.Context, st mailbox.Store, id, note string) (workflow.Item, error) {
+	it, err := st.Item(ctx, id)
+	if errors.Is(err, mailbox.ErrNoSuchItem) {
+		return it, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", id)
+	}
+	if err != nil {
+		return it, err
+	}
+	if !it.Live() {
+		return it, fmt.Errorf("item %s is %s already: nothing to abort", id, it.State)
+	}
+	err = st.InTx(ctx, func(tx mailbox.Tx) error {
+		return abortTx(tx, it, "aborted by operator"+optNote(note), message.Operator)
+	})
+	if err != nil {
+		return it, fmt.Errorf("abort item %s: %w", id, err)
+	}
+	return st.Item(ctx, id)
+}
+
+func optNote(note string) string {
+	if note = strings.TrimSpace(note); note != "" {
+		return ": " + truncate(note, 200)
+	}
+	return ""
+}
+
+func abortTx(tx mailbox.Tx, it workflow.Item, cause, by string) error {
+	cur, err := tx.Item(it.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := fsm.ApplyBy(tx, cur.Kind.Table(), fsm.SubjectItem, cur.ID, cur.State, workflow.Abort, workflow.Aborted, cause, by); err != nil {
+		return err
+	}
+	for _, msg := range []string{cur.Dispatch, cur.Request} {
+		if msg == "" {
+			continue
+		}
+		if _, err := tx.CancelAck(msg); err != nil && !errors.Is(err, mailbox.ErrAckClosed) && !errors.Is(err, mailbox.ErrNoSuchMessage) {
+			return err
+		}
+	}
+	cur.Agent = ""
+	return tx.UpdateItem(cur)
+}
+
+// ErrNeedsApproval refuses the merge of an item that waits for the
+// operator's approval.
+var ErrNeedsApproval = errors.New("needs the operator's approval")
+
+// MergeItem merges an approved dev-review item: the commit the review was
+// computed at goes into the base branch; dev's worktree and branch stay.
+// An item that needs approval merges only once its approval escalation
+// was approved.
+func MergeItem(ctx context.Context, st mailbox.Store, cfg *config.Config, git WorkflowGit, id string) (workflow.Item, string, error) {
+	it, err := st.Item(ctx, id)
+	if errors.Is(err, mailbox.ErrNoSuchItem) {
+		return it, "", fmt.Errorf("no item %s: 'swarm workflow status' lists the items", id)
+	}
+	if err != nil {
+		return it, "", err
+	}
+	w, ok := cfg.Workflow(it.Workflow)
+	switch {
+	case !ok:
+		return it, "", fmt.Errorf("item %s belongs to workflow %s, which swarm.toml no longer has", id, it.Workflow)
+	case it.Kind != workflow.DevReview:
+		return it, "", fmt.Errorf("item %s is a %s item: only dev-review items are merged by the workflow; merge the agents' branches with 'swarm down --merge'", id, it.Kind)
+	case it.State == workflow.Merged:
+		return it, "", fmt.Errorf("item %s is merged already", id)
+	case it.State != workflow.Approved:
+		return it, "", fmt.Errorf("item %s is %s: only an approved item merges (the reviewer approves it with a review_verdict)", id, it.State)
+	case it.ReviewCommit == "":
+		return it, "", fmt.Errorf("item %s has no reviewed commit recorded; start it again", id)
+	}
+	if needsApproval(w, it) {
+		e, found, err := itemEscalation(ctx, st, it, escalation.KindApproval)
+		if err != nil {
+			return it, "", err
+		}
+		switch {
+		case !found:
+			return it, "", fmt.Errorf("item %s (risk %s) %w, and its approval escalation is not raised yet: start the supervisor ('swarm up'), then 'swarm escalation approve <id>'", id, it.Risk, ErrNeedsApproval)
+		case e.State != escalation.Resolved:
+			return it, "", fmt.Errorf("item %s (risk %s) %w: 'swarm escalation approve %d' merges it", id, it.Risk, ErrNeedsApproval, e.ID)
+		case e.Decision == nil || *e.Decision != escalation.Approve:
+			return it, "", fmt.Errorf("item %s: the operator decided %s on its approval (escalation %d); it is not merged", id, decisionText(e), e.ID)
+		}
+	}
+	subject := fmt.Sprintf("swarm: merge %s (%s, reviewed at %s)", it.ID, truncate(it.Title, 80), short(it.ReviewCommit))
+	commit, err := git.MergeCommit(ctx, w.Dev, it.ReviewCommit, subject)
+	if err != nil {
+		return it, "", fmt.Errorf("merge item %s: %w", id, err)
+	}
+	cause := fmt.Sprintf("merged %s", short(it.ReviewCommit))
+	if commit == "" {
+		cause += " (on the base branch already)"
+	} else {
+		cause += " as " + short(commit)
+	}
+	err = st.InTx(ctx, func(tx mailbox.Tx) error {
+		_, err := fsm.ApplyBy(tx, workflow.ReviewTable, fsm.SubjectItem, it.ID, workflow.Approved, workflow.Merge, workflow.Merged, cause, message.Operator)
+		return err
+	})
+	if err != nil {
+		return it, commit, fmt.Errorf("item %s is merged (%s) but recording it failed: %w", id, short(commit), err)
+	}
+	it, err = st.Item(ctx, id)
+	return it, commit, err
+}
+
+func decisionText(e escalation.Escalation) string {
+	if e.Decision == nil {
+		return "nothing"
+	}
+	return string(*e.Decision)
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// needsApproval: risk high, or merge = "approval".
+func needsApproval(w config.Workflow, it workflow.Item) bool {
+	return it.Risk == workflow.RiskHigh || w.Merge == config.MergeApproval
+}
+
+// itemRef is an escalation's ref for an item.
+func itemRef(id string) string { return "item:" + id }
+
+// itemEscalation returns the newest escalation of kind about the item
+// raised since the item last changed state (the current round's).
+func itemEscalation(ctx context.Context, st mailbox.Store, it workflow.Item, kind escalation.Kind) (escalation.Escalation, bool, error) {
+	es, err := st.Escalations(ctx, mailbox.EscalationFilter{All: true})
+	if err != nil {
+		return escalation.Escalation{}, false, err
+	}
+	since, err := stateSince(ctx, st, it)
+	if err != nil {
+		return escalation.Escalation{}, false, err
+	}
+	var best escalation.Escalation
+	found := false
+	for _, e := range es {
+		if e.Kind != kind || e.Ref == nil || *e.Ref != itemRef(it.ID) || e.CreatedAt.Before(since) {
+			continue
+		}
+		if !found || e.ID > best.ID {
+			best, found = e, true
+		}
+	}
+	return best, found, nil
+}
+
+// stateSince is when the item entered its current state: its newest event.
+func stateSince(ctx context.Context, st mailbox.Store, it workflow.Item) (time.Time, error) {
+	evs, err := st.Events(ctx, mailbox.EventFilter{Kind: fsm.SubjectItem, Subjects: []string{it.ID}, Limit: 1})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(evs) == 0 {
+		return it.CreatedAt, nil
+	}
+	return evs[len(evs)-1].At, nil
+}
+
+// History is an item's transitions, oldest first.
+func History(ctx context.Context, st mailbox.Store, ids ...string) ([]workflow.Entry, error) {
+	evs, err := st.Events(ctx, mailbox.EventFilter{Kind: fsm.SubjectItem, Subjects: ids})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]workflow.Entry, 0, len(evs))
+	for _, e := range evs {
+		en := workflow.Entry{Item: e.Subject, To: workflow.State(e.To), At: e.At, TriggeredBy: e.AgentName(), Cause: e.Cause}
+		if e.From != nil {
+			en.From = workflow.State(*e.From)
+		} else if k := kindOf(e.To); k == workflow.DevQA {
+			en.From = "" // the item's creation
+		}
+		out = append(out, en)
+	}
+	return out, nil
+}
+
+func kindOf(state string) workflow.Kind {
+	for _, s := range []workflow.State{workflow.Start, workflow.Initializer, workflow.DevReady, workflow.Dev, workflow.QAReady, workflow.QA, workflow.QAPassed, workflow.DevFeedback} {
+		if string(s) == state {
+			return workflow.DevQA
+		}
+	}
+	return workflow.DevReview
+}
+
+// Status is one workflow as `swarm workflow status --json` prints it: the
+// items, and for dev-qa seed 001's workflow-state.json fields.
+type Status struct {
+	Name  string          `json:"name"`
+	Kind  workflow.Kind   `json:"kind"`
+	Items []workflow.Item `json:"items"`
+
+	CurrentState      string           `json:"current_state,omitempty"`
+	NextAgent         *string          `json:"next_agent,omitempty"`
+	PreviousState     *string          `json:"previous_state,omitempty"`
+	FeatureID         *string          `json:"feature_id,omitempty"`
+	Timestamp         *time.Time       `json:"timestamp,omitempty"`
+	TransitionHistory []workflow.Entry `json:"transition_history,omitempty"`
+}
+
+// WorkflowStatus reads one workflow (every workflow when name is empty).
+func WorkflowStatus(ctx context.Context, st mailbox.Store, cfg *config.Config, name string) ([]Status, error) {
+	var out []Status
+	for _, w := range cfg.Workflows {
+		if name != "" && w.Name != name {
+			continue
+		}
+		items, err := st.Items(ctx, w.Name)
+		if err != nil {
+			return nil, err
+		}
+		if items == nil {
+			items = []workflow.Item{}
+		}
+		s := Status{Name: w.Name, Kind: w.Kind, Items: items}
+		if w.Kind == workflow.DevQA {
+			if err := qaState(ctx, st, w, &s); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, s)
+	}
+	if name != "" && len(out) == 0 {
+		return nil, usage("no workflow %q (swarm.toml has %s)", name, orNone(strings.Join(cfg.WorkflowNames(), ", ")))
+	}
+	return out, nil
+}
+
+// qaState fills seed 001's fields: the workflow's state is its active
+// item's, START before any item began, COMPLETE when every item is done.
+func qaState(ctx context.Context, st mailbox.Store, w config.Workflow, s *Status) error {
+	ids := make([]string, len(s.Items))
+	for i, it := range s.Items {
+		ids[i] = it.ID
+	}
+	s.TransitionHistory = []workflow.Entry{}
+	if len(ids) > 0 {
+		h, err := History(ctx, st, ids...)
+		if err != nil {
+			return err
+		}
+		for _, e := range h {
+			if e.From == "" {
+				continue // an item stored in START is not a move of the workflow
+			}
+			s.TransitionHistory = append(s.TransitionHistory, e)
+		}
+	}
+	str := func(v string) *string { return &v }
+	active, ok := activeQA(s.Items)
+	switch {
+	case ok:
+		s.CurrentState, s.FeatureID = string(active.State), str(active.ID)
+	case slices.ContainsFunc(s.Items, func(it workflow.Item) bool { return it.State == workflow.Start }):
+		s.CurrentState = string(workflow.Start)
+	case len(s.Items) > 0:
+		s.CurrentState = string(workflow.Complete)
+		s.FeatureID = str(s.Items[len(s.Items)-1].ID)
+	default:
+		s.CurrentState = string(workflow.Start)
+	}
+	if n := len(s.TransitionHistory); n > 0 {
+		last := s.TransitionHistory[n-1]
+		s.PreviousState, s.Timestamp = str(string(last.From)), &last.At
+		if s.CurrentState == string(workflow.Complete) {
+			s.PreviousState = str(string(last.To))
+		}
+	}
+	if role, _ := workflow.Stage(workflow.State(s.CurrentState)); role != "" {
+		s.NextAgent = str(w.Role(role))
+	}
+	return nil
+}
+
+// WorkflowContextFor is section 4 for the agent's next session: its live
+// item, if it has one in a workflow, else nil. The store and config are
+// all it reads, so the preview and the session agree.
+func WorkflowContextFor(ctx context.Context, st mailbox.Store, cfg *config.Config, agent string) (*promptpipe.WorkflowContext, error) {
+	for _, w := range cfg.Workflows {
+		role := w.RoleOf(agent)
+		if role == "" {
+			continue
+		}
+		items, err := st.Items(ctx, w.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			if !it.Live() || it.State == workflow.Start {
+				continue
+			}
+			if c := contextOf(w, it, role, agent); c != nil {
+				return c, nil
+			}
+			if w.Kind == workflow.DevQA {
+				break // one item at a time
+			}
+		}
+	}
+	return nil, nil
+}
+
+// contextOf is the item's context for an agent in role, nil when the item
+// is not the agent's to work now.
+func contextOf(w config.Workflow, it workflow.Item, role, agent string) *promptpipe.WorkflowContext {
+	c := &promptpipe.WorkflowContext{Workflow: w.Name, Kind: string(w.Kind), Item: it.ID, Title: it.Title, Criteria: it.Criteria,
+		Inputs: it.Inputs, Risk: string(it.Risk)}
+	switch w.Kind {
+	case workflow.DevReview:
+		switch {
+		case role == "dev" && (it.State == workflow.Dispatched || it.State == workflow.InProgress):
+			c.Stage = fmt.Sprintf("%s (dev: build it; rejections so far %d of %d)", it.State, it.RejectCount, w.MaxRejects)
+			c.Constraints = []string{"Work on your branch " + "swarm/" + agent + "; commit your work before you report.",
+				"The supervisor routes your result to the reviewer; do not message the reviewer yourself."}
+			if it.Dispatch != "" {
+				c.Commands = []string{fmt.Sprintf(`swarm send swarm --type task_result --reply-to %s --payload '{"status":"completed","summary":"<what you did>"}'`, it.Dispatch)}
+				if it.State == workflow.Dispatched {
+					c.Commands = append([]string{"swarm ack " + it.Dispatch}, c.Commands...)
+				}
+			}
+		case role == "reviewer" && it.State == workflow.InReview:
+			c.Stage = fmt.Sprintf("in_review (reviewer: judge it; rejections so far %d of %d)", it.RejectCount, w.MaxRejects)
+			c.Inputs = nil
+			c.Constraints = []string{"Judge the result against every acceptance criterion; the review_request carries the diff.",
+				"Each issue you list is forwarded to dev verbatim: make each one specific and actionable.",
+				fmt.Sprintf("At %d rejections the item is locked and the operator decides.", w.MaxRejects)}
+			if it.Request != "" {
+				c.Commands = []string{
+					fmt.Sprintf(`swarm send swarm --type review_verdict --reply-to %s --payload '{"verdict":"approved","summary":"<why>"}'`, it.Request),
+					fmt.Sprintf(`swarm send swarm --type review_verdict --reply-to %s --payload '{"verdict":"rejected","issues":["<issue>"]}'`, it.Request),
+				}
+			}
+		default:
+			return nil
+		}
+	case workflow.DevQA:
+		stage, _ := workflow.Stage(it.State)
+		if stage != role {
+			return nil
+		}
+		state := it.State
+		switch state { // the state the item is in while this session runs
+		case workflow.DevReady, workflow.DevFeedback:
+			state = workflow.Dev
+		case workflow.QAReady:
+			state = workflow.QA
+		}
+		c.Stage = string(state)
+		c.Risk = ""
+		if it.State == workflow.DevFeedback {
+			c.Stage += " (after QA's feedback)"
+		}
+		c.Constraints = []string{fmt.Sprintf("One agent works at a time: the workflow's other agents wait until you signal. The stage times out after %s.", w.StageTimeout(it.Complex))}
+		for _, next := range workflow.QATable.Next(state, workflow.Signal) {
+			c.Commands = append(c.Commands, fmt.Sprintf(`swarm workflow signal --item %s --status COMPLETE --next %s --message "<what you did or found>"`, it.ID, next))
+		}
+	}
+	return c
+}
+
+// decideHooks: MergeApproved is what `swarm escalation approve` does after
+// the decision when the escalation is an item's approval.
+//
+// MergeApproved merges the item an approved approval escalation is about,
+// if it is one; it reports whether it was.
+func MergeApproved(ctx context.Context, st mailbox.Store, cfg *config.Config, git WorkflowGit, e escalation.Escalation) (workflow.Item, string, bool, error) {
+	if e.Kind != escalation.KindApproval || e.Ref == nil || !strings.HasPrefix(*e.Ref, "item:") || e.Decision == nil || *e.Decision != escalation.Approve {
+		return workflow.Item{}, "", false, nil
+	}
+	it, commit, err := MergeItem(ctx, st, cfg, git, strings.TrimPrefix(*e.Ref, "item:"))
+	return it, commit, true, err
+}
