@@ -24,7 +24,8 @@
 // (mail woke it) plays the built-in script; "repeat" starts again at block 1
 // and always has work; "mail" plays the blocks round and round too, but
 // only in sessions something else starts (mail, a workflow's turn), so one
-// block can be an agent that reacts to each message it gets.
+// block can be an agent that reacts to each message it gets; mail never
+// joins its running session, it starts the next one.
 //
 // With no file, the built-in script acknowledges the session's mail in one
 // text turn ("Read 2 message(s) from lead, operator.") and ends. It never
@@ -136,6 +137,12 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) engine.Result {
 	// The session's model is Gemini's default, which a script does not
 	// use: the log names none.
 	s.Model = ""
+	if f != nil && f.After == AfterMail {
+		// A reactive agent answers the mail its session started with; mail
+		// that comes meanwhile starts its next session rather than joining
+		// this one, which a script could not read.
+		s.Interject = nil
+	}
 	loop := &engine.Loop{EngineName: e.opts.Name, Model: &model{block: block, wait: e.opts.Wait}, Logger: e.opts.Logger}
 	return loop.Run(ctx, s)
 }
