@@ -38,10 +38,10 @@ type flow struct {
 	kick chan struct{}
 
 	mu    sync.Mutex
-	slots map[string]string   // dev-qa workflow -> the agent in a session
-	ci    map[string]bool     // items whose CI runs now
-	seen  map[string]string   // dev-qa workflow -> its active item and state, last look
-	wg    sync.WaitGroup      // CI runs
+	slots map[string]string // dev-qa workflow -> the agent in a session
+	ci    map[string]bool   // items whose CI runs now
+	seen  map[string]string // dev-qa workflow -> its active item and state, last look
+	wg    sync.WaitGroup    // CI runs
 	runCI func(ctx context.Context, argv []string, dir string) (string, error)
 }
 

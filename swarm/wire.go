@@ -242,7 +242,9 @@ func EngineFactory(cfg *config.Config, override string) Engines {
 }
 
 // Tip, ReviewDiff, MergeCommit and Path serve the workflows (WorkflowGit).
-func (w GitWorktrees) Tip(ctx context.Context, agent string) (string, error) { return w.M.Tip(ctx, agent) }
+func (w GitWorktrees) Tip(ctx context.Context, agent string) (string, error) {
+	return w.M.Tip(ctx, agent)
+}
 
 // ReviewDiff is git diff <base>...<commit>, cut at max bytes.
 func (w GitWorktrees) ReviewDiff(ctx context.Context, commit string, max int) (string, error) {
