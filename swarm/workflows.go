@@ -642,9 +642,6 @@ func contextOf(w config.Workflow, it workflow.Item, role, agent string) *promptp
 		}
 		c.Stage = string(state)
 		c.Risk = ""
-		if it.State == workflow.DevFeedback {
-			c.Stage += " (after QA's feedback)"
-		}
 		c.Constraints = []string{fmt.Sprintf("One agent works at a time: the workflow's other agents wait until you signal. The stage times out after %s.", w.StageTimeout(it.Complex))}
 		for _, next := range workflow.QATable.Next(state, workflow.Signal) {
 			c.Commands = append(c.Commands, fmt.Sprintf(`swarm workflow signal --item %s --status COMPLETE --next %s --message "<what you did or found>"`, it.ID, next))
