@@ -97,6 +97,7 @@ type Model struct {
 	loaded           bool
 	agents           []Agent
 	escalations      []escalation.Escalation
+	workflows        []string // live work items, one line each
 	escSel           int               // the selected escalation
 	mail             []message.Message // oldest first
 	tokens, sessions int64
@@ -368,6 +369,7 @@ func (m *Model) gotSnapshot(msg snapshotMsg) tea.Cmd {
 	}
 	m.tokens, m.sessions, m.budget = msg.snap.Tokens, msg.snap.Sessions, msg.snap.Budget
 	m.setEscalations(msg.snap.Escalations)
+	m.workflows = msg.snap.Workflows
 	m.selected = 0
 	for i, a := range m.agents {
 		if a.Name == name {

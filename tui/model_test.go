@@ -799,3 +799,31 @@ func TestLastReportInTheAgentsTable(t *testing.T) {
 		t.Errorf("the running backend should show its activity:\n%s", scr)
 	}
 }
+
+// Live work items show above the agents (DESIGN §9.3), made safe.
+func TestWorkflowsAboveTheAgents(t *testing.T) {
+	src := newFake()
+	src.snap.Workflows = []string{
+		"workflow qa (dev-qa): QA, next tester",
+		"  qa F-1: QA, tester's turn · login page\x1b[2J",
+		"  review T-42: in_review, critic's turn, 2 rejection(s) · Add --dry-run",
+	}
+	h := newHarness(t, src, true)
+	scr := h.screen()
+	for _, want := range []string{
+		"Workflows (3 lines) · swarm workflow status",
+		"workflow qa (dev-qa): QA, next tester",
+		"qa F-1: QA, tester's turn · login page",
+		"review T-42: in_review, critic's turn, 2 rejection(s) · Add --dry-run",
+	} {
+		if !hasFields(scr, want) {
+			t.Errorf("no %q in\n%s", want, scr)
+		}
+	}
+	if strings.Contains(scr, "\x1b[2J") {
+		t.Errorf("an escape sequence reached the screen")
+	}
+	if n := strings.Count(scr, "\n") + 1; n != 30 {
+		t.Fatalf("the view has %d lines, want 30", n)
+	}
+}

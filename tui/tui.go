@@ -62,6 +62,9 @@ type Snapshot struct {
 	Sessions int64 // sessions run, across agents and restarts
 	// Escalations are the unresolved ones, most severe first, then newest.
 	Escalations []escalation.Escalation
+	// Workflows are one line per dev-qa workflow's state and per live work
+	// item (DESIGN §9.3); the view makes them safe to print.
+	Workflows []string
 }
 
 // Section is one section of a stored prompt.

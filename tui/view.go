@@ -137,6 +137,16 @@ func (m *Model) mainLines(w, h int) []string {
 		body -= 1 + len(lines)
 	}
 
+	// Workflows' live items: a few lines, the rest counted.
+	if len(m.workflows) > 0 {
+		rows := min(len(m.workflows), 4, max(body/5, 1))
+		out = append(out, rule("Workflows", fmt.Sprintf("(%d lines) · swarm workflow status", len(m.workflows)), w))
+		for _, line := range m.workflows[:rows] {
+			out = append(out, fit(oneLine(line), w))
+		}
+		body -= 1 + rows
+	}
+
 	// Agents: as many rows as fit in half the body, scrolled to the
 	// selection.
 	n := max(len(m.agents), 1)

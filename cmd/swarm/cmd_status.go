@@ -20,6 +20,7 @@ import (
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/workflow"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -82,6 +83,9 @@ type statusJSON struct {
 	Escalations []escalation.Escalation `json:"escalations"`
 	// Budget is the swarm's ([budget] swarm_tokens), or null.
 	Budget *swarm.BudgetUse `json:"budget"`
+	// Workflows are the [[workflow]]s with their items, as 'swarm workflow
+	// status --json' prints them.
+	Workflows []swarm.Status `json:"workflows"`
 }
 
 // usageJSON is an agent's usage over its budget window.
@@ -250,7 +254,43 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	if out.Escalations == nil {
 		out.Escalations = []escalation.Escalation{}
 	}
+	if out.Workflows, err = swarm.WorkflowStatus(ctx, st, cfg, ""); err != nil {
+		return out, err
+	}
+	if out.Workflows == nil {
+		out.Workflows = []swarm.Status{}
+	}
 	return out, nil
+}
+
+// workflowLines are one line per live work item (and one per dev-qa
+// workflow's state), for status and the live view.
+func workflowLines(sts []swarm.Status) []string {
+	var out []string
+	for _, w := range sts {
+		if w.CurrentState != "" && len(w.Items) > 0 {
+			next := ""
+			if w.NextAgent != nil && *w.NextAgent != "" {
+				next = ", next " + *w.NextAgent
+			}
+			out = append(out, fmt.Sprintf("workflow %s (%s): %s%s", w.Name, w.Kind, w.CurrentState, next))
+		}
+		for _, it := range w.Items {
+			if !it.Live() {
+				continue
+			}
+			who := it.Agent
+			if who == "" {
+				who = "operator"
+			}
+			line := fmt.Sprintf("  %s %s: %s, %s's turn", w.Name, it.ID, it.State, who)
+			if w.Kind == workflow.DevReview {
+				line += fmt.Sprintf(", %d rejection(s)", it.RejectCount)
+			}
+			out = append(out, line+" · "+truncateText(it.Title, 60))
+		}
+	}
+	return out
 }
 
 // thisHost is the name leases give this host (swarm.ThisHolder's).
@@ -304,6 +344,13 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	}
 	if len(s.Escalations) > 0 {
 		fmt.Fprintf(app.Stdout, "('swarm escalations' lists them; 'swarm escalation show N' shows one)\n\n")
+	}
+	if lines := workflowLines(s.Workflows); len(lines) > 0 {
+		for _, line := range lines {
+			fmt.Fprintln(app.Stdout, termsafe.String(line))
+		}
+		fmt.Fprintln(app.Stdout, "('swarm workflow status' shows every item)")
+		fmt.Fprintln(app.Stdout)
 	}
 	if b := s.Budget; b != nil {
 		fmt.Fprintf(app.Stdout, "budget: the swarm used %s of %s work tokens in %s (action %s)\n\n", humanize.Comma(b.Used), humanize.Comma(b.Tokens), b.Window, b.Action)
