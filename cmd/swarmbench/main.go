@@ -26,6 +26,11 @@
 //	    against a raw pgx insert, and P2 across two supervisors (two
 //	    clones): `swarm send --urgent` in one, the agent run by the other,
 //	    woken over LISTEN/NOTIFY. Skipped when PostgreSQL is not installed.
+//	P9  workflows: one dev-review item whose scripted reviewer rejects every
+//	    result, from `swarm workflow start` to locked at max_rejects = 3 in
+//	    a real `swarm up`: the model sessions started and the tokens spent
+//	    on routing (none: the supervisor routes), against seed 000's
+//	    coordinator call of about 3,800 tokens per event
 //
 // Usage (make bench builds bin/swarm first):
 //
@@ -178,7 +183,7 @@ func run(binPath, out string, keep, quick bool, only string) int {
 		id string
 		fn func(context.Context) error
 	}{
-		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6}, {"P8", b.p8},
+		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6}, {"P8", b.p8}, {"P9", b.p9},
 	}
 	var errs []string
 	for _, s := range steps {
