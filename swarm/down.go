@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"syscall"
 	"time"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/workflow"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -102,6 +106,10 @@ type DownResult struct {
 	// Fetched says what a merge or squash brought from [worktree] push
 	// first: branches pushed from other hosts.
 	Fetched []string `json:"fetched"`
+	// Items are the approved dev-review items whose dev's branch a merge
+	// or squash took into the base branch, now merged: "<item>
+	// (<workflow>)".
+	Items []string `json:"items"`
 }
 
 // ErrNotConfirmed means the operator answered no: nothing was stopped or
@@ -115,7 +123,7 @@ var ErrNotConfirmed = errors.New("nothing discarded")
 // its line of the result; the others carry on.
 func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 	cfg, l := req.Config, req.Layout
-	res := DownResult{Mode: req.Mode, Agents: []DownAgent{}, Killed: []string{}, Recovered: []string{}, HeldElsewhere: []string{}, Fetched: []string{}}
+	res := DownResult{Mode: req.Mode, Agents: []DownAgent{}, Killed: []string{}, Recovered: []string{}, HeldElsewhere: []string{}, Fetched: []string{}, Items: []string{}}
 	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: req.Store, Env: req.Env, DeleteIgnored: req.DeleteIgnored, Pass: cfg.Env.Pass})
 	if err != nil {
 		return res, err
@@ -218,7 +226,52 @@ func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 		}
 		res.Agents = append(res.Agents, downOne(ctx, m, mode, info))
 	}
+	if req.Mode == DownMerge || req.Mode == DownSquash {
+		res.Items = mergedItems(ctx, req.Store, cfg, res.Agents)
+	}
 	return res, nil
+}
+
+// mergedItems records as merged the approved dev-review items whose dev's
+// branch, which holds the reviewed commit, swarm down just merged or
+// squashed into the base branch (DESIGN §9.3); it returns "<item>
+// (<workflow>)" for each. A failure to record one is logged: the work is
+// on the base branch either way.
+func mergedItems(ctx context.Context, st mailbox.Store, cfg *config.Config, agents []DownAgent) []string {
+	out := []string{}
+	merged := map[string]string{}
+	for _, a := range agents {
+		if a.Status == "merged" || a.Status == "squashed" {
+			merged[a.Agent] = a.Status
+		}
+	}
+	for _, w := range cfg.Workflows {
+		how, ok := merged[w.Dev]
+		if w.Kind != workflow.DevReview || !ok {
+			continue
+		}
+		items, err := st.Items(ctx, w.Name)
+		if err != nil {
+			slog.Warn("read work items", "workflow", w.Name, "err", err)
+			continue
+		}
+		for _, it := range items {
+			if it.State != workflow.Approved {
+				continue
+			}
+			err := st.InTx(ctx, func(tx mailbox.Tx) error {
+				_, err := fsm.ApplyBy(tx, workflow.ReviewTable, fsm.SubjectItem, it.ID, workflow.Approved, workflow.Merge, workflow.Merged,
+					fmt.Sprintf("%s with swarm/%s by swarm down (reviewed at %s)", how, w.Dev, short(it.ReviewCommit)), message.Operator)
+				return err
+			})
+			if err != nil {
+				slog.Warn("record the item merged", "item", it.ID, "err", err)
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s (%s)", it.ID, w.Name))
+		}
+	}
+	return out
 }
 
 // Failed lists the agents whose work was not dealt with, each with why.

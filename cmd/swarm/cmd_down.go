@@ -260,6 +260,9 @@ func printDown(w io.Writer, root string, res swarm.DownResult) {
 			fmt.Fprintf(w, "%s: FAILED: %s\n", a.Agent, a.Error)
 		}
 	}
+	if len(res.Items) > 0 {
+		fmt.Fprintf(w, "work items merged with their dev's branch: %s\n", strings.Join(res.Items, ", "))
+	}
 }
 
 var downVerb = map[string]string{"merged": "merge", "squashed": "squash"}

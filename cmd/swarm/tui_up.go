@@ -233,14 +233,26 @@ func (s *storeSource) SetPaused(ctx context.Context, agent string, paused bool) 
 }
 
 func (s *storeSource) Decide(ctx context.Context, id int64, action escalation.Event) (escalation.Escalation, error) {
+	var e escalation.Escalation
+	var err error
 	if s.decide != nil {
-		return s.decide(ctx, id, action, "")
-	}
-	e, err := swarm.Decide(ctx, s.st, id, action, "")
-	if err == nil {
+		e, err = s.decide(ctx, id, action, "")
+	} else if e, err = swarm.Decide(ctx, s.st, id, action, ""); err == nil {
 		pokeEscalation(ctx, s.l, id)
 	}
-	return e, err
+	if err != nil || action != escalation.Event(escalation.Approve) || e.Kind != escalation.KindApproval {
+		return e, err
+	}
+	// Approving a work item's approval merges its reviewed commit, as
+	// 'swarm escalation approve' does.
+	git, err := workflowGit(ctx, s.l, s.cfg.Worktree.Dir, s.st)
+	if err != nil {
+		return e, err
+	}
+	if _, _, _, err := swarm.MergeApproved(ctx, s.st, s.cfg, git, e); err != nil {
+		return e, fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge'", e.ID, err)
+	}
+	return e, nil
 }
 
 // budgetText is a budget's spending for the live view: "1,600/1,000 in
