@@ -481,9 +481,11 @@ func kindOf(state string) workflow.Kind {
 // Status is one workflow as `swarm workflow status --json` prints it: the
 // items, and for dev-qa seed 001's workflow-state.json fields.
 type Status struct {
-	Name  string          `json:"name"`
-	Kind  workflow.Kind   `json:"kind"`
-	Items []workflow.Item `json:"items"`
+	Name string        `json:"name"`
+	Kind workflow.Kind `json:"kind"`
+	// Roles binds each of the kind's roles to its agent.
+	Roles map[string]string `json:"roles"`
+	Items []workflow.Item   `json:"items"`
 
 	CurrentState      string           `json:"current_state,omitempty"`
 	NextAgent         *string          `json:"next_agent,omitempty"`
@@ -507,7 +509,12 @@ func WorkflowStatus(ctx context.Context, st mailbox.Store, cfg *config.Config, n
 		if items == nil {
 			items = []workflow.Item{}
 		}
-		s := Status{Name: w.Name, Kind: w.Kind, Items: items}
+		s := Status{Name: w.Name, Kind: w.Kind, Roles: map[string]string{}, Items: items}
+		for _, r := range []string{"dev", "reviewer", "qa", "initializer"} {
+			if a := w.Role(r); a != "" {
+				s.Roles[r] = a
+			}
+		}
 		if w.Kind == workflow.DevQA {
 			if err := qaState(ctx, st, w, &s); err != nil {
 				return nil, err

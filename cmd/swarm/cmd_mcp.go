@@ -93,7 +93,10 @@ func runMCP(ctx context.Context, opts *MCPOptions) error {
 type mcpServer struct {
 	app   *App
 	agent string
-	mu    sync.Mutex // one command at a time: they share the process
+	// staged says the agent works stages of a dev-qa workflow, which it
+	// ends with workflow_signal.
+	staged bool
+	mu     sync.Mutex // one command at a time: they share the process
 }
 
 // swarm runs one swarm command and returns its output and exit code.
@@ -118,9 +121,18 @@ func (s *mcpServer) capabilities(ctx context.Context) (mode.Vector, error) {
 			Name         string          `json:"name"`
 			Capabilities map[string]bool `json:"capabilities"`
 		} `json:"agents"`
+		Workflows []struct {
+			Kind  string            `json:"kind"`
+			Roles map[string]string `json:"roles"`
+		} `json:"workflows"`
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		return nil, fmt.Errorf("read %s's capabilities: %w", s.agent, err)
+	}
+	for _, w := range st.Workflows {
+		for _, a := range w.Roles {
+			s.staged = s.staged || (w.Kind == "dev-qa" && a == s.agent)
+		}
 	}
 	for _, a := range st.Agents {
 		if a.Name == s.agent {
@@ -189,6 +201,13 @@ type (
 		Hold     bool   `json:"hold,omitempty" jsonschema:"stop until the operator decides"`
 		Approval bool   `json:"approval,omitempty" jsonschema:"a yes/no question"`
 		Ref      string `json:"ref,omitempty" jsonschema:"what it is about: msg:<id>"`
+	}
+	signalIn struct {
+		Item     string   `json:"item,omitempty" jsonschema:"the item (default: yours)"`
+		Status   string   `json:"status" jsonschema:"COMPLETE, ERROR or TIMEOUT"`
+		Next     string   `json:"next,omitempty" jsonschema:"the next state, with COMPLETE"`
+		Message  string   `json:"message,omitempty" jsonschema:"what you did or found"`
+		Artifact []string `json:"artifact,omitempty" jsonschema:"paths you created"`
 	}
 	reportIn struct {
 		Kind    string `json:"kind" jsonschema:"progress, blocked, complete (a task) or session"`
@@ -286,6 +305,27 @@ func (s *mcpServer) register(srv *mcp.Server, caps mode.Vector) {
 					args = append(args, "--ref", in.Ref)
 				}
 				return result(s.swarm(ctx, append(args, "--", in.Summary)...))
+			})
+	}
+	// Only an agent of a dev-qa workflow gets workflow_signal: every tool
+	// definition costs context on every turn.
+	if on("send_message") && s.staged {
+		mcp.AddTool(srv, &mcp.Tool{Name: "workflow_signal", Description: "End your dev-qa stage (swarm workflow signal); Workflow Context names the next states."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in signalIn) (*mcp.CallToolResult, any, error) {
+				args := []string{"workflow", "signal", "--json", "--status", in.Status}
+				if in.Item != "" {
+					args = append(args, "--item", in.Item)
+				}
+				if in.Next != "" {
+					args = append(args, "--next", in.Next)
+				}
+				if in.Message != "" {
+					args = append(args, "--message", in.Message)
+				}
+				for _, a := range in.Artifact {
+					args = append(args, "--artifact", a)
+				}
+				return result(s.swarm(ctx, args...))
 			})
 	}
 	if on("report") {

@@ -13,9 +13,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/workflow"
 )
 
 const mcpConfig = `[defaults]
@@ -178,5 +182,60 @@ func TestMCPNeedsASession(t *testing.T) {
 		Env: overlayEnv{set: map[string]string{"SWARM_AGENT": "", "SWARM_SESSION_ID": ""}}}
 	if code := run(context.Background(), app, []string{"mcp"}); code != exitUsage || !strings.Contains(out.String(), "serves an agent's session") {
 		t.Fatalf("exit %d: %s", code, out.String())
+	}
+}
+
+// TestMCPWorkflowSignal: an agent of a dev-qa workflow gets
+// workflow_signal, which ends its stage as 'swarm workflow signal' does,
+// refusals included; an agent of no dev-qa workflow does not get it.
+func TestMCPWorkflowSignal(t *testing.T) {
+	root := mcpRepo(t)
+	cfgText := mcpConfig + "[[agent]]\nname = \"tester\"\n[[workflow]]\nname = \"qa\"\nkind = \"dev-qa\"\ndev = \"backend\"\nqa = \"tester\"\n"
+	if err := os.WriteFile(filepath.Join(root, "swarm.toml"), []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, repo.At(root, "").DB, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg, err := config.Parse([]byte(cfgText), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := swarm.StartItem(ctx, st, cfg, swarm.StartRequest{Workflow: "qa", Item: "F-1", Title: "login"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.InTx(ctx, func(tx mailbox.Tx) error {
+		if err := tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: 1, Engine: "script"}); err != nil {
+			return err
+		}
+		if _, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, "F-1", workflow.Start, workflow.Begin, workflow.DevReady, "", "swarm"); err != nil {
+			return err
+		}
+		_, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, "F-1", workflow.DevReady, workflow.StageOpen, workflow.Dev, "", "backend")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cs := mcpSession(t, root, "backend")
+	if got := toolNames(t, cs); !slices.Contains(got, "workflow_signal") {
+		t.Fatalf("backend's tools %v lack workflow_signal", got)
+	}
+	out, isErr := call(t, cs, "workflow_signal", map[string]any{"status": "COMPLETE", "next": "QA_PASSED"})
+	if !isErr || !strings.Contains(out, "DEV → QA_PASSED is not allowed") {
+		t.Fatalf("an illegal signal: error %v: %s", isErr, out)
+	}
+	out, isErr = call(t, cs, "workflow_signal", map[string]any{"status": "COMPLETE", "next": "QA_READY", "message": "built", "artifact": []string{"web/login.tsx"}})
+	if isErr || !strings.Contains(out, `"state": "QA_READY"`) {
+		t.Fatalf("workflow_signal: error %v: %s", isErr, out)
+	}
+	it, err := st.Item(ctx, "F-1")
+	if err != nil || it.State != workflow.QAReady || it.Agent != "tester" || !slices.Equal(it.Inputs, []string{"backend (DEV) says: built", "artifact: web/login.tsx"}) {
+		t.Fatalf("item after the signal: %+v, %v", it, err)
+	}
+	if got := toolNames(t, mcpSession(t, root, "mute")); slices.Contains(got, "workflow_signal") {
+		t.Fatalf("mute, in no workflow, got workflow_signal: %v", got)
 	}
 }
