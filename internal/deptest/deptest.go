@@ -7,7 +7,7 @@
 //   - only the store implementations (mailbox/<backend>) import
 //     database/sql or a SQL driver;
 //   - engines do not import the supervisor;
-//   - the typed domain leaves (escalation, fsm, lifecycle, message, mode,
+//   - the typed domain leaves (escalation, fsm, lifecycle, message, mode, workflow,
 //     migrations) import nothing of swarm's but each other.
 //
 // Rules read the production imports of each package (tests may reach
