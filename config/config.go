@@ -65,6 +65,9 @@ type Config struct {
 	// Budget is [budget]: every agent's default budget and the swarm's
 	// cap. Each Agent carries its own, with its overrides applied.
 	Budget Budgets
+	// Team is [team], nil without one; Spawn is [spawn].
+	Team  *Team
+	Spawn Spawn
 
 	byName map[string]int // agent name -> index in Agents, for Agent
 }
@@ -223,6 +226,7 @@ func defaults(root string) Config {
 		Worktree: Worktree{Dir: filepath.Join(root, ".swarm", "worktrees")},
 		Notify:   defaultNotify,
 		Budget:   defaultBudget,
+		Spawn:    Spawn{MaxAgents: DefaultMaxAgents},
 	}
 }
 

@@ -30,6 +30,8 @@ type rawFile struct {
 	Env      rawEnv               `toml:"env"`
 	Notify   rawNotify            `toml:"notify"`
 	Budget   *rawBudget           `toml:"budget"`
+	Team     *rawTeam             `toml:"team"`
+	Spawn    rawSpawn             `toml:"spawn"`
 }
 
 type rawSettings struct {
@@ -196,6 +198,8 @@ func (b *builder) build(raw *rawFile) {
 	b.notify(raw.Notify)
 	b.budgets(raw.Budget)
 	b.agents(raw.Agent)
+	b.team(raw.Team)
+	b.spawn(raw.Spawn)
 	if len(raw.Agent) == 0 {
 		b.errs = append(b.errs, &Error{File: b.file, Msg: "no agents: add at least one [[agent]] with a name"})
 	}
