@@ -278,6 +278,9 @@ func (d *desk) follow(ctx context.Context) {
 		}
 		return
 	}
+	if len(evs) > 0 {
+		d.s.team.poke() // the team launch's fallback may be decided
+	}
 	for _, ev := range evs {
 		d.last = ev.ID
 		if r, ok := d.s.runners[ev.AgentName()]; ok {

@@ -238,6 +238,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 			err = r.paused(ctx)
 		case lifecycle.Held:
 			err = r.held(ctx)
+		case lifecycle.Waiting:
+			err = r.waitCore(ctx)
 		default:
 			err = fmt.Errorf("runner in unexpected state %s", r.state)
 		}
@@ -337,6 +339,10 @@ func (r *runner) initialize(ctx context.Context) error {
 	// A hold survives restarts and crashes: it is the escalation's row.
 	if held, err := r.holdIfHeld(ctx); held || err != nil {
 		return err
+	}
+	// A team member starts no session before the core is ready.
+	if r.sup.team.waiting(r.agent.Name) {
+		return r.move(ctx, lifecycle.AwaitCore, lifecycle.Waiting, "waiting for the core of team "+r.sup.team.cfg.Name)
 	}
 	why, ok, err := r.startupWork(ctx)
 	if err != nil {

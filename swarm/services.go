@@ -29,6 +29,7 @@ func (s *Supervisor) services() []Service {
 		{Name: "escalations", Run: s.desk.run},
 		{Name: "stalled", Run: s.watchStalls},
 		{Name: "ack-deadlines", Run: s.acks.run},
+		{Name: "team-launch", Run: s.runLaunch},
 	}, s.opts.Services...)
 }
 

@@ -124,6 +124,8 @@ type Supervisor struct {
 	acks      *ackDeadlines  // the ack-deadlines service
 	book      sessionBook    // when sessions ran, and their process groups
 	leases    mailbox.Leases // this supervisor's agents, while Run holds them
+	team      *launch        // the team launch; nil without [team]
+	probed    bool           // Preflight passed
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }
@@ -166,6 +168,18 @@ func New(opts Options) (*Supervisor, error) {
 	s.desk = newDesk(s)
 	s.acks = newAckDeadlines(s)
 	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
+	if opts.Config.Team != nil {
+		s.team = newLaunch(s, opts.Config.Team)
+		// A ping past its deadline raises no ack_timeout: the launch
+		// handles it.
+		hook := opts.PingTimeout
+		s.opts.PingTimeout = func(ctx context.Context, m message.Message) {
+			if hook != nil {
+				hook(ctx, m)
+			}
+			s.team.poke()
+		}
+	}
 	names := opts.Agents
 	if len(names) == 0 {
 		names = s.names
@@ -246,6 +260,7 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
+	s.probed = true
 	return nil
 }
 
@@ -271,6 +286,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	if err := s.whileAway(ctx, "read the escalations", func() error { return s.desk.start(ctx) }); err != nil {
 		return err
+	}
+	// The team launch up to MEMBERS_READY, before any session starts.
+	if s.team != nil {
+		if err := s.team.prepare(ctx); err != nil {
+			return err
+		}
 	}
 	srv, err := s.opts.Listen(s.opts.Layout)
 	if err != nil {

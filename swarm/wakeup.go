@@ -20,6 +20,9 @@ func (s *Supervisor) Wake(ctx context.Context, posted []message.Message) {
 		if r, ok := s.runners[m.To]; ok {
 			r.poke(m.IsUrgent())
 		}
+		if m.To == message.Swarm {
+			s.team.poke() // an ACK of a team ping, maybe
+		}
 	}
 	s.announce(posted)
 }
@@ -110,6 +113,9 @@ func (s *Supervisor) catchUp(ctx context.Context) error {
 		for _, m := range fresh {
 			if r, ok := s.runners[m.To]; ok {
 				r.poke(m.IsUrgent())
+			}
+			if m.To == message.Swarm {
+				s.team.poke()
 			}
 			s.bus.emit(lifecycle.Notice{At: m.CreatedAt, Agent: m.To, Kind: lifecycle.NoticeMessage, Message: &m})
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/team"
 	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/worktree"
 )
@@ -82,6 +83,9 @@ type statusJSON struct {
 	Escalations []escalation.Escalation `json:"escalations"`
 	// Budget is the swarm's ([budget] swarm_tokens), or null.
 	Budget *swarm.BudgetUse `json:"budget"`
+	// Team is the team launch's record ('swarm team --json'); absent
+	// without [team].
+	Team *team.Record `json:"team,omitempty"`
 }
 
 // usageJSON is an agent's usage over its budget window.
@@ -247,6 +251,11 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	if err != nil {
 		return out, err
 	}
+	if rec, ok, err := swarm.TeamRecord(ctx, cfg, st); err != nil {
+		return out, err
+	} else if ok {
+		out.Team = &rec
+	}
 	if out.Escalations == nil {
 		out.Escalations = []escalation.Escalation{}
 	}
@@ -304,6 +313,9 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	}
 	if len(s.Escalations) > 0 {
 		fmt.Fprintf(app.Stdout, "('swarm escalations' lists them; 'swarm escalation show N' shows one)\n\n")
+	}
+	if t := s.Team; t != nil {
+		fmt.Fprintf(app.Stdout, "%s\n\n", teamLine(*t))
 	}
 	if b := s.Budget; b != nil {
 		fmt.Fprintf(app.Stdout, "budget: the swarm used %s of %s work tokens in %s (action %s)\n\n", humanize.Comma(b.Used), humanize.Comma(b.Tokens), b.Window, b.Action)
