@@ -96,6 +96,10 @@ type Agent struct {
 	// Budget is the agent's token budget: [budget] with the agent's
 	// budget = { ... } applied over it.
 	Budget Budget
+	// Spawned is set for an agent `swarm spawn` added at run time, or
+	// started when swarm.toml configures it but it was not running; nil
+	// for the others.
+	Spawned *SpawnInfo
 	// ModelSet says the [[agent]] table sets model itself. Model holds
 	// [defaults] (or the built-in Gemini default) otherwise, which only
 	// gemini engines use: see SessionModel.

@@ -36,6 +36,17 @@ type Spawn struct {
 	MaxAgents int
 }
 
+// SpawnInfo is how `swarm spawn` added an agent.
+type SpawnInfo struct {
+	By        string // the agent (or operator) that spawned it
+	Task      string // the task it was spawned for, if any
+	Ephemeral bool   // it retires when it goes Idle with no work left
+	Retired   bool   // it was retired: it runs no more
+	// Configured says swarm.toml configures the agent: spawning it only
+	// started it.
+	Configured bool
+}
+
 // Defaults of [team] and [spawn].
 const (
 	DefaultReadyTimeout = 60 * time.Second

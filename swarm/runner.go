@@ -36,6 +36,9 @@ type runner struct {
 	ctl        chan command
 	escal      chan struct{} // an escalation about the agent changed
 	done       chan struct{} // closed when run returns
+	// cancel ends the runner's context (set when the supervisor starts
+	// it): `swarm retire` stops one agent this way.
+	cancel context.CancelCauseFunc
 	// live is the agent's state as last committed, for other goroutines
 	// (the control socket): state itself belongs to the runner goroutine.
 	live atomic.Value // lifecycle.State
@@ -216,7 +219,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	var outage time.Duration
 	for {
 		if ctx.Err() != nil && r.state != lifecycle.Stopped {
-			return r.stop(ctx, "shutdown")
+			return r.stop(ctx, stopCause(ctx))
 		}
 		var err error
 		switch r.state {

@@ -107,7 +107,7 @@ func every(ctx context.Context, d time.Duration, fn func(context.Context)) error
 }
 
 func (s *Supervisor) heartbeat(ctx context.Context) {
-	if err := s.store.Heartbeat(ctx, s.order); err != nil && ctx.Err() == nil {
+	if err := s.store.Heartbeat(ctx, s.AgentNames()); err != nil && ctx.Err() == nil {
 		s.log.Warn("heartbeat", "err", err)
 	}
 }

@@ -73,7 +73,7 @@ func (l *launch) poke() {
 // waiting reports whether agent must wait for the core before its first
 // session: a configured non-core member while the launch is not RUNNING.
 func (l *launch) waiting(agent string) bool {
-	if l == nil || l.cfg.IsCore(agent) || !slices.Contains(l.s.names, agent) {
+	if l == nil || !slices.Contains(l.members(), agent) {
 		return false
 	}
 	select {
@@ -105,13 +105,7 @@ func (l *launch) releaseCause() string {
 // members are the team's non-core agents, in config order: seed 003's
 // selected domains.
 func (l *launch) members() []string {
-	var out []string
-	for _, n := range l.s.names {
-		if !l.cfg.IsCore(n) {
-			out = append(out, n)
-		}
-	}
-	return out
+	return teamMembers(l.s.cfg)
 }
 
 // move applies one launch transition and announces it.
@@ -167,7 +161,7 @@ func (e *PartialLaunchError) Unwrap() error { return e.Err }
 // It is idempotent: after a crash it continues from the stored state.
 func (l *launch) prepare(ctx context.Context) error {
 	for _, c := range l.cfg.Core {
-		if _, ok := l.s.runners[c]; !ok {
+		if _, ok := l.s.lookup(c); !ok {
 			return fmt.Errorf("team %s: core agent %s is not among the agents this swarm runs; run it too (swarm up --agents)", l.cfg.Name, c)
 		}
 	}
@@ -209,7 +203,7 @@ func (l *launch) prepare(ctx context.Context) error {
 	}
 	if row.State == team.Ready {
 		// All or nothing: every member's worktree before any session.
-		for _, name := range l.s.order {
+		for _, name := range l.s.AgentNames() {
 			if _, _, err := l.s.opts.Worktrees.Ensure(ctx, name); err != nil {
 				if berr := l.breach(ctx, team.Ready, team.BreachPartialLaunch, []string{name}, nil); berr != nil {
 					l.s.log.Error("record the breach", "team", l.cfg.Name, "err", berr)
@@ -254,8 +248,8 @@ func (l *launch) fresh(ctx context.Context, row team.Launch) (bool, error) {
 	default:
 		return false, nil
 	}
-	for _, name := range l.s.order {
-		if l.s.runners[name].state != lifecycle.Stopped {
+	for _, r := range l.s.allRunners() {
+		if r.state != lifecycle.Stopped {
 			return false, nil
 		}
 	}
@@ -534,12 +528,7 @@ func TeamRecord(ctx context.Context, cfg *config.Config, st mailbox.Store) (team
 	if cfg.Team == nil {
 		return team.Record{}, false, nil
 	}
-	var members []string
-	for _, a := range cfg.Agents {
-		if !cfg.Team.IsCore(a.Name) {
-			members = append(members, a.Name)
-		}
-	}
+	members := teamMembers(cfg)
 	row, err := st.Team(ctx, cfg.Team.Name)
 	switch {
 	case errors.Is(err, mailbox.ErrNoSuchTeam):
@@ -548,6 +537,18 @@ func TeamRecord(ctx context.Context, cfg *config.Config, st mailbox.Store) (team
 		return team.Record{}, true, err
 	}
 	return team.RecordOf(cfg.Team.Name, cfg.Team.Core, members, &row), true, nil
+}
+
+// teamMembers are the configured agents outside the core; spawned agents
+// are not members.
+func teamMembers(cfg *config.Config) []string {
+	var out []string
+	for _, a := range cfg.Agents {
+		if a.Spawned == nil && !cfg.Team.IsCore(a.Name) {
+			out = append(out, a.Name)
+		}
+	}
+	return out
 }
 
 // runLaunch is the team-launch service; without [team] it has nothing to

@@ -125,6 +125,12 @@ type agentStatus struct {
 	// NotStarted says why a configured agent is not running although a
 	// supervisor is: it does not run it. Empty otherwise.
 	NotStarted string `json:"not_started,omitempty"`
+	// SpawnedBy names who spawned an agent `swarm spawn` added (empty for
+	// the others); Ephemeral and Retired say how it ends and whether it
+	// did (DESIGN §9.5).
+	SpawnedBy string `json:"spawned_by,omitempty"`
+	Ephemeral bool   `json:"ephemeral,omitempty"`
+	Retired   bool   `json:"retired"`
 }
 
 // notStarted marks an agent the running supervisor does not run.
@@ -238,7 +244,10 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 		// Held by a supervisor on another host (or in another clone): it
 		// runs there, and only its heartbeat says whether it is alive.
 		elsewhere := held && !(running && h.PID == sup.Pid && h.Host == thisHost())
-		if running && len(sup.Agents) > 0 && !runs[a.Name] && !elsewhere {
+		if sp := a.Spawned; sp != nil {
+			s.SpawnedBy, s.Ephemeral, s.Retired = sp.By, sp.Ephemeral, sp.Retired
+		}
+		if running && len(sup.Agents) > 0 && !runs[a.Name] && !elsewhere && !s.Retired {
 			s.NotStarted = notStarted
 		}
 		if s.State != lifecycle.Stopped {
@@ -352,6 +361,9 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 			since = " " + humanAge(now.Sub(*a.StateSince))
 		}
 		state := a.State
+		if a.Retired {
+			state = "retired"
+		}
 		if a.NotStarted != "" {
 			state, notRun = "not started", append(notRun, a.Name)
 		}
