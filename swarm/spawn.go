@@ -47,7 +47,7 @@ func stopCause(ctx context.Context) string {
 // for a name it configures, else [defaults] with the row's choices.
 func spawnedAgent(cfg *config.Config, sp mailbox.Spawned) (config.Agent, error) {
 	info := &config.SpawnInfo{By: sp.SpawnedBy, Task: sp.Task, Ephemeral: sp.Ephemeral, Retired: sp.Retired(), Configured: sp.Configured}
-	if a, ok := cfg.Agent(sp.Name); ok && a.Spawned == nil {
+	if a, ok := cfg.Agent(sp.Name); ok && (a.Spawned == nil || a.Spawned.Configured) {
 		a.Spawned = info
 		return a, nil
 	}
