@@ -67,6 +67,9 @@ type Config struct {
 	Budget Budgets
 	// Workflows are the [[workflow]] tables (DESIGN §9.3).
 	Workflows []Workflow
+	// Team is [team], nil without one; Spawn is [spawn].
+	Team  *Team
+	Spawn Spawn
 
 	byName map[string]int // agent name -> index in Agents, for Agent
 }
@@ -95,6 +98,10 @@ type Agent struct {
 	// Budget is the agent's token budget: [budget] with the agent's
 	// budget = { ... } applied over it.
 	Budget Budget
+	// Spawned is set for an agent `swarm spawn` added at run time, or
+	// started when swarm.toml configures it but it was not running; nil
+	// for the others.
+	Spawned *SpawnInfo
 	// ModelSet says the [[agent]] table sets model itself. Model holds
 	// [defaults] (or the built-in Gemini default) otherwise, which only
 	// gemini engines use: see SessionModel.
@@ -225,6 +232,7 @@ func defaults(root string) Config {
 		Worktree: Worktree{Dir: filepath.Join(root, ".swarm", "worktrees")},
 		Notify:   defaultNotify,
 		Budget:   defaultBudget,
+		Spawn:    Spawn{MaxAgents: DefaultMaxAgents},
 	}
 }
 

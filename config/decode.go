@@ -31,6 +31,8 @@ type rawFile struct {
 	Notify   rawNotify            `toml:"notify"`
 	Budget   *rawBudget           `toml:"budget"`
 	Workflow []rawWorkflow        `toml:"workflow"`
+	Team     *rawTeam             `toml:"team"`
+	Spawn    rawSpawn             `toml:"spawn"`
 }
 
 type rawSettings struct {
@@ -198,6 +200,8 @@ func (b *builder) build(raw *rawFile) {
 	b.budgets(raw.Budget)
 	b.agents(raw.Agent)
 	b.workflows(raw.Workflow)
+	b.team(raw.Team)
+	b.spawn(raw.Spawn)
 	if len(raw.Agent) == 0 {
 		b.errs = append(b.errs, &Error{File: b.file, Msg: "no agents: add at least one [[agent]] with a name"})
 	}

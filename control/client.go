@@ -83,6 +83,11 @@ const (
 	// OpRun runs a session's swarm command in the supervisor (Run); Data
 	// is a RunResult.
 	OpRun = "run"
+	// OpSpawn starts the spawned agent Agent that `swarm spawn` stored.
+	OpSpawn = "spawn"
+	// OpRetire stops the spawned agent Agent, retired; answered once its
+	// runner ended.
+	OpRetire = "retire"
 )
 
 // RunUnsupported is a supervisor's answer to an OpRun it does not take.

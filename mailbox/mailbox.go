@@ -26,6 +26,7 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/team"
 	"github.com/swarmhq/swarm/workflow"
 )
 
@@ -57,6 +58,11 @@ var (
 	// acknowledged or cancelled already, asks for none, or was sent to
 	// someone else.
 	ErrAckClosed = errors.New("no ACK awaited")
+	// ErrNoSuchTeam means the team has no launch row yet.
+	ErrNoSuchTeam = errors.New("no such team launch")
+	// ErrAgentExists means a spawn names an agent that is spawned and not
+	// retired.
+	ErrAgentExists = errors.New("agent already spawned")
 )
 
 // Store is an open swarm database. It is safe for concurrent use.
@@ -197,6 +203,16 @@ type Store interface {
 	// AgentLeases lists every lease, by agent.
 	AgentLeases(ctx context.Context) ([]Lease, error)
 
+	// Team returns the team's launch row; ErrNoSuchTeam before its first
+	// transition.
+	Team(ctx context.Context, name string) (team.Launch, error)
+	// SpawnedAgents returns every agent `swarm spawn` added, retired ones
+	// too, oldest first.
+	SpawnedAgents(ctx context.Context) ([]Spawned, error)
+	// RetireSpawned marks a spawned agent retired now (ErrNoSuchAgent when
+	// it has no spawned row); retiring it again keeps the first time.
+	RetireSpawned(ctx context.Context, name string) error
+
 	// InTx runs fn in one transaction. fn must only use tx.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
 
@@ -232,6 +248,9 @@ type Tx interface {
 	// change (From "") finds the row InsertEscalation just stored in To.
 	// Item subjects (the item's id) move the workflow_items row the same
 	// way, and their events carry c.By as their agent.
+	// Team subjects (the team's name) move the teams row; a team's first
+	// change (From "") creates it, and fails with ErrStateConflict when
+	// it exists.
 	Transition(c fsm.Change) (fsm.Event, error)
 	// ResetErrors starts an agent's error counts over.
 	ResetErrors(agent string) error
@@ -291,7 +310,39 @@ type Tx interface {
 	// cancelled; the operator aborted its ack_timeout. ErrAckClosed when its
 	// ACK is not awaited.
 	CancelAck(msgID string) (message.Message, error)
+
+	// Team returns the team's launch row, or ErrNoSuchTeam.
+	Team(name string) (team.Launch, error)
+	// SaveTeam writes a launch row's pings, breaches, relaunches and
+	// escalation (never its state: Transition moves that) and stamps
+	// updated_at; ErrNoSuchTeam when the row does not exist.
+	SaveTeam(l team.Launch) error
+	// SpawnedAgents is Store.SpawnedAgents inside the transaction.
+	SpawnedAgents() ([]Spawned, error)
+	// AddSpawned stores a spawned agent, replacing a retired row of the
+	// same name; ErrAgentExists when one that is not retired exists.
+	AddSpawned(s Spawned) error
 }
+
+// Spawned is an agent that `swarm spawn` added at run time.
+type Spawned struct {
+	Name      string
+	Role      string
+	Mode      string // a mode or profile; empty: [defaults]
+	Strategy  string
+	Engine    string
+	Task      string // the task it was spawned for, if any
+	Ephemeral bool   // it retires when it has no work left
+	// Configured says swarm.toml configures the name: the agent runs with
+	// its configured settings, and the fields above are not used.
+	Configured bool
+	SpawnedBy  string
+	SpawnedAt  time.Time
+	RetiredAt  *time.Time
+}
+
+// Retired reports whether the agent was retired.
+func (s Spawned) Retired() bool { return s.RetiredAt != nil }
 
 // Feed reports changes made by other processes. One goroutine owns it.
 type Feed interface {

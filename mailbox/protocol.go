@@ -89,6 +89,9 @@ func (p *Poster) PostProtocol(ctx context.Context, b *protocol.Builder, d protoc
 		if env.RequiresAck {
 			md.AckTimeout = env.AckTimeout()
 		}
+		if d.Urgent {
+			md.Urgency = message.Urgent
+		}
 		if env.Type == protocol.TypeAck {
 			var a protocol.Ack
 			if err := json.Unmarshal(env.Payload, &a); err != nil {

@@ -15,6 +15,9 @@ func (v Vector) MCPTools() []string {
 	if v.Has(CanReportTaskLevel) || v.Has(CanReportSessionLevel) {
 		out = append(out, "report")
 	}
+	if v.Has(CanSpawnSessions) {
+		out = append(out, "spawn")
+	}
 	return out
 }
 

@@ -59,9 +59,7 @@ var Commands = []Command{
 	{ID: "queue:complete", Capability: CanUseQueue, Program: "swarm", Args: []string{"queue", "complete"}, Syntax: `swarm queue complete <id> [--reason "<what was done>"]`, Does: "close it once committed"},
 	{ID: "queue:fail", Capability: CanUseQueue, Program: "swarm", Args: []string{"queue", "fail"}, Syntax: `swarm queue fail <id> --reason "<why>"`, Does: "give it back, saying why"},
 
-	// Added by the team issue (DESIGN §9.5): clear Pending when `swarm
-	// spawn` exists on main.
-	{ID: "session:spawn", Capability: CanSpawnSessions, Program: "swarm", Args: []string{"spawn"}, Syntax: `swarm spawn <name> --role "<role>" [--task <id>] [--ephemeral]`, Does: "start a new teammate", Pending: true},
+	{ID: "session:spawn", Capability: CanSpawnSessions, Program: "swarm", Args: []string{"spawn"}, Syntax: `swarm spawn <name> --role "<role>" [--task <id>] [--ephemeral]`, Does: "start a new teammate"},
 
 	{ID: "task:report:progress", Capability: CanReportTaskLevel, Program: "swarm", Args: []string{"report", "progress"}, Syntax: `swarm report progress <task> "<message>"`, Does: "tell your coordinator how a task goes"},
 	{ID: "task:report:blocked", Capability: CanReportTaskLevel, Program: "swarm", Args: []string{"report", "blocked"}, Syntax: `swarm report blocked <task> "<what blocks it>"`, Does: "say a task is stuck"},

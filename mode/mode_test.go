@@ -214,8 +214,8 @@ func TestMatch(t *testing.T) {
 
 func TestUsable(t *testing.T) {
 	coord := Spec{Mode: CoordinateMode}.Vector()
-	if coord.Usable(CanSpawnSessions, true) {
-		t.Error("can_spawn_sessions is usable before swarm spawn exists")
+	if !coord.Usable(CanSpawnSessions, false) {
+		t.Error("can_spawn_sessions is not usable although swarm spawn exists")
 	}
 	if !coord.Usable(CanDispatch, true) || !coord.Usable(CanEditTasks, true) || coord.Usable(CanEditTasks, false) {
 		t.Error("can_dispatch or can_edit_tasks (with and without bd) is wrong")
@@ -234,7 +234,7 @@ func TestMCPTools(t *testing.T) {
 	}{
 		{Spec{Mode: Code}, all},
 		{Spec{Mode: Review}, all},
-		{Spec{Mode: CoordinateMode}, all},
+		{Spec{Mode: CoordinateMode}, append(slices.Clone(all), "spawn")},
 		{Spec{Mode: Code, Overrides: map[Capability]bool{CanMessage: false, CanEscalate: false}}, []string{"inbox", "report"}},
 		{Spec{Mode: Code, Overrides: map[Capability]bool{CanReportTaskLevel: false, CanReportSessionLevel: false, CanMessage: false, CanEscalate: false}}, []string{"inbox"}},
 	} {

@@ -44,26 +44,15 @@ func ModeInstructionsFor(s mode.Spec, v mode.Vector, beads bool, cli *mode.CLITo
 	}
 
 	// Only what the agent can use now: a capability with no tool and no
-	// built command (can_spawn_sessions before swarm spawn, bd's without
-	// bd) is left out here, though the vector keeps it.
-	var on []string
-	for _, c := range v.Enabled() {
-		if v.Usable(c, beads) {
-			on = append(on, string(c))
-		}
-	}
-	if len(on) == 0 {
-		on = []string{"none"}
-	}
-	fmt.Fprintf(&b, "Capabilities on: %s.\n", strings.Join(on, ", "))
+	// built command (bd's without bd) is left out here, though the vector
+	// keeps it. One with a line of commands below is named there only,
+	// which keeps the base prompt within its budget.
 	shell := true // the commands below can be run as commands
-	if cli == nil {
-		fmt.Fprintf(&b, "Your tools: %s. You have no others.\n", strings.Join(v.Tools(beads), ", "))
-	} else {
-		b.WriteString(cliToolsLine(cli, v) + "\n")
+	if cli != nil {
 		shell = cli.Shell && cli.ShellNote == ""
 	}
-
+	var cb strings.Builder
+	listed := map[mode.Capability]bool{}
 	cmds := v.Commands(beads)
 	if len(cmds) > 0 {
 		switch {
@@ -72,16 +61,17 @@ func ModeInstructionsFor(s mode.Spec, v mode.Vector, beads bool, cli *mode.CLITo
 			if v.Has(mode.CanRunCommands) {
 				via += " or bash"
 			}
-			fmt.Fprintf(&b, "Commands, run through %s; any other is refused:\n", via)
+			fmt.Fprintf(&cb, "Commands, run through %s; any other is refused:\n", via)
 		case shell:
-			b.WriteString("Commands, run through your shell; any other swarm command is refused:\n")
+			cb.WriteString("Commands, run through your shell; any other swarm command is refused:\n")
 		default:
-			b.WriteString("You cannot run these commands yourself: the MCP tools of the same names run the swarm ones for you.\n")
+			cb.WriteString("You cannot run these commands yourself: the MCP tools of the same names run the swarm ones for you.\n")
 		}
 		var group []string
-		flush := func(label string) {
+		flush := func(c mode.Capability, label string) {
 			if len(group) > 0 {
-				fmt.Fprintf(&b, "- %s: %s\n", label, strings.Join(group, "; "))
+				fmt.Fprintf(&cb, "- %s: %s\n", label, strings.Join(group, "; "))
+				listed[c] = true
 			}
 			group = group[:0]
 		}
@@ -96,13 +86,34 @@ func ModeInstructionsFor(s mode.Spec, v mode.Vector, beads bool, cli *mode.CLITo
 			for _, cmd := range v.CommandsFor(c, beads) {
 				add(cmd)
 			}
-			flush(string(c))
+			flush(c, string(c))
 		}
 		for _, cmd := range v.CommandsFor("", beads) {
 			add(cmd)
 		}
-		flush("anyone")
+		flush("", "anyone")
 	}
+	var on []string
+	for _, c := range v.Enabled() {
+		if v.Usable(c, beads) && !listed[c] {
+			on = append(on, string(c))
+		}
+	}
+	switch {
+	case (len(listed) > 1 || len(listed) == 1 && !listed[""]) && len(on) > 0:
+		on = append(on, "and each one named below with its commands")
+	case len(listed) > 1 || len(listed) == 1 && !listed[""]:
+		on = append(on, "each one named below with its commands")
+	case len(on) == 0:
+		on = []string{"none"}
+	}
+	fmt.Fprintf(&b, "Capabilities on: %s.\n", strings.Join(on, ", "))
+	if cli == nil {
+		fmt.Fprintf(&b, "Your tools: %s. You have no others.\n", strings.Join(v.Tools(beads), ", "))
+	} else {
+		b.WriteString(cliToolsLine(cli, v) + "\n")
+	}
+	b.WriteString(cb.String())
 	return strings.TrimRight(b.String(), "\n")
 }
 

@@ -30,6 +30,10 @@ type Draft struct {
 	AckTimeout time.Duration
 	// NoAck asks for no ACK (--no-ack).
 	NoAck bool
+	// Urgent makes the mail urgent: it interrupts the recipient's running
+	// session. Only the runtime sets it (the team launch's relaunch ping);
+	// it is not part of the envelope.
+	Urgent bool
 }
 
 // maxBumps bounds the search for a free msg_id. A thousand messages of one

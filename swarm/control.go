@@ -75,9 +75,9 @@ func (s *Supervisor) Resume(ctx context.Context, agent string) (string, error) {
 }
 
 func (s *Supervisor) runner(agent string) (*runner, error) {
-	r, ok := s.runners[agent]
+	r, ok := s.lookup(agent)
 	if !ok {
-		return nil, fmt.Errorf("unknown agent %q (running: %s)", agent, strings.Join(s.order, ", "))
+		return nil, fmt.Errorf("unknown agent %q (running: %s)", agent, strings.Join(s.AgentNames(), ", "))
 	}
 	return r, nil
 }
@@ -122,7 +122,7 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		s.Wake(ctx, req.Mail)
 		return answer(ds)
 	case control.OpPing:
-		d, err := json.Marshal(map[string]any{"pid": os.Getpid(), "agents": s.order, "engine": s.opts.EngineOverride, "watchers": s.bus.count()})
+		d, err := json.Marshal(map[string]any{"pid": os.Getpid(), "agents": s.AgentNames(), "engine": s.opts.EngineOverride, "watchers": s.bus.count()})
 		if err != nil {
 			return control.Response{Error: err.Error()}
 		}
@@ -138,6 +138,16 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		return s.serveWatch(ctx, send)
 	case control.OpEscalation:
 		s.EscalationChanged()
+		return control.Response{OK: true}
+	case control.OpSpawn:
+		if err := s.StartSpawned(ctx, req.Agent); err != nil {
+			return control.Response{Error: err.Error()}
+		}
+		return control.Response{OK: true}
+	case control.OpRetire:
+		if err := s.RetireRunner(ctx, req.Agent); err != nil {
+			return control.Response{Error: err.Error()}
+		}
 		return control.Response{OK: true}
 	case control.OpRun:
 		if s.opts.RunCommand == nil || req.Run == nil {

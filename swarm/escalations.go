@@ -141,7 +141,7 @@ func (s *Supervisor) Raise(ctx context.Context, d escalation.Draft) (escalation.
 		return e, created, err
 	}
 	s.EscalationChanged()
-	if r, ok := s.runners[e.AgentName()]; ok {
+	if r, ok := s.lookup(e.AgentName()); ok {
 		r.escalated()
 	}
 	return e, created, nil
@@ -281,9 +281,12 @@ func (d *desk) follow(ctx context.Context) {
 		}
 		return
 	}
+	if len(evs) > 0 {
+		d.s.team.poke() // the team launch's fallback may be decided
+	}
 	for _, ev := range evs {
 		d.last = ev.ID
-		if r, ok := d.s.runners[ev.AgentName()]; ok {
+		if r, ok := d.s.lookup(ev.AgentName()); ok {
 			r.escalated()
 		}
 		n := lifecycle.Notice{At: ev.At, Agent: ev.AgentName(), Kind: lifecycle.NoticeEscalation, Cause: ev.Cause}

@@ -603,7 +603,7 @@ func stageState(s workflow.State) workflow.State {
 // wakeMembers wakes the agents of a workflow: the gate may have opened.
 func (f *flow) wakeMembers(w config.Workflow) {
 	for _, a := range w.Members() {
-		if r, ok := f.s.runners[a]; ok {
+		if r, ok := f.s.lookup(a); ok {
 			r.poke(false)
 		}
 	}

@@ -69,7 +69,7 @@ func (r *runner) held(ctx context.Context) error {
 			return err
 		}
 		if ctx.Err() != nil {
-			return r.stop(ctx, "shutdown")
+			return r.stop(ctx, stopCause(ctx))
 		}
 	}
 }

@@ -118,6 +118,10 @@ func (r *runner) idle(ctx context.Context) error {
 	if ok {
 		return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, why)
 	}
+	// An ephemeral spawned agent with no work left retires.
+	if sp := r.agent.Spawned; sp != nil && sp.Ephemeral {
+		return r.retire(ctx)
+	}
 	poll := r.sup.clock.NewTimer(live.TaskPoll)
 	defer poll.Stop()
 	var nudgeC <-chan time.Time
@@ -138,7 +142,7 @@ func (r *runner) idle(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return r.stop(ctx, "shutdown")
+			return r.stop(ctx, stopCause(ctx))
 		case <-r.wake:
 			r.urgentHint.Store(false)
 			c, err := r.sup.store.Pending(bg(ctx), r.agent.Name)
@@ -228,7 +232,7 @@ func (r *runner) coolDown(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return r.stop(ctx, "shutdown")
+			return r.stop(ctx, stopCause(ctx))
 		case <-t.C:
 			return r.move(ctx, lifecycle.BackoffElapsed, lifecycle.BuildingPrompt, fmt.Sprintf("waited %s", d.Round(time.Millisecond)))
 		case <-r.wake:
@@ -254,7 +258,7 @@ func (r *runner) paused(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return r.stop(ctx, "shutdown")
+			return r.stop(ctx, stopCause(ctx))
 		case c := <-r.ctl:
 			if c != cmdResume {
 				continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/swarmhq/swarm/mailbox"
@@ -38,7 +39,7 @@ func (s *Supervisor) Claim(ctx context.Context) error {
 	var l mailbox.Leases
 	err := s.whileAway(ctx, "claim leases", func() (err error) {
 		l, err = s.store.ClaimLeases(ctx, mailbox.LeaseClaim{
-			Holder: me, Agents: s.order, TTL: s.leaseTTL(),
+			Holder: me, Agents: s.AgentNames(), TTL: s.leaseTTL(),
 			Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) },
 		})
 		return err
@@ -51,10 +52,46 @@ func (s *Supervisor) Claim(ctx context.Context) error {
 		return err
 	}
 	s.leases = l
-	for _, a := range s.order {
+	for _, a := range s.AgentNames() {
 		s.log.Info("lease taken", "agent", a, "holder", me.String())
 	}
 	return nil
+}
+
+// claimMore claims the lease of an agent spawned while Run runs, beside
+// the claim Claim made; renewLeases and Release keep it with the others.
+func (s *Supervisor) claimMore(ctx context.Context, agent string) error {
+	if s.leases == nil {
+		return nil
+	}
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	if slices.Contains(s.claimed, agent) {
+		return nil
+	}
+	me := s.opts.Holder
+	l, err := s.store.ClaimLeases(ctx, mailbox.LeaseClaim{
+		Holder: me, Agents: []string{agent}, TTL: s.leaseTTL(),
+		Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) },
+	})
+	var he *mailbox.HeldError
+	if errors.As(err, &he) {
+		return fmt.Errorf("cannot run %s here: %w", agent, he)
+	}
+	if err != nil {
+		return err
+	}
+	s.more = append(s.more, l)
+	s.claimed = append(s.claimed, agent)
+	s.log.Info("lease taken", "agent", agent, "holder", me.String())
+	return nil
+}
+
+// allLeases is the first claim and the spawned agents' claims.
+func (s *Supervisor) allLeases() []mailbox.Leases {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	return append([]mailbox.Leases{s.leases}, s.more...)
 }
 
 // renewLeases is the leases service: it renews them every heartbeat. A
@@ -73,7 +110,12 @@ func (s *Supervisor) renewLeases(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		err := s.leases.Renew(ctx)
+		var err error
+		for _, l := range s.allLeases() {
+			if e := l.Renew(ctx); e != nil && err == nil {
+				err = e
+			}
+		}
 		switch {
 		case errors.Is(err, mailbox.ErrLeaseLost):
 			return fmt.Errorf("%w; this supervisor stops so that only one runs each agent", err)
@@ -90,7 +132,9 @@ func (s *Supervisor) Release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.leases.Release(ctx); err != nil {
-		s.log.Warn("release leases", "err", err)
+	for _, l := range s.allLeases() {
+		if err := l.Release(ctx); err != nil {
+			s.log.Warn("release leases", "err", err)
+		}
 	}
 }

@@ -20,9 +20,9 @@ import (
 // Initializing, records its running sessions as crashed, requeues its
 // delivered mail and kills the process groups the crash left behind.
 func (s *Supervisor) recover(ctx context.Context) error {
-	for _, name := range s.order {
-		if err := s.recoverAgent(ctx, s.runners[name]); err != nil {
-			return fmt.Errorf("recover %s: %w", name, err)
+	for _, r := range s.allRunners() {
+		if err := s.recoverAgent(ctx, r); err != nil {
+			return fmt.Errorf("recover %s: %w", r.agent.Name, err)
 		}
 	}
 	return nil

@@ -36,6 +36,9 @@ type runner struct {
 	ctl        chan command
 	escal      chan struct{} // an escalation about the agent changed
 	done       chan struct{} // closed when run returns
+	// cancel ends the runner's context (set when the supervisor starts
+	// it): `swarm retire` stops one agent this way.
+	cancel context.CancelCauseFunc
 	// live is the agent's state as last committed, for other goroutines
 	// (the control socket): state itself belongs to the runner goroutine.
 	live atomic.Value // lifecycle.State
@@ -220,7 +223,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	var outage time.Duration
 	for {
 		if ctx.Err() != nil && r.state != lifecycle.Stopped {
-			return r.stop(ctx, "shutdown")
+			return r.stop(ctx, stopCause(ctx))
 		}
 		var err error
 		switch r.state {
@@ -242,6 +245,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 			err = r.paused(ctx)
 		case lifecycle.Held:
 			err = r.held(ctx)
+		case lifecycle.Waiting:
+			err = r.waitCore(ctx)
 		default:
 			err = fmt.Errorf("runner in unexpected state %s", r.state)
 		}
@@ -351,6 +356,10 @@ func (r *runner) initialize(ctx context.Context) error {
 	// A hold survives restarts and crashes: it is the escalation's row.
 	if held, err := r.holdIfHeld(ctx); held || err != nil {
 		return err
+	}
+	// A team member starts no session before the core is ready.
+	if r.sup.team.waiting(r.agent.Name) {
+		return r.move(ctx, lifecycle.AwaitCore, lifecycle.Waiting, "waiting for the core of team "+r.sup.team.cfg.Name)
 	}
 	why, ok, err := r.startupWork(ctx)
 	if err != nil {

@@ -30,6 +30,7 @@ func (s *Supervisor) services() []Service {
 		{Name: "stalled", Run: s.watchStalls},
 		{Name: "ack-deadlines", Run: s.acks.run},
 		{Name: "workflows", Run: s.flow.run},
+		{Name: "team-launch", Run: s.runLaunch},
 	}, s.opts.Services...)
 }
 
@@ -107,7 +108,7 @@ func every(ctx context.Context, d time.Duration, fn func(context.Context)) error
 }
 
 func (s *Supervisor) heartbeat(ctx context.Context) {
-	if err := s.store.Heartbeat(ctx, s.order); err != nil && ctx.Err() == nil {
+	if err := s.store.Heartbeat(ctx, s.AgentNames()); err != nil && ctx.Err() == nil {
 		s.log.Warn("heartbeat", "err", err)
 	}
 }

@@ -471,7 +471,7 @@ func (r *runner) shutdownSession(ctx context.Context, s *session) error {
 			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead, Error: "stopped: " + causeText(ctx)}); err != nil {
 			return err
 		}
-		return r.moveTx(tx, lifecycle.OperatorStop, lifecycle.Stopped, "shutdown")
+		return r.moveTx(tx, lifecycle.OperatorStop, lifecycle.Stopped, stopCause(ctx))
 	})
 }
 

@@ -34,8 +34,8 @@ func (s *Supervisor) watchStalls(ctx context.Context) error {
 
 func (s *Supervisor) checkStalls(ctx context.Context, after time.Duration) {
 	now := s.clock.Now()
-	for _, name := range s.order {
-		r := s.runners[name]
+	for _, r := range s.allRunners() {
+		name := r.agent.Name
 		seq := r.active.Load()
 		if seq == 0 || r.stallSeq.Load() == seq {
 			continue

@@ -107,14 +107,18 @@ type Options struct {
 
 // Supervisor runs one runner per agent.
 type Supervisor struct {
-	opts    Options
-	cfg     *config.Config
-	store   mailbox.Store
-	poster  *mailbox.Poster
-	clock   Clock
-	log     *slog.Logger
+	opts   Options
+	cfg    *config.Config
+	store  mailbox.Store
+	poster *mailbox.Poster
+	clock  Clock
+	log    *slog.Logger
+	// The runners: the configured ones from New, and the spawned ones
+	// `swarm spawn` adds while Run runs; mu guards them and fleet.
+	mu      sync.RWMutex
 	runners map[string]*runner
 	order   []string
+	fleet   fleet
 	names   []string // every configured agent, in config order; read-only
 
 	bus       noticeBus
@@ -125,6 +129,11 @@ type Supervisor struct {
 	flow      *flow          // the workflows service and dev-qa's session gate
 	book      sessionBook    // when sessions ran, and their process groups
 	leases    mailbox.Leases // this supervisor's agents, while Run holds them
+	leaseMu   sync.Mutex
+	more      []mailbox.Leases // the leases of agents spawned while Run runs
+	claimed   []string         // their agents
+	team      *launch          // the team launch; nil without [team]
+	probed    bool             // Preflight passed
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }
@@ -168,9 +177,32 @@ func New(opts Options) (*Supervisor, error) {
 	s.acks = newAckDeadlines(s)
 	s.flow = newFlow(s)
 	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
-	names := opts.Agents
-	if len(names) == 0 {
-		names = s.names
+	if opts.Config.Team != nil {
+		s.team = newLaunch(s, opts.Config.Team)
+		// A ping past its deadline raises no ack_timeout: the launch
+		// handles it.
+		hook := opts.PingTimeout
+		s.opts.PingTimeout = func(ctx context.Context, m message.Message) {
+			if hook != nil {
+				hook(ctx, m)
+			}
+			s.team.poke()
+		}
+	}
+	// Every agent, or the ones asked for; spawned agents (WithSpawned)
+	// run either way, and retired ones not at all.
+	var names []string
+	for _, a := range opts.Config.Agents {
+		switch {
+		case a.Spawned != nil && a.Spawned.Retired:
+		case len(opts.Agents) == 0 || slices.Contains(opts.Agents, a.Name) || a.Spawned != nil:
+			names = append(names, a.Name)
+		}
+	}
+	for _, n := range opts.Agents {
+		if !slices.Contains(names, n) {
+			names = append(names, n) // unknown: refused below
+		}
 	}
 	var problems []string
 	for _, name := range names {
@@ -234,8 +266,8 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 		problems = append(problems, fmt.Sprintf("strategy needs bd (beads), which is not installed: %s; install bd (https://github.com/steveyegge/beads) or use strategy = \"simple\"", strings.Join(need, ", ")))
 	}
 	seen := map[string]bool{}
-	for _, name := range s.order {
-		r := s.runners[name]
+	for _, r := range s.allRunners() {
+		name := r.agent.Name
 		pf, ok := r.eng.(engine.Preflight)
 		if !ok || seen[r.eng.Name()] {
 			continue
@@ -248,6 +280,7 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
+	s.probed = true
 	return nil
 }
 
@@ -274,6 +307,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.whileAway(ctx, "read the escalations", func() error { return s.desk.start(ctx) }); err != nil {
 		return err
 	}
+	// The team launch up to MEMBERS_READY, before any session starts.
+	if s.team != nil {
+		if err := s.team.prepare(ctx); err != nil {
+			return err
+		}
+	}
 	srv, err := s.opts.Listen(s.opts.Layout)
 	if err != nil {
 		return err
@@ -298,17 +337,14 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer stopRunners(ErrShutdown)
 	unhook := context.AfterFunc(ctx, func() { stopRunners(shutdownCause(ctx)) })
 	defer unhook()
-	var runners sync.WaitGroup
-	for _, name := range s.order {
-		r := s.runners[name]
-		runners.Go(func() {
-			if err := r.run(runCtx); err != nil {
-				s.log.Error("runner stopped", "agent", name, "err", err)
-			}
-		})
+	s.mu.Lock()
+	s.fleet.ctx = runCtx
+	s.mu.Unlock()
+	for _, r := range s.allRunners() {
+		s.start(r)
 	}
 	svcDone := s.startServices(ctx, cancel)
-	runners.Wait()
+	s.fleet.wait()
 
 	// Every runner ended before anyone asked to stop: every agent stopped
 	// on its own (errors, or a fatal problem). That is a failure to report.
@@ -316,8 +352,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if ctx.Err() == nil {
 		var reasons []string
 		var errs []error
-		for _, name := range s.order {
-			r := s.runners[name]
+		for _, r := range s.allRunners() {
+			name := r.agent.Name
 			why := r.stopReason
 			if why == "" {
 				why = s.lastCause(name)
@@ -379,7 +415,83 @@ func shutdownCause(ctx context.Context) error {
 func (s *Supervisor) RequestStop() { s.stopOnce.Do(func() { close(s.requested) }) }
 
 // AgentNames returns the agents this supervisor runs, in config order.
-func (s *Supervisor) AgentNames() []string { return slices.Clone(s.order) }
+func (s *Supervisor) AgentNames() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.order)
+}
+
+// lookup returns the agent's runner.
+func (s *Supervisor) lookup(agent string) (*runner, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.runners[agent]
+	return r, ok
+}
+
+// allRunners returns the runners in order: the configured agents, then
+// the spawned ones.
+func (s *Supervisor) allRunners() []*runner {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*runner, len(s.order))
+	for i, n := range s.order {
+		out[i] = s.runners[n]
+	}
+	return out
+}
+
+// fleet counts the runner goroutines Run owns. Run waits until the count
+// drops to zero; after that (and once the swarm stops) no runner starts.
+type fleet struct {
+	ctx     context.Context // the runners' context, set by Run
+	n       int
+	closed  bool
+	stopped chan struct{} // closed when the last runner ends
+}
+
+// start runs r in a goroutine Run owns, under the runners' context; false
+// when the swarm is stopping (or not running).
+func (s *Supervisor) start(r *runner) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := &s.fleet
+	if f.ctx == nil || f.closed || f.ctx.Err() != nil {
+		return false
+	}
+	if f.stopped == nil {
+		f.stopped = make(chan struct{})
+	}
+	f.n++
+	ctx, cancel := context.WithCancelCause(f.ctx)
+	r.cancel = cancel
+	go func() {
+		defer s.ended()
+		defer cancel(nil)
+		if err := r.run(ctx); err != nil {
+			s.log.Error("runner stopped", "agent", r.agent.Name, "err", err)
+		}
+	}()
+	return true
+}
+
+// ended counts a runner goroutine out.
+func (s *Supervisor) ended() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fleet.n--
+	if s.fleet.n == 0 {
+		s.fleet.closed = true
+		close(s.fleet.stopped)
+	}
+}
+
+// wait blocks until every runner ended.
+func (f *fleet) wait() {
+	if f.stopped != nil {
+		<-f.stopped
+	}
+}
 
 // Watch returns a channel of notices until ctx ends. It is how the live
 // view follows the supervisor without polling the database.

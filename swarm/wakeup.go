@@ -17,11 +17,12 @@ import (
 // notices), then is announced once.
 func (s *Supervisor) Wake(ctx context.Context, posted []message.Message) {
 	for _, m := range posted {
-		if r, ok := s.runners[m.To]; ok {
+		if r, ok := s.lookup(m.To); ok {
 			r.poke(m.IsUrgent())
 		}
 		if m.To == message.Swarm {
 			s.flow.poke() // an answer to the workflow engine
+			s.team.poke() // an ACK of a team ping, maybe
 		}
 	}
 	s.announce(posted)
@@ -37,7 +38,7 @@ func (s *Supervisor) deliveries(ms []message.Message) []control.Delivery {
 	hit := map[string]bool{}
 	for i, m := range ms {
 		d := control.Delivery{ID: m.ID, To: m.To}
-		if r, ok := s.runners[m.To]; ok {
+		if r, ok := s.lookup(m.To); ok {
 			d.Started = true
 			st := r.liveState()
 			d.State = string(st)
@@ -60,7 +61,7 @@ func (s *Supervisor) deliveries(ms []message.Message) []control.Delivery {
 // not say what arrived, or a change the feed saw. Each runner checks the
 // store for itself.
 func (s *Supervisor) wakeAll() {
-	for _, r := range s.runners {
+	for _, r := range s.allRunners() {
 		r.poke(true)
 	}
 	s.flow.poke()
@@ -113,11 +114,12 @@ func (s *Supervisor) catchUp(ctx context.Context) error {
 		}
 		fresh := s.mail.fresh(ms)
 		for _, m := range fresh {
-			if r, ok := s.runners[m.To]; ok {
+			if r, ok := s.lookup(m.To); ok {
 				r.poke(m.IsUrgent())
 			}
 			if m.To == message.Swarm {
 				s.flow.poke()
+				s.team.poke()
 			}
 			s.bus.emit(lifecycle.Notice{At: m.CreatedAt, Agent: m.To, Kind: lifecycle.NoticeMessage, Message: &m})
 		}

@@ -97,11 +97,12 @@ type Model struct {
 	loaded           bool
 	agents           []Agent
 	escalations      []escalation.Escalation
-	workflows        []string // live work items, one line each
+	workflows        []string          // live work items, one line each
 	escSel           int               // the selected escalation
 	mail             []message.Message // oldest first
 	tokens, sessions int64
 	budget           string // the swarm's, Snapshot.Budget
+	team             string // the team launch, Snapshot.Team
 	selected         int
 	notes            map[string]note
 	pausing          map[string]bool // pause asked for, not Paused yet
@@ -367,7 +368,7 @@ func (m *Model) gotSnapshot(msg snapshotMsg) tea.Cmd {
 	for _, mm := range msg.snap.Mail {
 		m.addMail(mm)
 	}
-	m.tokens, m.sessions, m.budget = msg.snap.Tokens, msg.snap.Sessions, msg.snap.Budget
+	m.tokens, m.sessions, m.budget, m.team = msg.snap.Tokens, msg.snap.Sessions, msg.snap.Budget, msg.snap.Team
 	m.setEscalations(msg.snap.Escalations)
 	m.workflows = msg.snap.Workflows
 	m.selected = 0

@@ -58,7 +58,10 @@ type Snapshot struct {
 	Tokens int64             // every agent's tokens
 	// Budget is the swarm's spending against [budget] swarm_tokens, as
 	// Agent.Budget; empty without one.
-	Budget   string
+	Budget string
+	// Team is the team launch's state on one line ("team analysis:
+	// MEMBERS_READY (waiting for beta)"); empty without [team].
+	Team     string
 	Sessions int64 // sessions run, across agents and restarts
 	// Escalations are the unresolved ones, most severe first, then newest.
 	Escalations []escalation.Escalation

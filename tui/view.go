@@ -387,10 +387,14 @@ func (m *Model) footer(w int) string {
 	for _, a := range m.agents {
 		counts[stateKind(a.State)]++
 	}
-	parts := []string{
-		"tokens " + thousands(m.tokens),
-		"sessions " + strconv.FormatInt(m.sessions, 10),
+	var parts []string
+	if m.team != "" {
+		parts = append(parts, m.team)
 	}
+	parts = append(parts,
+		"tokens "+thousands(m.tokens),
+		"sessions "+strconv.FormatInt(m.sessions, 10),
+	)
 	if m.budget != "" {
 		parts = append(parts, "swarm budget "+m.budget)
 	}

@@ -75,7 +75,7 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := agentIn(cfg, opts.Agent); err != nil {
+	if _, err := app.knownAgent(ctx, l, cfg, opts.Agent); err != nil {
 		return err
 	}
 	st, err := app.openStore(ctx, l, cfg)

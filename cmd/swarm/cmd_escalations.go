@@ -60,7 +60,7 @@ func runEscalations(ctx context.Context, opts *EscalationsOptions) error {
 		return err
 	}
 	if opts.Agent != "" {
-		if _, err := agentIn(cfg, opts.Agent); err != nil {
+		if _, err := app.knownAgent(ctx, l, cfg, opts.Agent); err != nil {
 			return err
 		}
 	}

@@ -62,7 +62,7 @@ func runEvents(ctx context.Context, opts *EventsOptions) error {
 		return err
 	}
 	if opts.Agent != "" {
-		if _, err := agentIn(cfg, opts.Agent); err != nil {
+		if _, err := app.knownAgent(ctx, l, cfg, opts.Agent); err != nil {
 			return err
 		}
 	}

@@ -88,16 +88,16 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	if err != nil {
 		return err
 	}
+	st, err := app.openStore(ctx, l, cfg) // with the spawned agents
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	if !message.Reserved(opts.Name) {
 		if _, ok := cfg.Agent(opts.Name); !ok {
 			return unknownName("agent", opts.Name, cfg.Recipients(), "known names are")
 		}
 	}
-	st, err := app.openStore(ctx, l, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	ms, err := st.Inbox(ctx, opts.Name, mailbox.Filter{State: message.State(opts.State), Sent: opts.Sent, Limit: opts.Limit})
 	if err != nil {
 		return err

@@ -98,7 +98,7 @@ func runLogs(ctx context.Context, opts *LogsOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := agentIn(cfg, opts.Agent); err != nil {
+	if _, err := app.knownAgent(ctx, l, cfg, opts.Agent); err != nil {
 		return err
 	}
 	dir := filepath.Join(l.Logs(), opts.Agent)

@@ -214,6 +214,12 @@ type (
 		Task    string `json:"task,omitempty" jsonschema:"the task, except for session"`
 		Message string `json:"message" jsonschema:"what to report"`
 	}
+	spawnIn struct {
+		Name      string `json:"name" jsonschema:"the new agent's name"`
+		Role      string `json:"role" jsonschema:"what it is for; its first task mail"`
+		Task      string `json:"task,omitempty" jsonschema:"the task it is for"`
+		Ephemeral bool   `json:"ephemeral,omitempty" jsonschema:"retire when it has no work left"`
+	}
 )
 
 // register adds the tools the capabilities allow. The list stays short:
@@ -336,6 +342,19 @@ func (s *mcpServer) register(srv *mcp.Server, caps mode.Vector) {
 					args = append(args, in.Task)
 				}
 				return result(s.swarm(ctx, append(args, in.Message)...))
+			})
+	}
+	if on("spawn") {
+		mcp.AddTool(srv, &mcp.Tool{Name: "spawn", Description: "Add a teammate with its own worktree, and send it its role as a task (swarm spawn)."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in spawnIn) (*mcp.CallToolResult, any, error) {
+				args := []string{"spawn", "--json", "--role", in.Role}
+				if in.Task != "" {
+					args = append(args, "--task", in.Task)
+				}
+				if in.Ephemeral {
+					args = append(args, "--ephemeral")
+				}
+				return result(s.swarm(ctx, append(args, "--", in.Name)...))
 			})
 	}
 }

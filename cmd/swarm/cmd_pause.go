@@ -72,7 +72,7 @@ func runPause(ctx context.Context, opts *PauseOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := agentIn(cfg, opts.Agent); err != nil {
+	if _, err := app.knownAgent(ctx, l, cfg, opts.Agent); err != nil {
 		return err
 	}
 	effect, err := pauseAgent(ctx, l, opts.Agent, !opts.Resume)

@@ -85,7 +85,7 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 	if err != nil {
 		return err
 	}
-	agent, err := agentIn(cfg, opts.Agent)
+	agent, err := app.knownAgent(ctx, l, cfg, opts.Agent)
 	if err != nil {
 		return err
 	}

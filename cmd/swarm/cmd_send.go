@@ -281,6 +281,11 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
+	st, err := app.openStore(ctx, l, cfg) // with the spawned agents
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	// A near miss ("Backend") is answered with the name meant; anything
 	// else is the poster's to judge.
 	for _, n := range []struct{ what, name string }{{"sender", from}, {"recipient", opts.To}} {
@@ -288,11 +293,6 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 			return unknownName(n.what, n.name, cfg.Recipients(), "known names are")
 		}
 	}
-	st, err := app.openStore(ctx, l, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	if opts.ReplyTo != "" {
 		if looksNumeric.MatchString(opts.ReplyTo) {
 			n, ok := swarm.MessageNumber(opts.ReplyTo)

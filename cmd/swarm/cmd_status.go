@@ -19,6 +19,7 @@ import (
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/team"
 	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/workflow"
 	"github.com/swarmhq/swarm/worktree"
@@ -86,6 +87,9 @@ type statusJSON struct {
 	// Workflows are the [[workflow]]s with their items, as 'swarm workflow
 	// status --json' prints them.
 	Workflows []swarm.Status `json:"workflows"`
+	// Team is the team launch's record ('swarm team --json'); absent
+	// without [team].
+	Team *team.Record `json:"team,omitempty"`
 }
 
 // usageJSON is an agent's usage over its budget window.
@@ -125,6 +129,12 @@ type agentStatus struct {
 	// NotStarted says why a configured agent is not running although a
 	// supervisor is: it does not run it. Empty otherwise.
 	NotStarted string `json:"not_started,omitempty"`
+	// SpawnedBy names who spawned an agent `swarm spawn` added (empty for
+	// the others); Ephemeral and Retired say how it ends and whether it
+	// did (DESIGN §9.5).
+	SpawnedBy string `json:"spawned_by,omitempty"`
+	Ephemeral bool   `json:"ephemeral,omitempty"`
+	Retired   bool   `json:"retired"`
 }
 
 // notStarted marks an agent the running supervisor does not run.
@@ -238,7 +248,10 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 		// Held by a supervisor on another host (or in another clone): it
 		// runs there, and only its heartbeat says whether it is alive.
 		elsewhere := held && !(running && h.PID == sup.Pid && h.Host == thisHost())
-		if running && len(sup.Agents) > 0 && !runs[a.Name] && !elsewhere {
+		if sp := a.Spawned; sp != nil {
+			s.SpawnedBy, s.Ephemeral, s.Retired = sp.By, sp.Ephemeral, sp.Retired
+		}
+		if running && len(sup.Agents) > 0 && !runs[a.Name] && !elsewhere && !s.Retired {
 			s.NotStarted = notStarted
 		}
 		if s.State != lifecycle.Stopped {
@@ -250,6 +263,11 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	out.Escalations, err = st.Escalations(ctx, mailbox.EscalationFilter{})
 	if err != nil {
 		return out, err
+	}
+	if rec, ok, err := swarm.TeamRecord(ctx, cfg, st); err != nil {
+		return out, err
+	} else if ok {
+		out.Team = &rec
 	}
 	if out.Escalations == nil {
 		out.Escalations = []escalation.Escalation{}
@@ -352,6 +370,9 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		fmt.Fprintln(app.Stdout, "('swarm workflow status' shows every item)")
 		fmt.Fprintln(app.Stdout)
 	}
+	if t := s.Team; t != nil {
+		fmt.Fprintf(app.Stdout, "%s\n\n", teamLine(*t))
+	}
 	if b := s.Budget; b != nil {
 		fmt.Fprintf(app.Stdout, "budget: the swarm used %s of %s work tokens in %s (action %s)\n\n", humanize.Comma(b.Used), humanize.Comma(b.Tokens), b.Window, b.Action)
 	}
@@ -387,6 +408,9 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 			since = " " + humanAge(now.Sub(*a.StateSince))
 		}
 		state := a.State
+		if a.Retired {
+			state = "retired"
+		}
 		if a.NotStarted != "" {
 			state, notRun = "not started", append(notRun, a.Name)
 		}

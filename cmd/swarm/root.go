@@ -24,6 +24,7 @@ import (
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/swarm"
 )
 
 // App holds what every command shares: the global flags and the process's
@@ -279,6 +280,19 @@ func agentIn(cfg *config.Config, name string) (config.Agent, error) {
 	return a, nil
 }
 
+// knownAgent is agentIn for commands that name an agent before (or
+// without) opening the store: an agent `swarm spawn` added is not in
+// swarm.toml, so the store's spawned agents are read before giving up.
+func (a *App) knownAgent(ctx context.Context, l repo.Layout, cfg *config.Config, name string) (config.Agent, error) {
+	if ag, err := agentIn(cfg, name); err == nil {
+		return ag, nil
+	}
+	if st, err := a.openStore(ctx, l, cfg); err == nil {
+		st.Close()
+	}
+	return agentIn(cfg, name)
+}
+
 // recipientIn checks a name mail can go to: an agent of cfg or operator.
 func recipientIn(cfg *config.Config, name string) error {
 	if name == config.Operator {
@@ -308,14 +322,38 @@ func (a *App) storeTarget(l repo.Layout, cfg *config.Config) open.Target {
 
 // openStore opens the repository's database.
 func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) (mailbox.Store, error) {
+	var st mailbox.Store
 	if a.shared != nil {
-		return unclosed{a.shared}, nil
+		st = unclosed{a.shared}
+	} else {
+		t := a.storeTarget(l, cfg)
+		if t.URL == "" {
+			a.db = t.Path
+		}
+		var err error
+		if st, err = t.Open(ctx); err != nil {
+			return nil, err
+		}
 	}
-	t := a.storeTarget(l, cfg)
-	if t.URL == "" {
-		a.db = t.Path
+	// The agents `swarm spawn` added are agents like the configured ones
+	// for every command: status, send, down, and the next swarm up.
+	if cfg != nil {
+		problems, err := swarm.WithSpawned(ctx, cfg, st)
+		switch {
+		case err != nil && st.Unavailable(err):
+			// The database away for a moment (a PostgreSQL restart): the
+			// command goes on with swarm.toml's agents, and its own
+			// writes wait for the database as they do.
+			slog.Warn("could not read the spawned agents; going on with swarm.toml's", "err", err)
+		case err != nil:
+			st.Close()
+			return nil, fmt.Errorf("read the spawned agents: %w", err)
+		}
+		for _, p := range problems {
+			slog.Warn("a spawned agent cannot run with this swarm.toml", "problem", p)
+		}
 	}
-	return t.Open(ctx)
+	return st, nil
 }
 
 // openConfigured reads swarm.toml and opens the store it names: what most

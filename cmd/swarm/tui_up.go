@@ -119,11 +119,21 @@ func newStoreSource(l repo.Layout, cfg *config.Config, st mailbox.Store, poster 
 const viewMail = 30
 
 func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
-	status, err := collectStatus(ctx, s.l, s.cfg, s.st, s.now())
+	// Agents spawned since the view started appear too; the copy leaves
+	// the configuration the supervisor reads alone.
+	cfg := *s.cfg
+	cfg.Agents = slices.Clone(s.cfg.Agents)
+	if _, err := swarm.WithSpawned(ctx, &cfg, s.st); err != nil {
+		return tui.Snapshot{}, err
+	}
+	status, err := collectStatus(ctx, s.l, &cfg, s.st, s.now())
 	if err != nil {
 		return tui.Snapshot{}, err
 	}
 	var snap tui.Snapshot
+	if status.Team != nil {
+		snap.Team = teamLine(*status.Team)
+	}
 	for _, a := range status.Agents {
 		ta := tui.Agent{Name: a.Name, State: a.State, Seq: a.SessionSeq, Pending: a.Pending, Urgent: a.Urgent,
 			Activity: a.Activity, Tokens: a.Tokens}
@@ -145,7 +155,7 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 	// Every message has an agent or operator as its recipient, so the
 	// newest of each inbox hold the newest overall.
 	seen := map[int64]bool{}
-	for _, name := range append(s.cfg.AgentNames(), message.Operator) {
+	for _, name := range append(cfg.AgentNames(), message.Operator) {
 		ms, err := s.st.Inbox(ctx, name, mailbox.Filter{Limit: viewMail})
 		if err != nil {
 			return snap, err

@@ -30,7 +30,7 @@ import (
 // supervisor run: the ones that read or post mail and escalations. The
 // others (up, down, init, watch, logs -f, mcp) either must not run inside
 // the supervisor or run fine where they are.
-var viaSupervisorCommands = []string{"send", "inbox", "ack", "escalate", "status", "escalations", "escalation", "events", "prompt", "tasks", "queue", "report", "workflow"}
+var viaSupervisorCommands = []string{"send", "inbox", "ack", "escalate", "status", "escalations", "escalation", "events", "prompt", "tasks", "queue", "report", "workflow", "spawn", "team"}
 
 // viaSupervisorTimeout bounds one command run by the supervisor.
 const viaSupervisorTimeout = 2 * time.Minute

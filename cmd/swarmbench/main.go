@@ -31,6 +31,10 @@
 //	    a real `swarm up`: the model sessions started and the tokens spent
 //	    on routing (none: the supervisor routes), against seed 000's
 //	    coordinator call of about 3,800 tokens per event
+//	P10 teams (DESIGN §9.5): a core pair that acknowledges its pings and 20
+//	    scripted members, from `swarm up` to the launch RUNNING (the part
+//	    beyond making the worktrees); `swarm spawn` into the running swarm,
+//	    from the command to the new agent Running (beyond its worktree add)
 //
 // Usage (make bench builds bin/swarm first):
 //
@@ -183,7 +187,7 @@ func run(binPath, out string, keep, quick bool, only string) int {
 		id string
 		fn func(context.Context) error
 	}{
-		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6}, {"P8", b.p8}, {"P9", b.p9},
+		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6}, {"P8", b.p8}, {"P9", b.p9}, {"P10", b.p10},
 	}
 	var errs []string
 	for _, s := range steps {

@@ -62,7 +62,7 @@ func isStore(r string) bool {
 	return ok && !strings.Contains(rest, "/") && rest != "mailboxtest"
 }
 
-var leaves = []string{"escalation", "fsm", "lifecycle", "message", "mode", "migrations", "workflow"}
+var leaves = []string{"escalation", "fsm", "lifecycle", "message", "mode", "migrations", "team", "workflow"}
 
 var sqlImports = []string{`database/sql`, `modernc.org/sqlite`, `github.com/jackc/pgx/v5`}
 

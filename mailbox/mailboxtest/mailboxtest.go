@@ -79,6 +79,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"RollbackLeavesNothing", testRollback},
 		{"FeedSeesOtherConnections", testFeed},
 		{"Check", testCheck},
+		{"TeamLaunch", testTeamLaunch},
+		{"Spawned", testSpawned},
 		{"EscalationLifecycle", testEscalationLifecycle},
 		{"EscalationLists", testEscalationLists},
 		{"EscalationRefusals", testEscalationRefusals},

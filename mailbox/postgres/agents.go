@@ -115,6 +115,10 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 		if c.By != "" {
 			agent = &c.By
 		}
+	case fsm.SubjectTeam:
+		if err := t.moveTeam(c); err != nil {
+			return fsm.Event{}, err
+		}
 	default:
 		return fsm.Event{}, fmt.Errorf("move %s %s: subjects of this kind have no table yet", c.Kind, c.Subject)
 	}
