@@ -10,6 +10,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -81,6 +82,21 @@ func (a *App) callerOf(ctx context.Context, st mailbox.Store, cfg *config.Config
 		caps = ag.Spec().Vector()
 	}
 	return caller{Agent: agent, Seq: seq, Caps: caps}, nil
+}
+
+// openCaller opens swarm.toml and its store and finds the calling session,
+// for the commands an agent runs: the store is the caller's to close.
+func (a *App) openCaller(ctx context.Context) (repo.Layout, *config.Config, mailbox.Store, caller, error) {
+	l, cfg, st, err := a.openConfigured(ctx)
+	if err != nil {
+		return l, nil, nil, caller{}, err
+	}
+	who, err := a.callerOf(ctx, st, cfg)
+	if err != nil {
+		st.Close()
+		return l, nil, nil, caller{}, err
+	}
+	return l, cfg, st, who, nil
 }
 
 // require refuses what the caller's session may not do: the error names

@@ -78,15 +78,11 @@ Run from a session it needs can_use_queue. --json prints the task (top) or
 
 func runQueue(ctx context.Context, opts *QueueOptions) error {
 	app := opts.App
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	who, err := app.callerOf(ctx, st, cfg)
-	if err != nil {
-		return err
-	}
 	if err := who.require(mode.CanUseQueue, "swarm queue "+opts.Op); err != nil {
 		return err
 	}

@@ -100,15 +100,11 @@ stored report with "coordinator" and "mail_id".`,
 
 func runReport(ctx context.Context, opts *ReportOptions) error {
 	app := opts.App
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	who, err := app.callerOf(ctx, st, cfg)
-	if err != nil {
-		return err
-	}
 	need := mode.CanReportTaskLevel
 	if !opts.Kind.TaskLevel() {
 		need = mode.CanReportSessionLevel

@@ -78,15 +78,11 @@ the next 'swarm up'.
 
 func runSpawn(ctx context.Context, opts *SpawnOptions) error {
 	app := opts.App
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	who, err := app.callerOf(ctx, st, cfg)
-	if err != nil {
-		return err
-	}
 	if err := who.require(mode.CanSpawnSessions, "swarm spawn"); err != nil {
 		return err
 	}

@@ -143,15 +143,11 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 			return err
 		}
 	}
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	who, err := app.callerOf(ctx, st, cfg)
-	if err != nil {
-		return err
-	}
 	switch opts.Action {
 	case "start":
 		if err := who.require(mode.CanDispatch, "swarm workflow start"); err != nil {
