@@ -385,6 +385,15 @@ func (l *launch) look(ctx context.Context) (time.Duration, error) {
 			silent = append(silent, c)
 		case m.Ack != nil && m.Ack.DueAt != nil:
 			next = min(next, m.Ack.DueAt.Sub(now))
+		case m.Ack != nil && m.Ack.State.Open():
+			// Never delivered: the agent started no session to read it (it
+			// is held, failing, or stuck). Its ACK clock has not started,
+			// but the launch's has: ready_timeout from the ping.
+			if due := m.CreatedAt.Add(l.cfg.ReadyTimeout); due.After(now) {
+				next = min(next, due.Sub(now))
+			} else {
+				silent = append(silent, c)
+			}
 		}
 	}
 	if acked == len(l.cfg.Core) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -103,4 +104,44 @@ func TestSpawnStartsAndRetires(t *testing.T) {
 		t.Fatalf("worker-1 = %+v, %v", a, err)
 	}
 	var _ mailbox.Spawned = rows[0]
+}
+
+// TestTeamLaunchBreachesWithoutASession: a core agent that never starts a
+// session (held by an open escalation) never reads its ping, so its ACK
+// clock never starts; the launch's does: past ready_timeout from the ping
+// the breach is recorded and, with max_relaunch = 0, the team falls back
+// with a protocol_breach escalation. The member stays Waiting.
+func TestTeamLaunchBreachesWithoutASession(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n[team]\nname = \"t\"\ncore = [\"alpha\"]\nready_timeout = \"1s\"\nmax_relaunch = 0\n")
+	ctx := context.Background()
+	if _, _, err := Raise(ctx, h.store, escalation.Draft{Kind: escalation.KindAgent, Agent: "alpha", Hold: true, Summary: "hold alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.waitFor("alpha", lifecycle.Held)
+	h.waitFor("bravo", lifecycle.Waiting)
+	deadline := time.After(20 * time.Second)
+	for {
+		var n lifecycle.Notice
+		select {
+		case n = <-h.notices:
+		case <-deadline:
+			t.Fatal("no protocol_breach escalation")
+		}
+		h.history = append(h.history, n)
+		h.used = append(h.used, false)
+		if n.Kind == lifecycle.NoticeEscalation && n.Escalation != nil && n.Escalation.Kind == escalation.KindProtocolBreach {
+			break
+		}
+	}
+	l, err := h.store.Team(ctx, "t")
+	if err != nil || l.State != team.Fallback || len(l.Breaches) != 1 || l.Breaches[0].Code != team.BreachCoreNotReady {
+		t.Fatalf("launch = %+v, %v", l, err)
+	}
+	if r, _ := h.sup.lookup("bravo"); r.liveState() != lifecycle.Waiting {
+		t.Fatalf("bravo is %s, want Waiting", r.liveState())
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
 }
