@@ -27,7 +27,8 @@ import (
 
 // promptRequest is what session seq of agent a is built from.
 func (s *Supervisor) promptRequest(a config.Agent, seq int64, dir string, mail []message.Message, in *Interrupt) PromptRequest {
-	return newPromptRequest(s.names, a, seq, dir, mail, in, s.opts.Tasks != nil)
+	// The poster's names: the configured agents and those spawned since.
+	return newPromptRequest(s.poster.Names(), a, seq, dir, mail, in, s.opts.Tasks != nil)
 }
 
 // maxTeammates is how many teammates a prompt names; the rest are counted.

@@ -191,7 +191,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		Seq:       r.seq,
 		Root:      r.sup.opts.Layout.Root,
 		DB:        absPath(r.sup.opts.Layout.DB),
-		Agents:    r.sup.names,
+		Agents:    r.sup.poster.Names(),
 		Worktree:  r.worktree,
 		Branch:    r.branch,
 		Prompt:    r.sessionPrompt,

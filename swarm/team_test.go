@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,6 +71,10 @@ func TestSpawnStartsAndRetires(t *testing.T) {
 	}
 	if sp.SpawnedBy != "lead" || m.From != "lead" || m.To != "worker-1" || m.Kind != message.KindTask {
 		t.Fatalf("spawned %+v with mail %+v", sp, m)
+	}
+	// The spawner's next prompt names the new teammate.
+	if lead, _ := h.sup.cfg.Agent("lead"); !slices.Contains(h.sup.promptRequest(lead, 2, "", nil, nil).Teammates, "worker-1") {
+		t.Fatalf("lead's teammates %v lack worker-1", h.sup.promptRequest(lead, 2, "", nil, nil).Teammates)
 	}
 	if err := h.sup.StartSpawned(ctx, "worker-1"); err != nil {
 		t.Fatal(err)
