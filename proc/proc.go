@@ -197,3 +197,30 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// AwaitGroupsGone waits until none of the process groups has a process
+// left, checking every poll, for at most max; it reports whether they
+// went. SIGKILL is delivered asynchronously: a git killed in the middle of
+// a commit may still write its index.lock after the signal was sent, so a
+// caller that cleans up after it waits first. A zombie nobody reaps keeps
+// its group "alive" to kill(2), so zombies count as gone where /proc
+// tells them apart; elsewhere the bound keeps the wait short.
+func AwaitGroupsGone(groups []int, poll, max time.Duration, sleep func(time.Duration)) bool {
+	for waited := time.Duration(0); ; waited += poll {
+		alive := false
+		for _, pg := range groups {
+			if known, running := groupRunning(pg); known {
+				alive = alive || running
+			} else {
+				alive = alive || GroupAlive(pg)
+			}
+		}
+		if !alive {
+			return true
+		}
+		if waited >= max {
+			return false
+		}
+		sleep(poll)
+	}
+}

@@ -152,3 +152,62 @@ func TestKillSessionGroupChecksTheSession(t *testing.T) {
 		t.Fatalf("dead group: %v, %v", killed, err)
 	}
 }
+
+// TestAwaitGroupsGone: a killed group is waited for until it is gone; a
+// live one makes the bounded wait give up.
+func TestAwaitGroupsGone(t *testing.T) {
+	cmd := Command(context.Background(), 0, "sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pg := cmd.Process.Pid
+	waited := 0
+	if AwaitGroupsGone([]int{pg}, time.Millisecond, 5*time.Millisecond, func(d time.Duration) { waited++; time.Sleep(d) }) {
+		t.Fatal("a live group counted as gone")
+	}
+	if waited == 0 {
+		t.Fatal("gave up without waiting")
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }() // the test is its parent: reap it
+	if err := KillGroup(pg); err != nil {
+		t.Fatal(err)
+	}
+	if !AwaitGroupsGone([]int{pg}, time.Millisecond, 10*time.Second, time.Sleep) {
+		t.Fatal("the killed group never went")
+	}
+	<-done
+	// A zombie nobody reaps is gone too: its group holds no running process.
+	z := Command(context.Background(), 0, "sh", "-c", "exit 0")
+	if err := z.Start(); err != nil {
+		t.Fatal(err)
+	}
+	zpg := z.Process.Pid
+	deadline := time.Now().Add(10 * time.Second)
+	for !zombie(zpg) {
+		if time.Now().After(deadline) {
+			t.Fatal("the child never became a zombie")
+		}
+		time.Sleep(time.Millisecond) // polling the kernel, bounded
+	}
+	if !GroupAlive(zpg) {
+		t.Fatal("kill(2) no longer sees zombies: this test checks nothing")
+	}
+	if !AwaitGroupsGone([]int{zpg}, time.Millisecond, 0, time.Sleep) {
+		t.Fatal("an unreaped zombie's group counted as running")
+	}
+	z.Wait()
+	if !AwaitGroupsGone(nil, time.Millisecond, 0, time.Sleep) {
+		t.Fatal("no groups is not gone")
+	}
+}
+
+// zombie reports whether pid is a zombie (Linux).
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && strings.HasPrefix(strings.TrimSpace(string(stat[i+1:])), "Z")
+}

@@ -8,6 +8,34 @@ import (
 	"strings"
 )
 
+// groupRunning reports whether a process of group pgid exists that is not
+// a zombie (a dead process its parent has not reaped). known is false
+// when /proc cannot be read.
+func groupRunning(pgid int) (known, running bool) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false, false
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			return true, true
+		}
+	}
+	return true, false
+}
+
 // groupHas reports whether a process of group pgid has marker (KEY=VALUE)
 // in its environment. It reads /proc: the group's processes are the ones
 // whose stat names pgid as their process group.

@@ -220,6 +220,34 @@ func TestKillSessionsKillsRunningGroups(t *testing.T) {
 	}
 }
 
+// afterKill removes the git lock a killed session may have left, once its
+// process groups are gone: never while a killed git could still write it.
+func TestAfterKillRemovesTheLockOnceTheGroupsAreGone(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 100 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	pg := cmd.Process.Pid
+	if err := syscall.Kill(-pg, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.sup.afterKill("alpha", []int{pg})
+	if groupAlive(pg) {
+		t.Fatal("afterKill returned while the killed group was still there")
+	}
+	<-exited
+	wt := h.sup.opts.Worktrees.(*fakeWorktrees)
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	if wt.unlocked["alpha"] != 1 {
+		t.Fatalf("RemoveStaleLock calls = %v, want one for alpha", wt.unlocked)
+	}
+}
+
 func groupAlive(pgid int) bool {
 	err := syscall.Kill(-pgid, 0)
 	return err == nil

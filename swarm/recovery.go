@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/lifecycle"
@@ -65,19 +66,29 @@ func (s *Supervisor) recoverAgent(ctx context.Context, r *runner) error {
 	if err != nil {
 		return err
 	}
+	var killed []int
 	for _, sess := range rec.Sessions {
 		for _, pg := range sess.Pgids {
-			if _, err := proc.KillSessionGroup(pg, sessionMarker(name, sess.Seq)); err != nil {
+			sent, err := proc.KillSessionGroup(pg, sessionMarker(name, sess.Seq))
+			if err != nil {
 				s.log.Warn("kill leftover process group", "agent", name, "session_seq", sess.Seq, "pgid", pg, "err", err)
+			}
+			if sent {
+				killed = append(killed, pg)
 			}
 		}
 	}
 	if len(rec.Sessions) > 0 {
-		// The killed sessions may have been inside a git commit.
-		if removed, err := s.opts.Worktrees.RemoveStaleLock(name); err != nil {
-			s.log.Warn("remove stale git lock", "agent", name, "err", err)
-		} else if removed {
-			s.log.Info("removed a stale index.lock left by a crashed session", "agent", name)
+		// The killed sessions may have been inside a git commit: once
+		// their processes are gone, a lock they left goes too.
+		if proc.AwaitGroupsGone(killed, 10*time.Millisecond, 2*time.Second, time.Sleep) {
+			if removed, err := s.opts.Worktrees.RemoveStaleLock(name); err != nil {
+				s.log.Warn("remove stale git lock", "agent", name, "err", err)
+			} else if removed {
+				s.log.Info("removed a stale index.lock left by a crashed session", "agent", name)
+			}
+		} else {
+			s.log.Warn("killed session processes still exist after 2s; leaving the worktree's git lock alone", "agent", name, "pgids", killed)
 		}
 	}
 	if len(rec.Sessions) > 0 || rec.Requeued > 0 {

@@ -431,10 +431,36 @@ func (r *runner) killGroups(s *session) {
 			drained = true
 		}
 	}
+	var killed []int
 	for _, pg := range s.groups {
-		if _, err := proc.KillSessionGroup(pg, sessionMarker(r.agent.Name, s.seq)); err != nil {
+		sent, err := proc.KillSessionGroup(pg, sessionMarker(r.agent.Name, s.seq))
+		if err != nil {
 			r.sup.log.Warn("kill process group", "agent", r.agent.Name, "pgid", pg, "err", err)
 		}
+		if sent {
+			killed = append(killed, pg)
+		}
+	}
+	r.sup.afterKill(r.agent.Name, killed)
+}
+
+// afterKill cleans up after the process groups of agent's session were
+// killed with SIGKILL: once they are gone, the index.lock a git commit
+// killed half way left in the agent's worktree is removed (with it there,
+// every later commit fails). Nothing else of the agent runs there.
+func (s *Supervisor) afterKill(agent string, killed []int) {
+	if len(killed) == 0 {
+		return
+	}
+	// Real time: this waits for the operating system, not for the swarm.
+	if !proc.AwaitGroupsGone(killed, 10*time.Millisecond, 2*time.Second, time.Sleep) {
+		s.log.Warn("killed session processes still exist after 2s; leaving the worktree's git lock alone", "agent", agent, "pgids", killed)
+		return
+	}
+	if removed, err := s.opts.Worktrees.RemoveStaleLock(agent); err != nil {
+		s.log.Warn("remove stale git lock", "agent", agent, "err", err)
+	} else if removed {
+		s.log.Info("removed the index.lock a killed session left", "agent", agent)
 	}
 }
 

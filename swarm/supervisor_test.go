@@ -54,6 +54,9 @@ func (e *fakeEngine) HasWork(agent string, seq int64) bool {
 
 type fakeWorktrees struct {
 	root string
+	// unlocked counts RemoveStaleLock calls, by agent.
+	mu       sync.Mutex
+	unlocked map[string]int
 	// guard, when set, makes the guard of each of agent's sessions.
 	guard func(agent string) *fakeGuard
 }
@@ -65,7 +68,15 @@ func (w *fakeWorktrees) Ensure(_ context.Context, agent string) (string, string,
 }
 func (w *fakeWorktrees) Lock(context.Context, string, string) error { return nil }
 func (w *fakeWorktrees) Unlock(context.Context, string) error       { return nil }
-func (w *fakeWorktrees) RemoveStaleLock(string) (bool, error)       { return false, nil }
+func (w *fakeWorktrees) RemoveStaleLock(agent string) (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.unlocked == nil {
+		w.unlocked = map[string]int{}
+	}
+	w.unlocked[agent]++
+	return false, nil
+}
 func (w *fakeWorktrees) Push(context.Context, string, string) error { return nil }
 func (w *fakeWorktrees) Guard(_ context.Context, agent string) (Guard, error) {
 	if w.guard != nil {
