@@ -627,6 +627,18 @@ func (f *flow) blocked(ctx context.Context, agent string, ws []config.Workflow) 
 		if holder := f.slots[w.Name]; holder != "" && holder != agent {
 			return fmt.Sprintf("workflow %s runs one agent at a time, and %s is in a session", w.Name, holder)
 		}
+		// A member another supervisor runs (a swarm on several hosts)
+		// holds no slot here: its running session is read from the store.
+		for _, m := range w.Members() {
+			if _, local := f.s.lookup(m); local || m == agent {
+				continue
+			}
+			if _, err := f.s.store.LastSession(bg(ctx), m, mailbox.SessionRunning); err == nil {
+				return fmt.Sprintf("workflow %s runs one agent at a time, and %s is in a session (run by another supervisor)", w.Name, m)
+			} else if !errors.Is(err, mailbox.ErrNoSuchSession) {
+				return fmt.Sprintf("workflow %s: %v", w.Name, err)
+			}
+		}
 		items, err := f.s.store.Items(bg(ctx), w.Name)
 		if err != nil {
 			return fmt.Sprintf("workflow %s: %v", w.Name, err)

@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/promptpipe"
 	"github.com/swarmhq/swarm/workflow"
 )
@@ -78,5 +81,43 @@ func TestWorkflowContextGoldens(t *testing.T) {
 				t.Errorf("%s: %s gets a Workflow Context too", c.name, other)
 			}
 		}
+	}
+}
+
+// TestQAGateSeesAnotherSupervisorsSession: a dev-qa member run by another
+// supervisor (a swarm on several hosts) holds no slot here, so its
+// running session, read from the store, keeps this supervisor's member
+// from starting one; once it ends, the gate opens.
+func TestQAGateSeesAnotherSupervisorsSession(t *testing.T) {
+	h := newHarnessConfig(t, "[defaults]\nengine = \"script\"\n[[agent]]\nname = \"dev\"\n[[agent]]\nname = \"tester\"\n"+
+		"[[workflow]]\nname = \"qa\"\nkind = \"dev-qa\"\ndev = \"dev\"\nqa = \"tester\"\n")
+	cfg := h.sup.cfg
+	sup, err := New(Options{Config: cfg, Layout: h.layout, Store: h.store, Agents: []string{"dev"},
+		Engines: func(config.Agent) (engine.Engine, error) { return h.eng, nil }, Worktrees: h.wt, Prompts: h.prompts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if ok, why := sup.flow.mayStart(ctx, "dev"); !ok {
+		t.Fatalf("dev may not start with nobody in a session: %s", why)
+	}
+	if err := h.store.RegisterAgent(ctx, mailbox.AgentInfo{Name: "tester", Engine: "script"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.InTx(ctx, func(tx mailbox.Tx) error {
+		return tx.StartSession(mailbox.SessionStart{Agent: "tester", Seq: 1, Engine: "script"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := sup.flow.acquire(ctx, "dev"); ok || !strings.Contains(why, "tester is in a session (run by another supervisor)") {
+		t.Fatalf("acquire(dev) = %v, %q while tester runs elsewhere", ok, why)
+	}
+	if err := h.store.InTx(ctx, func(tx mailbox.Tx) error {
+		return tx.EndSession(mailbox.SessionEnd{Agent: "tester", Seq: 1, State: mailbox.SessionCompleted})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := sup.flow.acquire(ctx, "dev"); !ok {
+		t.Fatalf("dev may not start after tester's session ended: %s", why)
 	}
 }
