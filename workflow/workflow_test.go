@@ -7,13 +7,16 @@ import (
 	"github.com/swarmhq/swarm/fsm"
 )
 
+// move is one (kind, from, event, to) of a table.
+type move struct {
+	k    Kind
+	from State
+	ev   Event
+	to   State
+}
+
 func TestTables(t *testing.T) {
-	legal := []struct {
-		k    Kind
-		from State
-		ev   Event
-		to   State
-	}{
+	legal := []move{
 		{DevReview, "", Create, Dispatched},
 		{DevReview, Dispatched, Acked, InProgress},
 		{DevReview, InProgress, Result, InReview},
@@ -37,12 +40,7 @@ func TestTables(t *testing.T) {
 			t.Errorf("%s: %v", c.k, err)
 		}
 	}
-	illegal := []struct {
-		k    Kind
-		from State
-		ev   Event
-		to   State
-	}{
+	illegal := []move{
 		{DevReview, InReview, Approve, Merged}, // a merge needs the approved state first
 		{DevReview, Locked, Redo, InProgress},  // only the operator's resume unlocks
 		{DevReview, Merged, Abort, Aborted},    // finished is finished
