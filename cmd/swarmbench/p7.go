@@ -141,13 +141,7 @@ func (b *bench) p7lag(ctx context.Context, det *p7Details) error {
 		return err
 	}
 	defer st.Close()
-	if err := waitFor(ctx, 60*time.Second, 10*time.Millisecond, "every agent Idle", func() (bool, error) {
-		if up.exited() {
-			return false, b.upExited(up, "p7-up.log")
-		}
-		idle, err := countState(ctx, st, "Idle")
-		return idle == n, err
-	}); err != nil {
+	if err := b.waitIdle(ctx, up, "p7-up.log", st, n); err != nil {
 		return err
 	}
 	var msgIDs []string

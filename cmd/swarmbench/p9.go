@@ -94,13 +94,7 @@ text = "rejected"
 		return err
 	}
 	defer st.Close()
-	if err := waitFor(ctx, 60*time.Second, 10*time.Millisecond, "every agent Idle", func() (bool, error) {
-		if up.exited() {
-			return false, b.upExited(up, "p9-up.log")
-		}
-		idle, err := countState(ctx, st, "Idle")
-		return idle == 2, err
-	}); err != nil {
+	if err := b.waitIdle(ctx, up, "p9-up.log", st, 2); err != nil {
 		return err
 	}
 	before := map[string]mailbox.Agent{}
@@ -126,10 +120,7 @@ text = "rejected"
 	}
 	det := p9Details{CycleMs: ms(time.Since(t0))}
 	// Let the last sessions settle before reading their tokens.
-	if err := waitFor(ctx, 60*time.Second, 10*time.Millisecond, "every agent Idle", func() (bool, error) {
-		idle, err := countState(ctx, st, "Idle")
-		return idle == 2, err
-	}); err != nil {
+	if err := b.waitIdle(ctx, up, "p9-up.log", st, 2); err != nil {
 		return err
 	}
 	as, err = st.Agents(ctx)

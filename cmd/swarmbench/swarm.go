@@ -93,3 +93,15 @@ func stopUp(p *proc) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// waitIdle waits until n agents are Idle in the swarm up p runs, failing
+// with its log when it exits first.
+func (b *bench) waitIdle(ctx context.Context, p *proc, log string, st mailbox.Store, n int) error {
+	return waitFor(ctx, 60*time.Second, 10*time.Millisecond, "every agent Idle", func() (bool, error) {
+		if p.exited() {
+			return false, b.upExited(p, log)
+		}
+		idle, err := countState(ctx, st, "Idle")
+		return idle == n, err
+	})
+}
