@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -614,13 +615,41 @@ func (m *Manager) mergeLeftovers(ctx context.Context, j journal) (leftovers, err
 		if bs := index[p]; len(bs) == 1 {
 			idx = bs[0]
 		}
-		if allowed[idx] && allowed[work[p]] {
+		switch {
+		case allowed[idx] && allowed[work[p]]:
 			lo.tracked = append(lo.tracked, p)
-		} else {
+		case allowed[idx] && base[p] != tip[p] && tip[p] != "" && m.halfWritten(ctx, p, tip[p]):
+			// git writes a file in place: killed in the middle, it left the
+			// start of the agent's version. Both versions are in git, so
+			// the rollback loses nothing.
+			lo.tracked = append(lo.tracked, p)
+		default:
 			lo.foreign = append(lo.foreign, c.String())
 		}
 	}
 	return lo, nil
+}
+
+// maxHalfWritten bounds the files halfWritten compares.
+const maxHalfWritten = 64 << 20
+
+// halfWritten reports whether the main checkout's file p holds the start of
+// blob, and no more: what a git killed while it wrote blob there leaves.
+// An edit of the operator's is not a prefix of the agent's version.
+func (m *Manager) halfWritten(ctx context.Context, p, blob string) bool {
+	fi, err := os.Lstat(filepath.Join(m.root, p))
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxHalfWritten {
+		return false
+	}
+	have, err := os.ReadFile(filepath.Join(m.root, p))
+	if err != nil {
+		return false
+	}
+	want, err := m.runEnv(ctx, m.root, nil, "cat-file", "blob", blob)
+	if err != nil {
+		return false
+	}
+	return len(have) < len(want.Stdout) && bytes.HasPrefix(want.Stdout, have)
 }
 
 func unmerged(c change) bool {

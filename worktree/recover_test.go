@@ -328,6 +328,60 @@ func TestMergeRollsBackAHalfAppliedMerge(t *testing.T) {
 	}
 }
 
+// halfWrittenMerge is a git merge killed while it wrote f1.txt: the file
+// holds the start of alpha's version, the index is the base's, and the
+// index.lock is there.
+const halfWrittenMerge = `
+if [ "$sub" = merge ]; then
+	printf "alpha's" > f1.txt
+	: > "$("$REAL_GIT" rev-parse --git-dir)/index.lock"
+	die
+fi`
+
+// CI's R1 (issue 13's kills): a merge killed in the middle of writing a
+// file. The file is neither the base's nor the agent's, but it is the
+// start of the agent's: the re-run rolls it back and merges.
+func TestMergeRollsBackAHalfWrittenFile(t *testing.T) {
+	t.Parallel()
+	f, _, before := mergeFixture(t)
+	ctx := context.Background()
+	interrupt(t, f, "merge", halfWrittenMerge)
+	if readFile(t, filepath.Join(f.root, "f1.txt")) != "alpha's" {
+		t.Fatal("the wrapper did not leave a half-written file")
+	}
+	m := f.manager(Options{})
+	if err := m.CheckBase(ctx); err != nil {
+		t.Fatalf("CheckBase refuses the half-written merge, which Merge rolls back: %v", err)
+	}
+	res, err := m.Merge(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("Merge: %v\n%s", err, recoveredText(res.Recovered))
+	}
+	if got := f.git(".", "rev-parse", "main^1"); got != before {
+		t.Fatalf("main^1 = %s, want the base tip %s", got, before)
+	}
+	if readFile(t, filepath.Join(f.root, "f1.txt")) != "alpha's f1\n" || exists(filepath.Join(f.root, "f2.txt")) {
+		t.Fatal("main does not hold alpha's work")
+	}
+}
+
+// An operator's edit of a file the merge changes is not the start of the
+// agent's version: the merge is refused and the edit kept.
+func TestMergeRollbackKeepsAnEditOfAMergedFile(t *testing.T) {
+	t.Parallel()
+	f, _, _ := mergeFixture(t)
+	ctx := context.Background()
+	interrupt(t, f, "merge", halfWrittenMerge)
+	writeFile(t, filepath.Join(f.root, "f1.txt"), "the operator's f1\n")
+	m := f.manager(Options{})
+	if _, err := m.Merge(ctx, "alpha"); !(errors.Is(err, ErrInterrupted) || errors.Is(err, ErrBaseDirty)) || !strings.Contains(err.Error(), "f1.txt") {
+		t.Fatalf("Merge = %v, want a refusal naming f1.txt", err)
+	}
+	if readFile(t, filepath.Join(f.root, "f1.txt")) != "the operator's f1\n" {
+		t.Fatal("the refused rollback touched the operator's edit")
+	}
+}
+
 // Changes in the main checkout that are not the merge's stop the rollback:
 // nothing is touched, and the error says what to do.
 func TestMergeRollbackRefusesTheOperatorsChanges(t *testing.T) {
