@@ -14,6 +14,7 @@ import (
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/message"
 )
 
@@ -236,8 +237,10 @@ func TestAfterKillRemovesTheLockOnceTheGroupsAreGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.sup.afterKill("alpha", []int{pg})
-	if groupAlive(pg) {
-		t.Fatal("afterKill returned while the killed group was still there")
+	// Gone: no process of the group runs (zombies not yet reaped count as
+	// gone, as they do for afterKill).
+	if !proc.AwaitGroupsGone([]int{pg}, time.Millisecond, 0, time.Sleep) {
+		t.Fatal("afterKill returned while the killed group was still running")
 	}
 	<-exited
 	wt := h.sup.opts.Worktrees.(*fakeWorktrees)
