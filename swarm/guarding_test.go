@@ -14,8 +14,8 @@ import (
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/proc"
 )
 
 // guardReports returns the guard reports in operator's inbox, by sender.
