@@ -95,8 +95,14 @@ func (m *Manager) CheckBase(ctx context.Context) error {
 	}
 	err = m.checkBase(ctx, base)
 	if errors.Is(err, ErrBaseDirty) {
-		if h, herr := readHead(m.root); herr == nil && m.interruptedMergeExplains(ctx, base, h.Hash) {
-			return nil
+		if h, herr := readHead(m.root); herr == nil {
+			ok, unexplained := m.interruptedMerge(ctx, base, h.Hash)
+			if ok {
+				return nil
+			}
+			if unexplained != "" {
+				return fmt.Errorf("%w (an interrupted swarm down %s; they are left for you to look at)", err, unexplained)
+			}
 		}
 	}
 	return err

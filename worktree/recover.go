@@ -791,18 +791,35 @@ func removeEmptyParents(root, dir string) {
 // (at head, on base) are all those of a merge an interrupted run left half
 // done, which Merge and Squash roll back before they start. It only reads.
 func (m *Manager) interruptedMergeExplains(ctx context.Context, base, head string) bool {
+	ok, _ := m.interruptedMerge(ctx, base, head)
+	return ok
+}
+
+// interruptedMerge is interruptedMergeExplains, and when an interrupted
+// merge is journaled but does not explain the changes, what it does not
+// explain, for the refusal.
+func (m *Manager) interruptedMerge(ctx context.Context, base, head string) (bool, string) {
 	agents, err := m.journaledAgents()
 	if err != nil {
-		return false
+		return false, ""
 	}
+	unexplained := ""
 	for _, a := range agents {
 		j, ok, err := m.readJournal(a)
 		if err != nil || !ok || j.State != stateMerging || j.Base != base || j.BaseTip != head {
 			continue
 		}
-		if lo, err := m.mergeLeftovers(ctx, j); err == nil && len(lo.foreign) == 0 && (len(lo.tracked) > 0 || lo.mergeHead) {
-			return true
+		lo, err := m.mergeLeftovers(ctx, j)
+		if err == nil && len(lo.foreign) == 0 && (len(lo.tracked) > 0 || lo.mergeHead) {
+			return true, ""
+		}
+		if err == nil && len(lo.foreign) > 0 {
+			var lines []string
+			for _, f := range lo.foreign {
+				lines = append(lines, strings.TrimSpace(f))
+			}
+			unexplained = fmt.Sprintf("was merging %s, and these changes are not what that merge writes: %s", j.Branch, strings.Join(lines, ", "))
 		}
 	}
-	return false
+	return false, unexplained
 }

@@ -391,8 +391,8 @@ func TestMergeRollbackRefusesTheOperatorsChanges(t *testing.T) {
 	interrupt(t, f, "merge", halfMerge)
 	writeFile(t, filepath.Join(f.root, "README.md"), "the operator's edit\n")
 	m := f.manager(Options{})
-	if err := m.CheckBase(ctx); !errors.Is(err, ErrBaseDirty) {
-		t.Fatalf("CheckBase = %v, want ErrBaseDirty", err)
+	if err := m.CheckBase(ctx); !errors.Is(err, ErrBaseDirty) || !strings.Contains(err.Error(), "an interrupted swarm down was merging swarm/alpha, and these changes are not what that merge writes: M README.md;") {
+		t.Fatalf("CheckBase = %v, want ErrBaseDirty naming README.md as not the merge's", err)
 	}
 	_, err := m.Merge(ctx, "alpha")
 	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "README.md") || !strings.Contains(err.Error(), "reset --merge") {
