@@ -787,17 +787,10 @@ func removeEmptyParents(root, dir string) {
 	}
 }
 
-// interruptedMergeExplains reports whether the changes in the main checkout
-// (at head, on base) are all those of a merge an interrupted run left half
-// done, which Merge and Squash roll back before they start. It only reads.
-func (m *Manager) interruptedMergeExplains(ctx context.Context, base, head string) bool {
-	ok, _ := m.interruptedMerge(ctx, base, head)
-	return ok
-}
-
-// interruptedMerge is interruptedMergeExplains, and when an interrupted
-// merge is journaled but does not explain the changes, what it does not
-// explain, for the refusal.
+// interruptedMerge reports whether the changes in the main checkout are
+// all an interrupted merge's that Merge rolls back (journaled as merging
+// at this base tip); when one is journaled but does not explain them, it
+// also says which changes are not the merge's, for the refusal.
 func (m *Manager) interruptedMerge(ctx context.Context, base, head string) (bool, string) {
 	agents, err := m.journaledAgents()
 	if err != nil {
