@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -162,19 +163,19 @@ func (b *builder) workflows(raws []rawWorkflow) {
 		for _, role := range []string{"dev", "reviewer", "qa", "initializer"} {
 			agent := w.Role(role)
 			key := at + "." + role
-			allowed := contains(required, role) || contains(optional, role)
+			allowed := slices.Contains(required, role) || slices.Contains(optional, role)
 			switch {
-			case agent == "" && contains(required, role):
+			case agent == "" && slices.Contains(required, role):
 				b.errorf(at, "workflow %q (%s) needs %s = \"<agent>\"", rw.Name, w.Kind, role)
 			case agent == "":
 			case !allowed:
 				b.errorf(key, "a %s workflow has no %s role (its roles: %s)", w.Kind, role, strings.Join(append(required, optional...), ", "))
 			case !b.hasAgent(agent):
 				msg := fmt.Sprintf("%s = %q is not a configured agent", role, agent)
-				if s := Suggest(agent, b.agentNames()); s != "" {
+				if s := Suggest(agent, b.cfg.AgentNames()); s != "" {
 					msg += fmt.Sprintf("; did you mean %q?", s)
 				}
-				b.errorf(key, "%s (agents: %s)", msg, strings.Join(b.agentNames(), ", "))
+				b.errorf(key, "%s (agents: %s)", msg, strings.Join(b.cfg.AgentNames(), ", "))
 			default:
 				if other, dup := bound[agent]; dup {
 					b.errorf(key, "%s is bound to two roles of workflow %q (%s and %s); give each role its own agent", agent, rw.Name, other, role)
@@ -222,28 +223,7 @@ func (b *builder) workflows(raws []rawWorkflow) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 func (b *builder) hasAgent(name string) bool {
-	for _, a := range b.cfg.Agents {
-		if a.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func (b *builder) agentNames() []string {
-	out := make([]string, len(b.cfg.Agents))
-	for i, a := range b.cfg.Agents {
-		out[i] = a.Name
-	}
-	return out
+	_, ok := b.cfg.Agent(name)
+	return ok
 }

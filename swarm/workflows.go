@@ -459,23 +459,12 @@ func History(ctx context.Context, st mailbox.Store, ids ...string) ([]workflow.E
 	out := make([]workflow.Entry, 0, len(evs))
 	for _, e := range evs {
 		en := workflow.Entry{Item: e.Subject, To: workflow.State(e.To), At: e.At, TriggeredBy: e.AgentName(), Cause: e.Cause}
-		if e.From != nil {
+		if e.From != nil { // nil: the item's creation
 			en.From = workflow.State(*e.From)
-		} else if k := kindOf(e.To); k == workflow.DevQA {
-			en.From = "" // the item's creation
 		}
 		out = append(out, en)
 	}
 	return out, nil
-}
-
-func kindOf(state string) workflow.Kind {
-	for _, s := range []workflow.State{workflow.Start, workflow.Initializer, workflow.DevReady, workflow.Dev, workflow.QAReady, workflow.QA, workflow.QAPassed, workflow.DevFeedback} {
-		if string(s) == state {
-			return workflow.DevQA
-		}
-	}
-	return workflow.DevReview
 }
 
 // Status is one workflow as `swarm workflow status --json` prints it: the
@@ -640,13 +629,7 @@ func contextOf(w config.Workflow, it workflow.Item, role, agent string) *promptp
 		if stage != role {
 			return nil
 		}
-		state := it.State
-		switch state { // the state the item is in while this session runs
-		case workflow.DevReady, workflow.DevFeedback:
-			state = workflow.Dev
-		case workflow.QAReady:
-			state = workflow.QA
-		}
+		state := stageState(it.State) // the state while this session runs
 		c.Stage = string(state)
 		c.Risk = ""
 		c.Constraints = []string{fmt.Sprintf("One agent works at a time: the workflow's other agents wait until you signal. The stage times out after %s.", w.StageTimeout(it.Complex))}
