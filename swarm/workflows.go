@@ -415,20 +415,19 @@ func needsApproval(w config.Workflow, it workflow.Item) bool {
 func itemRef(id string) string { return "item:" + id }
 
 // itemEscalation returns the newest escalation of kind about the item
-// raised since the item last changed state (the current round's).
+// raised since the row it was read from last changed (the current round's).
+// The time comes from that same row, never from a later read: a look that
+// read the item just before another process moved it must not take the
+// round's escalation for a missing one.
 func itemEscalation(ctx context.Context, st mailbox.Store, it workflow.Item, kind escalation.Kind) (escalation.Escalation, bool, error) {
 	es, err := st.Escalations(ctx, mailbox.EscalationFilter{All: true})
-	if err != nil {
-		return escalation.Escalation{}, false, err
-	}
-	since, err := stateSince(ctx, st, it)
 	if err != nil {
 		return escalation.Escalation{}, false, err
 	}
 	var best escalation.Escalation
 	found := false
 	for _, e := range es {
-		if e.Kind != kind || e.Ref == nil || *e.Ref != itemRef(it.ID) || e.CreatedAt.Before(since) {
+		if e.Kind != kind || e.Ref == nil || *e.Ref != itemRef(it.ID) || e.CreatedAt.Before(it.UpdatedAt) {
 			continue
 		}
 		if !found || e.ID > best.ID {
@@ -436,18 +435,6 @@ func itemEscalation(ctx context.Context, st mailbox.Store, it workflow.Item, kin
 		}
 	}
 	return best, found, nil
-}
-
-// stateSince is when the item entered its current state: its newest event.
-func stateSince(ctx context.Context, st mailbox.Store, it workflow.Item) (time.Time, error) {
-	evs, err := st.Events(ctx, mailbox.EventFilter{Kind: fsm.SubjectItem, Subjects: []string{it.ID}, Limit: 1})
-	if err != nil {
-		return time.Time{}, err
-	}
-	if len(evs) == 0 {
-		return it.CreatedAt, nil
-	}
-	return evs[len(evs)-1].At, nil
 }
 
 // History is an item's transitions, oldest first.
