@@ -795,6 +795,9 @@ func TestStopInSpawningRequeuesMail(t *testing.T) {
 // first urgent message for a running session interrupts it.
 func TestMailAnswerSaysWhatHappened(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n[[agent]]\nname = \"soft\"\ninterrupt = \"boundary\"\n")
+	// The mail below is posted without a waker and announced by OpMail
+	// alone: the change feed must not wake bravo first (CI saw it).
+	h.sup.opts.PollInterval = time.Hour
 	h.start()
 	runs := map[string]*fakeRun{}
 	for range 3 {
