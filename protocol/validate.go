@@ -438,7 +438,9 @@ func (d *dupScanner) str() string {
 	}
 	d.i++ // the closing quote
 	raw := d.data[start:min(d.i, len(d.data))]
-	if !escaped {
+	// Unescaped valid UTF-8 is the key as it stands; otherwise decode it as
+	// the decoder does (escapes, and invalid bytes as U+FFFD).
+	if !escaped && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1])
 	}
 	var s string
