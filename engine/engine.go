@@ -71,11 +71,15 @@ type CLI interface {
 
 // Session is everything an engine needs for one session.
 type Session struct {
-	Agent    string
-	ID       string // unique across the swarm; SWARM_SESSION_ID
-	Seq      int64  // 1, 2, ... per agent; SWARM_SESSION_SEQ
-	Root     string // the repository root; SWARM_ROOT
-	DB       string // absolute database path; SWARM_DB
+	Agent string
+	ID    string // unique across the swarm; SWARM_SESSION_ID
+	Seq   int64  // 1, 2, ... per agent; SWARM_SESSION_SEQ
+	Root  string // the repository root; SWARM_ROOT
+	DB    string // absolute database path; SWARM_DB
+	// Door is the session's own control socket (SWARM_DOOR, DESIGN §13.2):
+	// a connection to it is this session. The sandbox keeps its directory
+	// reachable; "" when the supervisor opened none (tests of engines).
+	Door     string
 	Agents   []string
 	Worktree string // the session's working directory
 	Branch   string

@@ -19,7 +19,7 @@ const FallbackEmail = "swarm@localhost"
 // variables set:
 //
 //	SWARM_AGENT, SWARM_SESSION_ID, SWARM_SESSION_SEQ, SWARM_DB, SWARM_AGENTS,
-//	SWARM_ROOT, GIT_AUTHOR_NAME/GIT_COMMITTER_NAME = swarm/<agent>,
+//	SWARM_ROOT, SWARM_DOOR (when the session has a door), GIT_AUTHOR_NAME/GIT_COMMITTER_NAME = swarm/<agent>,
 //	EMAIL = a fallback address when base has none, BD_ACTOR, and the
 //	directory of the running swarm binary first on PATH.
 //
@@ -35,6 +35,9 @@ func SessionEnv(base []string, s *Session) []string {
 		"GIT_AUTHOR_NAME":    "swarm/" + s.Agent,
 		"GIT_COMMITTER_NAME": "swarm/" + s.Agent,
 		"BD_ACTOR":           s.Agent,
+	}
+	if s.Door != "" {
+		set["SWARM_DOOR"] = s.Door
 	}
 	if lookup(base, "EMAIL") == "" {
 		// git prefers user.email from its config over $EMAIL, so this is
