@@ -157,7 +157,8 @@ func (m *Manager) CompareSnapshots(ctx context.Context, before, after *Snapshot,
 			found = append(found, *v)
 		}
 	}
-	return append(found, c.tamper()...), nil
+	found = append(found, c.tamper()...)
+	return append(found, c.checkout()...), nil
 }
 
 // comparer judges one pair of snapshots; it asks git only about what

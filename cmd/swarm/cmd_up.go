@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -33,6 +35,10 @@ type UpOptions struct {
 	Agents []string
 	NoTUI  bool
 	Detach bool // -d: run in the background (up_detach.go)
+	// Yes runs settings that run programs (a [notify] command, an engine's
+	// command, args or base_url) although they changed since the last
+	// supervisor ran.
+	Yes bool
 }
 
 func init() { commands = append(commands, newUpCmd) }
@@ -67,6 +73,11 @@ supervisor's output goes to .swarm/logs/up.out. 'swarm watch' shows it and
 'swarm down' stops it. Exit status 1 when it stops before it answers (its
 last output is shown).
 
+A [notify] command or webhook, or an engine's command, args or base_url
+that changed since the last supervisor ran is named (old → new) and runs
+only once you confirm: answer y on a terminal, or pass --yes. An agent
+without a sandbox can write swarm.toml.
+
 Only one supervisor runs per repository. It refuses to start inside an
 agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 		Example: `  swarm up
@@ -83,6 +94,7 @@ agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 	f.StringSliceVar(&opts.Agents, "agents", nil, "run only these agents (comma-separated)")
 	f.BoolVar(&opts.NoTUI, "no-tui", false, "print plain lines instead of the full-screen view")
 	f.BoolVarP(&opts.Detach, "detach", "d", false, "run in the background: return once the supervisor answers, output in .swarm/logs/up.out")
+	f.BoolVarP(&opts.Yes, "yes", "y", false, "run changed [notify] and engine commands without asking")
 	cmd.RegisterFlagCompletionFunc("agents", app.completeAgents(false))
 	return cmd
 }
@@ -107,6 +119,20 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		}
 	}
 	if opts.Detach {
+		// The background supervisor has no terminal to ask on: ask here,
+		// and tell it the answer.
+		if !opts.Yes {
+			st, err := app.openStore(ctx, l, cfg)
+			if err != nil {
+				return err
+			}
+			err = confirmSettings(ctx, app, st, cfg, false)
+			st.Close()
+			if err != nil {
+				return err
+			}
+			opts.Yes = true
+		}
 		return runUpDetached(ctx, opts, l)
 	}
 
@@ -150,6 +176,12 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		return err
 	}
 	defer st.Close()
+	if err := confirmSettings(ctx, app, st, cfg, opts.Yes); err != nil {
+		return err
+	}
+	if err := swarm.RecordSettings(ctx, st, cfg); err != nil {
+		return err
+	}
 	wtm, err = worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: st, Pass: cfg.Env.Pass})
 	if err != nil {
 		return err
@@ -242,6 +274,36 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	}
 	fmt.Fprintln(talk, stoppedLine)
 	return nil
+}
+
+// confirmSettings stops swarm up when a setting that runs a program or
+// sends data out changed since the last supervisor ran, unless yes is set
+// or the operator answers y on a terminal. Values are an agent's text, so
+// they are made safe for the terminal.
+func confirmSettings(ctx context.Context, app *App, st mailbox.Store, cfg *config.Config, yes bool) error {
+	changes, err := swarm.ChangedSettings(ctx, st, cfg)
+	if err != nil || len(changes) == 0 || yes {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s changed what swarm runs since the last supervisor ran:\n", rel(cfg.Root, cfg.Path))
+	for _, c := range changes {
+		fmt.Fprintf(&b, "  %s\n", termsafe.String(c.String()))
+	}
+	if !stdinIsTerminal(app.Stdin) {
+		return &codeError{code: exitError, err: fmt.Errorf("%san agent without a sandbox can write that file, so nothing was started: look at the change, then run 'swarm up --yes' if it is yours", b.String())}
+	}
+	fmt.Fprint(app.Stderr, b.String())
+	fmt.Fprint(app.Stderr, "An agent without a sandbox can write that file. Run with these? [y/N] ")
+	line, err := bufio.NewReader(app.Stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return &codeError{code: exitError, err: errors.New("nothing was started; fix swarm.toml, or run 'swarm up --yes' to run with it")}
 }
 
 // newSupervisor wires the real packages into a supervisor.

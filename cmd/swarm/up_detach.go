@@ -60,6 +60,9 @@ func runUpDetached(ctx context.Context, opts *UpOptions, l repo.Layout) error {
 	if len(opts.Agents) > 0 {
 		args = append(args, "--agents", strings.Join(opts.Agents, ","))
 	}
+	if opts.Yes {
+		args = append(args, "--yes")
+	}
 	for range app.Verbose {
 		args = append(args, "-v")
 	}
