@@ -99,6 +99,27 @@ var toolSpecs = map[string]ToolSpec{
 			"path":    prop("string", "File or directory to search, relative to the worktree root; default the root."),
 		}),
 	},
+	mode.GitDiff: {
+		Name:        mode.GitDiff,
+		Description: "Read the diff of the commit you review against the base branch (read-only): all of it, one file (path), or the files it changes (stat). Use it for every file a cut review_request leaves out.",
+		Parameters: object(nil, map[string]any{
+			"commit":     prop("string", "The reviewed commit's hash (default: the one you review)."),
+			"path":       prop("string", "A file, from the repository's root; default every file."),
+			"stat":       prop("boolean", "List the changed files and their line counts instead."),
+			"start_line": prop("integer", "First line of the diff to return, from 1."),
+			"end_line":   prop("integer", "Last line to return, inclusive."),
+		}),
+	},
+	mode.GitShow: {
+		Name:        mode.GitShow,
+		Description: "Read a file as the commit you review has it (read-only), or with no path the commit's message and the files it changes.",
+		Parameters: object(nil, map[string]any{
+			"commit":     prop("string", "The reviewed commit's hash (default: the one you review)."),
+			"path":       prop("string", "A file, from the repository's root."),
+			"start_line": prop("integer", "First line to return, from 1."),
+			"end_line":   prop("integer", "Last line to return, inclusive."),
+		}),
+	},
 	mode.SendMessage: {
 		Name:        mode.SendMessage,
 		Description: "Send a message to a teammate (by agent name) or to \"operator\", the human. Urgent interrupts the recipient now; use it only when they must stop what they are doing.",
@@ -269,6 +290,11 @@ func (tb *toolbox) dispatch(ctx context.Context, name string, args any) (string,
 		return tb.listFiles(a)
 	case grepArgs:
 		return tb.grep(ctx, a)
+	case gitArgs:
+		if name == mode.GitShow {
+			return tb.gitShow(ctx, a)
+		}
+		return tb.gitDiff(ctx, a)
 	case sendArgs:
 		return tb.send(ctx, a)
 	case protocolArgs:
@@ -308,6 +334,8 @@ func summary(call ToolCall) string {
 		}
 	case mode.Grep:
 		what = pick("pattern")
+	case mode.GitDiff, mode.GitShow:
+		what = pick("path", "commit")
 	case mode.SendMessage:
 		what = "to " + pick("to")
 	case mode.SendProtocol:

@@ -357,6 +357,25 @@ func parseArgs(tool string, args map[string]any) (any, error) {
 			r.fail("argument \"pattern\" must not be empty")
 		}
 		out = a
+	case mode.GitDiff, mode.GitShow:
+		a := gitArgs{Commit: r.str("commit", false), Path: r.str("path", false)}
+		if tool == mode.GitDiff {
+			a.Stat = r.boolean("stat")
+		}
+		s, hasStart := r.integer("start_line")
+		e, hasEnd := r.integer("end_line")
+		switch {
+		case hasStart && s < 1:
+			r.fail("start_line must be 1 or more, got %d", s)
+		case hasEnd && e < 1:
+			r.fail("end_line must be 1 or more, got %d", e)
+		case hasStart && hasEnd && e < s:
+			r.fail("end_line (%d) is before start_line (%d)", e, s)
+		case s > math.MaxInt32 || e > math.MaxInt32:
+			r.fail("line numbers must be below %d", math.MaxInt32)
+		}
+		a.Start, a.End = int(s), int(e)
+		out = a
 	case mode.SendMessage:
 		a := sendArgs{To: strings.TrimSpace(r.nonEmpty("to")), Body: r.nonEmpty("body"), Urgent: r.boolean("urgent")}
 		if n, ok := r.integer("reply_to"); ok {

@@ -221,6 +221,10 @@ func (v Vector) AllowsTool(t string, beads bool) bool {
 		return true
 	case WriteFile, EditFile:
 		return v[CanEditFiles]
+	case GitDiff, GitShow:
+		// Read-only git for a session with no shell to run git in: a
+		// reviewer reads the commit it reviews (DESIGN §13.3).
+		return !v[CanRunCommands]
 	case SendMessage, SendProtocol, Ack:
 		return v[CanMessage]
 	case Escalate:
@@ -251,5 +255,13 @@ func (v Vector) Usable(c Capability, beads bool) bool {
 		without[k] = on
 	}
 	without[c] = false
-	return len(without.Tools(beads)) < len(v.Tools(beads))
+	// A tool it grants that is gone without it (turning can_run_commands
+	// off takes bash away and adds the read-only git tools).
+	rest := without.Tools(beads)
+	for _, t := range v.Tools(beads) {
+		if !slices.Contains(rest, t) {
+			return true
+		}
+	}
+	return false
 }

@@ -72,6 +72,9 @@ var Commands = []Command{
 	{ID: "workflow:signal", Capability: CanMessage, Program: "swarm", Args: []string{"workflow", "signal"}, Syntax: "swarm workflow signal --item <id> --status COMPLETE --next <state>", Does: "end your dev-qa stage", Hidden: true},
 	{ID: "workflow:status", Program: "swarm", Args: []string{"workflow", "status"}, Syntax: "swarm workflow status [<name>]", Does: "the workflows' items", Hidden: true},
 	{ID: "workflow:history", Program: "swarm", Args: []string{"workflow", "history"}, Syntax: "swarm workflow history <item>", Does: "an item's transitions", Hidden: true},
+	// A reviewer reads the commit it reviews (DESIGN §13.3); the review
+	// request and section 4 give the exact line.
+	{ID: "review:diff", Program: "swarm", Args: []string{"diff"}, Flag: "--commit", Syntax: "swarm diff <agent> --commit <hash> [-- <path>...]", Does: "read a reviewed commit", Hidden: true},
 
 	{ID: "operator:escalate", Capability: CanEscalate, Program: "swarm", Args: []string{"escalate"}, Syntax: `swarm escalate "<summary>" [--hold] [--approval]`, Does: "ask operator for a decision now"},
 }

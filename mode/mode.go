@@ -60,10 +60,12 @@ const (
 	BDClaim      = "bd_claim"
 	BDClose      = "bd_close"
 	BDShow       = "bd_show"
+	GitDiff      = "git_diff"
+	GitShow      = "git_show"
 )
 
 // AllTools lists every tool in the order they are declared to a model.
-var AllTools = []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, Swarm, BDClaim, BDClose, BDShow}
+var AllTools = []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, GitDiff, GitShow, SendMessage, SendProtocol, Ack, Escalate, Swarm, BDClaim, BDClose, BDShow}
 
 // BeadsTools are the tools that need bd on PATH.
 var BeadsTools = []string{BDClaim, BDClose, BDShow}

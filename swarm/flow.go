@@ -306,7 +306,7 @@ const maxReviewDiff = 64 << 10
 
 // request sends the reviewer the review_request of an item in review.
 func (f *flow) request(ctx context.Context, w config.Workflow, it workflow.Item) error {
-	diff, err := f.git.ReviewDiff(ctx, it.ReviewCommit, maxReviewDiff)
+	patch, err := f.git.ReviewDiff(ctx, it.ReviewCommit, maxReviewDiff)
 	if err != nil {
 		return err
 	}
@@ -315,13 +315,18 @@ func (f *flow) request(ctx context.Context, w config.Workflow, it workflow.Item)
 		ci = "passed: " + strings.Join(w.CI, " ")
 	}
 	notes := fmt.Sprintf("Reviewed commit %s of swarm/%s.", it.ReviewCommit, w.Dev)
+	if patch.Cut() {
+		// The reviewer must know what it was not shown, and how to read it.
+		notes += fmt.Sprintf(" The diff was cut when it reached %d KiB: it shows %d of its %d bytes, and %d of %d files are left out (listed, with their sizes, at the end of the diff). Read them before you judge: the git_diff and git_show tools, or 'swarm diff %s --commit %s -- <path>'.",
+			maxReviewDiff>>10, patch.Shown, patch.Size, len(patch.LeftOut), patch.Files, w.Dev, short(it.ReviewCommit))
+	}
 	if res, err := f.s.store.ProtocolMessage(ctx, it.ResultMsg); err == nil {
 		if env, err := mailbox.Envelope(res); err == nil {
 			notes += " The task_result payload, verbatim: " + string(env.Payload)
 		}
 	}
 	p := protocol.ReviewRequest{OriginalDispatchRef: it.Dispatch, TaskResultRef: it.ResultMsg, RejectCount: it.RejectCount,
-		AcceptanceCriteria: it.Criteria, Diff: diff, CIStatus: ci, CoordinatorNotes: notes}
+		AcceptanceCriteria: it.Criteria, Diff: patch.Diff, CIStatus: ci, CoordinatorNotes: notes}
 	_, env, err := f.send(ctx, protocol.TypeReviewRequest, w.Reviewer, it.ID, p, []string{it.Dispatch, it.ResultMsg})
 	if err != nil {
 		return fmt.Errorf("send the review request of %s to %s: %w", it.ID, w.Reviewer, err)

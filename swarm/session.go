@@ -206,6 +206,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name},
 		Escalator: escalator{sup: r.sup, agent: r.agent.Name},
 		Protocol:  protocolTool{p: r.sup.protocol, agent: r.agent.Name, session: SessionID(r.agent.Name, r.seq)},
+		Reviews:   r.sup.reviewsOf(ctx, r.agent.Name),
 		Log:       activityLog{w: logf, touch: r.touch},
 		OnProcess: func(pgid int) {
 			r.sup.book.addGroup(r.agent.Name, s.seq, pgid)

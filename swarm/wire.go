@@ -246,8 +246,9 @@ func (w GitWorktrees) Tip(ctx context.Context, agent string) (string, error) {
 	return w.M.Tip(ctx, agent)
 }
 
-// ReviewDiff is git diff <base>...<commit>, cut at max bytes.
-func (w GitWorktrees) ReviewDiff(ctx context.Context, commit string, max int) (string, error) {
+// ReviewDiff is git diff <base>...<commit>, whole files while they fit
+// in max bytes.
+func (w GitWorktrees) ReviewDiff(ctx context.Context, commit string, max int) (worktree.ReviewPatch, error) {
 	return w.M.ReviewDiff(ctx, commit, max)
 }
 

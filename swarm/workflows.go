@@ -15,6 +15,7 @@ import (
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
 	"github.com/swarmhq/swarm/workflow"
+	"github.com/swarmhq/swarm/worktree"
 )
 
 // This file is the workflows' use cases (DESIGN §9.3) that the CLI runs
@@ -27,8 +28,9 @@ import (
 type WorkflowGit interface {
 	// Tip is the commit swarm/<agent> points at.
 	Tip(ctx context.Context, agent string) (string, error)
-	// ReviewDiff is git diff <base>...<commit>, cut at max bytes.
-	ReviewDiff(ctx context.Context, commit string, max int) (string, error)
+	// ReviewDiff is git diff <base>...<commit>, whole files while they
+	// fit in max bytes, naming those left out.
+	ReviewDiff(ctx context.Context, commit string, max int) (worktree.ReviewPatch, error)
 	// MergeCommit merges commit of swarm/<agent> into the base branch,
 	// keeping the agent's worktree and branch.
 	MergeCommit(ctx context.Context, agent, commit, subject string) (string, error)
@@ -599,7 +601,11 @@ func contextOf(w config.Workflow, it workflow.Item, role, agent string) *promptp
 		case role == "reviewer" && it.State == workflow.InReview:
 			c.Stage = fmt.Sprintf("in_review (reviewer: judge it; rejections so far %d of %d)", it.RejectCount, w.MaxRejects)
 			c.Inputs = nil
-			c.Constraints = []string{"Judge the result against every acceptance criterion; the review_request carries the diff.",
+			read := "Judge the result against every acceptance criterion; the review_request carries the diff."
+			if it.ReviewCommit != "" {
+				read += fmt.Sprintf(" When it is cut, read every file it leaves out before you judge: the git_diff and git_show tools, or swarm diff %s --commit %s -- <path>.", w.Dev, short(it.ReviewCommit))
+			}
+			c.Constraints = []string{read,
 				"Each issue you list is forwarded to dev verbatim: make each one specific and actionable.",
 				fmt.Sprintf("At %d rejections the item is locked and the operator decides.", w.MaxRejects)}
 			if it.Request != "" {

@@ -32,7 +32,7 @@ func TestWorkflowContextGoldens(t *testing.T) {
 	}{
 		{"review_dispatched_dev", review, workflow.Item{State: workflow.Dispatched, Dispatch: "task_dispatch-T-42-1763900000123"}, "backend"},
 		{"review_in_progress_dev_rejected", review, workflow.Item{State: workflow.InProgress, RejectCount: 2, Inputs: issues, Dispatch: "task_dispatch-T-42-1763900009000"}, "backend"},
-		{"review_in_review_reviewer", review, workflow.Item{State: workflow.InReview, RejectCount: 1, Inputs: issues, Request: "review_request-T-42-1763900005000"}, "critic"},
+		{"review_in_review_reviewer", review, workflow.Item{State: workflow.InReview, RejectCount: 1, Inputs: issues, Request: "review_request-T-42-1763900005000", ReviewCommit: "9f3c2a1b0d4e5f60718293a4b5c6d7e8f9012345"}, "critic"},
 		{"qa_initializer", qa, workflow.Item{State: workflow.Initializer}, "lead"},
 		{"qa_dev_ready_dev", qa, workflow.Item{State: workflow.DevReady}, "backend"},
 		{"qa_dev_feedback_dev", qa, workflow.Item{State: workflow.DevFeedback, Inputs: []string{"tester (QA) says: submit does nothing on an empty password"}}, "backend"},

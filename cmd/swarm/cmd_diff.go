@@ -16,6 +16,10 @@ type DiffOptions struct {
 	Stat  bool
 	// Color is git's colouring: "auto" colours on a terminal.
 	Color string
+	// Commit is a commit on the agent's branch to read instead of the
+	// branch and worktree (a reviewer's read), Paths the files to show.
+	Commit string
+	Paths  []string
 }
 
 func init() { commands = append(commands, newDiffCmd) }
@@ -23,7 +27,7 @@ func init() { commands = append(commands, newDiffCmd) }
 func newDiffCmd(app *App) *cobra.Command {
 	opts := &DiffOptions{App: app}
 	cmd := &cobra.Command{
-		Use:   "diff <agent>",
+		Use:   "diff <agent> [--commit <hash> [-- <path>...]]",
 		Short: "Show an agent's work against the base branch",
 		Long: `Show what an agent changed: its branch against the base branch (git diff
 <base>...swarm/<agent>: only the agent's side, not what the base branch did
@@ -39,21 +43,35 @@ only reads, and works with or without a running supervisor.
 "status", "added", "deleted", "binary"}], "worktree", "uncommitted":
 [...same...], "untracked"}; status is A, M, D or T.
 
+--commit reads one commit of the agent's branch instead, as a reviewer
+does: git diff <base>...<commit>, of the paths after -- when given. The
+commit must be on swarm/<agent>. --json then prints {"agent", "branch",
+"base", "commit", "paths", "diff"}. A review-mode agent may run it: a
+review request whose diff was cut names the files it left out.
+
 Exit status 0 whether or not there are changes; 1 when the agent has no
 branch yet (it has not run) or git fails; 2 for a usage error.`,
 		Example: `  swarm diff backend --stat
   swarm diff backend | less -R
-  swarm diff backend --json | jq -r '.files[].path'`,
-		Args:              cobra.ExactArgs(1),
+  swarm diff backend --json | jq -r '.files[].path'
+  swarm diff backend --commit 1a2b3c4 -- api/users.go`,
+		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: app.completeAgents(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Agent = args[0]
+			if cmd.ArgsLenAtDash() != 1 && len(args) > 1 || cmd.ArgsLenAtDash() == 0 {
+				return usagef("give one agent, then the paths after --: swarm diff <agent> --commit <hash> -- <path>")
+			}
+			opts.Agent, opts.Paths = args[0], args[1:]
+			if len(opts.Paths) > 0 && opts.Commit == "" {
+				return usagef("paths after -- need --commit <hash>: swarm diff %s --commit <hash> -- <path>", opts.Agent)
+			}
 			return runDiff(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&opts.Stat, "stat", false, "list the changed files and their line counts instead of the patch")
 	f.StringVar(&opts.Color, "color", "auto", "colour the patch: always, never or auto (on a terminal)")
+	f.StringVar(&opts.Commit, "commit", "", "read this commit of the agent's branch against the base branch (a review)")
 	cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]cobra.Completion{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -86,6 +104,9 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: st})
 	if err != nil {
 		return err
+	}
+	if opts.Commit != "" {
+		return printReviewedDiff(ctx, app, m, opts, color)
 	}
 	c, err := m.Changes(ctx, opts.Agent)
 	if err != nil {
@@ -124,5 +145,27 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	if len(c.Untracked) > 0 {
 		fmt.Fprintf(w, "\nUntracked: %s\n", listSome(c.Untracked, 20))
 	}
+	return nil
+}
+
+// printReviewedDiff prints one commit of the agent's branch against the
+// base branch (swarm diff --commit).
+func printReviewedDiff(ctx context.Context, app *App, m *worktree.Manager, opts *DiffOptions, color string) error {
+	flags := []string{"--color=" + color}
+	if opts.Stat {
+		flags = append(flags, "--stat")
+	}
+	d, err := m.ReviewedDiff(ctx, opts.Agent, opts.Commit, opts.Paths, flags...)
+	if err != nil {
+		return err
+	}
+	if app.JSON {
+		return app.printJSON(d)
+	}
+	if d.Diff == "" {
+		fmt.Fprintf(app.Stdout, "%s at %s changes nothing against %s here.\n", d.Branch, d.Commit[:12], d.Base)
+		return nil
+	}
+	fmt.Fprintf(app.Stdout, "%s at %s against %s (git diff %s...%s)\n\n%s\n", d.Branch, d.Commit[:12], d.Base, d.Base, d.Commit[:12], d.Diff)
 	return nil
 }
