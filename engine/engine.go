@@ -107,7 +107,7 @@ type Session struct {
 	// Reviews are the commits the agent is asked to review, the only ones
 	// the read-only git tools (git_diff, git_show) read.
 	Reviews []Review
-	Log       io.Writer // the session log; engines write the conversation here
+	Log     io.Writer // the session log; engines write the conversation here
 
 	// Interject is called by in-process engines at every tool boundary
 	// (after a round of tool results, before the next model request). The
