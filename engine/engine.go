@@ -104,10 +104,11 @@ type Session struct {
 	Escalator Escalator // nil: the escalate tool says so
 	Protocol  Protocol  // nil: the send_protocol and ack tools say so
 	Tasks     TaskBoard // nil when bd is not installed
+	Log       io.Writer // the session log; engines write the conversation here
+
 	// Reviews are the commits the agent is asked to review, the only ones
 	// the read-only git tools (git_diff, git_show) read.
 	Reviews []Review
-	Log     io.Writer // the session log; engines write the conversation here
 
 	// Interject is called by in-process engines at every tool boundary
 	// (after a round of tool results, before the next model request). The
