@@ -61,6 +61,14 @@ type Preflight interface {
 	Preflight(ctx context.Context) error
 }
 
+// Unmetered is implemented by engines that may run sessions whose token
+// usage nobody reports (an exec engine's custom command): Unmetered says
+// so, and the supervisor then counts an estimate against budgets and warns
+// the operator once.
+type Unmetered interface {
+	Unmetered() bool
+}
+
 // CLI is an engine that runs an external CLI agent: CLITools says what a
 // session with capabilities caps really gets from it (its own tools as
 // limited, the swarm MCP server, the limits it cannot keep), so that the

@@ -175,7 +175,7 @@ func budgetGrants(ctx context.Context, st mailbox.Store) (map[string]time.Time, 
 	}
 	out := map[string]time.Time{}
 	for _, e := range es {
-		if e.Kind != escalation.KindBudget || e.Agent == nil || e.ResolvedAt == nil || e.Decision == nil {
+		if e.Kind != escalation.KindBudget || e.Agent == nil || e.ResolvedAt == nil || e.Decision == nil || e.DedupeKey == unmeteredKey(*e.Agent) {
 			continue
 		}
 		if d := *e.Decision; d != escalation.Resume && d != escalation.Approve {
@@ -398,4 +398,19 @@ func (r *runner) budgetSettle(ctx context.Context, s *session, trip *BudgetError
 		return r.settleInterrupted(ctx, s, res, lifecycle.BudgetExceeded, lifecycle.Stopped, why)
 	}
 	return r.settleInterrupted(ctx, s, res, lifecycle.Hold, lifecycle.Held, why)
+}
+
+// estimatedUsage is what an unmetered session (an engine that reports no
+// usage: an exec engine's custom command) counts against budgets: its
+// prompt's bytes / 4 as input tokens, the usual rule of thumb for English
+// text and code. It undercounts (no output, no tool results), but the
+// swarm's cap then sees such sessions at all rather than as 0.
+func estimatedUsage(promptBytes int) engine.Usage {
+	return engine.Usage{InputTokens: int64(promptBytes / 4)}
+}
+
+// unmeteredKey is the dedupe key of the one warning an agent whose engine
+// reports no usage gets; resolving it grants no budget.
+func unmeteredKey(agent string) string {
+	return escalation.DefaultDedupeKey(escalation.KindBudget, agent, "", "unmetered")
 }

@@ -226,6 +226,9 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 			r.sup.bus.emit(lifecycle.Notice{Agent: r.agent.Name, Kind: lifecycle.NoticeActivity, Text: summary, Seq: s.seq})
 		},
 	}
+	if unmetered(r.eng) {
+		r.warnUnmetered(ctx, budget)
+	}
 	var m *meter
 	if budget.agent != nil || budget.swarm != nil {
 		m = newMeter(r.agent.Name, budget, cancel)
@@ -249,6 +252,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		if m != nil {
 			res.Usage = m.atLeast(res.Usage)
 		}
+		res.Usage = estimate(r.eng, es.Prompt, res.Usage)
 		s.done <- res
 	}()
 	return s, nil

@@ -346,6 +346,20 @@ func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *con
 		if c, ok := eng.(engine.CLI); ok {
 			doctorLimits(r, c, agents)
 		}
+		if u, ok := eng.(engine.Unmetered); ok && u.Unmetered() {
+			doctorUnmetered(r, cfg, name, agents)
+		}
+	}
+}
+
+// doctorUnmetered warns of each agent with a budget whose engine reports
+// no token usage: its budget, and the swarm's, count only an estimate.
+func doctorUnmetered(r *doctorReport, cfg *config.Config, engineName string, agents []config.Agent) {
+	for _, a := range agents {
+		if !a.Budget.Enabled() && !cfg.Budget.Swarm().Enabled() {
+			continue
+		}
+		r.add("budget "+a.Name, checkWarn, "engine %s is a custom command that reports no token usage, so its sessions count an estimate (prompt bytes / 4) against the budget; use a preset (claude, codex, gemini-cli) to meter it", engineName)
 	}
 }
 

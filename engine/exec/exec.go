@@ -110,7 +110,12 @@ type Engine struct {
 var (
 	_ engine.Engine    = (*Engine)(nil)
 	_ engine.Preflight = (*Engine)(nil)
+	_ engine.Unmetered = (*Engine)(nil)
 )
+
+// Unmetered reports a custom command: only the presets' CLIs print the
+// JSON events the Meter reads usage from.
+func (e *Engine) Unmetered() bool { return e.mcp == "" }
 
 // New checks opts and builds the command template.
 func New(opts Options) (*Engine, error) {
