@@ -44,8 +44,8 @@ func (r *runner) warnUnmetered(ctx context.Context, budget agentBudget) {
 		}
 	}
 	r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindBudget, Severity: escalation.Warning, Agent: r.agent.Name,
-		Summary: fmt.Sprintf("%s runs on engine %s, a custom command that reports no token usage: its budget counts only an estimate (prompt bytes / 4 per session). Use a preset (claude, codex, gemini-cli) to meter it, or watch its spending yourself", r.agent.Name, r.eng.Name()),
-		Details: details(map[string]any{"scope": "unmetered", "engine": r.eng.Name(), "estimate": "prompt bytes / 4 input tokens per session"}),
+		Summary:   fmt.Sprintf("%s runs on engine %s, a custom command that reports no token usage: its budget counts only an estimate (prompt bytes / 4 per session). Use a preset (claude, codex, gemini-cli) to meter it, or watch its spending yourself", r.agent.Name, r.eng.Name()),
+		Details:   details(map[string]any{"scope": "unmetered", "engine": r.eng.Name(), "estimate": "prompt bytes / 4 input tokens per session"}),
 		DedupeKey: key})
 }
 
