@@ -18,6 +18,11 @@ func (v Vector) MCPTools() []string {
 	if v.Has(CanSpawnSessions) {
 		out = append(out, "spawn")
 	}
+	if !v.Has(CanRunCommands) {
+		// No shell to run git or swarm diff in: a reviewer reads the
+		// commit it reviews here (DESIGN §13.3).
+		out = append(out, "diff")
+	}
 	return out
 }
 

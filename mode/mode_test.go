@@ -233,8 +233,8 @@ func TestMCPTools(t *testing.T) {
 		want []string
 	}{
 		{Spec{Mode: Code}, all},
-		{Spec{Mode: Review}, all},
-		{Spec{Mode: CoordinateMode}, append(slices.Clone(all), "spawn")},
+		{Spec{Mode: Review}, append(slices.Clone(all), "diff")},
+		{Spec{Mode: CoordinateMode}, append(slices.Clone(all), "spawn", "diff")},
 		{Spec{Mode: Code, Overrides: map[Capability]bool{CanMessage: false, CanEscalate: false}}, []string{"inbox", "report"}},
 		{Spec{Mode: Code, Overrides: map[Capability]bool{CanReportTaskLevel: false, CanReportSessionLevel: false, CanMessage: false, CanEscalate: false}}, []string{"inbox"}},
 	} {

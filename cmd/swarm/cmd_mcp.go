@@ -48,8 +48,10 @@ tools the agent's capabilities allow are offered:
   inbox           swarm inbox           always
   escalate        swarm escalate        can_escalate
   report          swarm report          can_report_task_level or _session_level
+  diff            swarm diff --commit   without can_run_commands (a reviewer)
 
-A tool's result is the command's --json output; a refusal is a tool
+A tool's result is the command's --json output (diff's is the patch
+itself); a refusal is a tool
 error with the command's message.`,
 		Example: `  # Claude Code
   claude --mcp-config '{"mcpServers":{"swarm":{"command":"swarm","args":["mcp"]}}}'
@@ -214,6 +216,12 @@ type (
 		Task    string `json:"task,omitempty" jsonschema:"the task, except for session"`
 		Message string `json:"message" jsonschema:"what to report"`
 	}
+	diffIn struct {
+		Dev    string   `json:"dev" jsonschema:"whose branch the commit is on"`
+		Commit string   `json:"commit" jsonschema:"the reviewed commit's hash"`
+		Paths  []string `json:"paths,omitempty" jsonschema:"only these files"`
+		Stat   bool     `json:"stat,omitempty" jsonschema:"list the files instead"`
+	}
 	spawnIn struct {
 		Name      string `json:"name" jsonschema:"the new agent's name"`
 		Role      string `json:"role" jsonschema:"what it is for; its first task mail"`
@@ -355,6 +363,19 @@ func (s *mcpServer) register(srv *mcp.Server, caps mode.Vector) {
 					args = append(args, "--ephemeral")
 				}
 				return result(s.swarm(ctx, append(args, "--", in.Name)...))
+			})
+	}
+	if on("diff") {
+		mcp.AddTool(srv, &mcp.Tool{Name: "diff", Description: "Read the commit you review against the base branch, all of it or some files (swarm diff --commit)."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in diffIn) (*mcp.CallToolResult, any, error) {
+				args := []string{"diff", "--color", "never", "--commit", in.Commit}
+				if in.Stat {
+					args = append(args, "--stat")
+				}
+				if in.Dev == "" || strings.HasPrefix(in.Dev, "-") {
+					return result("", "give dev: the agent whose commit you review", exitUsage)
+				}
+				return result(s.swarm(ctx, append(append(args, in.Dev, "--"), in.Paths...)...))
 			})
 	}
 }

@@ -239,3 +239,61 @@ func TestMCPWorkflowSignal(t *testing.T) {
 		t.Fatalf("mute, in no workflow, got workflow_signal: %v", got)
 	}
 }
+
+// TestMCPDiffReadsTheReviewedCommit: a reviewer without a shell (review
+// mode) gets the diff tool and reads the commit it reviews, a file at a
+// time; a commit read as another agent's is refused. A code-mode
+// agent, which has a shell, does not get it.
+func TestMCPDiffReadsTheReviewedCommit(t *testing.T) {
+	root := mcpRepo(t)
+	if err := os.WriteFile(filepath.Join(root, "swarm.toml"), []byte(mcpConfig+"[[agent]]\nname = \"critic\"\nmode = \"review\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@e"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("switch", "-q", "-c", "swarm/backend")
+	for name, text := range map[string]string{"filler.txt": strings.Repeat("filler\n", 100), "zz/backdoor.go": "package zz\n\nfunc Backdoor() {}\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("add", "filler.txt", "zz/backdoor.go")
+	git("commit", "-q", "-m", "backend: work")
+	reviewed := git("rev-parse", "HEAD")
+	git("switch", "-q", "main")
+	st, err := sqlite.Open(context.Background(), repo.At(root, "").DB, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.SetMeta(context.Background(), "base_branch", "main"); err != nil {
+		t.Fatal(err)
+	}
+
+	cs := mcpSession(t, root, "critic")
+	if got := toolNames(t, cs); !slices.Contains(got, "diff") {
+		t.Fatalf("critic's tools %v lack diff", got)
+	}
+	out, isErr := call(t, cs, "diff", map[string]any{"dev": "backend", "commit": reviewed[:10], "paths": []string{"zz/backdoor.go"}})
+	if isErr || !strings.Contains(out, "+func Backdoor() {}") || strings.Contains(out, "filler") {
+		t.Fatalf("diff of one file: error %v: %s", isErr, out)
+	}
+	if out, isErr = call(t, cs, "diff", map[string]any{"dev": "critic", "commit": reviewed}); !isErr || !strings.Contains(out, "swarm/critic") {
+		t.Fatalf("the commit on another agent's branch: error %v: %s", isErr, out)
+	}
+	if out, isErr = call(t, cs, "diff", map[string]any{"dev": "--stat", "commit": reviewed}); !isErr || !strings.Contains(out, "give dev") {
+		t.Fatalf("a flag for dev: error %v: %s", isErr, out)
+	}
+	if got := toolNames(t, mcpSession(t, root, "backend")); slices.Contains(got, "diff") {
+		t.Fatalf("backend (code mode) got diff: %v", got)
+	}
+}
