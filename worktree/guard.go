@@ -5,8 +5,9 @@ package worktree
 //
 // What it compares. Guard takes a Snapshot before a session: the tips of
 // the base branch and of every swarm/* branch, the entries of the shared
-// .git/hooks (content hashes and mode bits) and the config keys that make
-// git run programs or read more config. Check takes another after the
+// .git/hooks (content hashes and mode bits), the config keys that make
+// git run programs or read more config, and the operator's checkout (its
+// uncommitted files, swarm.toml and AGENTS.md: checkout.go). Check takes another after the
 // session and compares the two (CompareSnapshots). It compares refs, not
 // authors: an author name proves nothing (GIT_AUTHOR_NAME=tester, or a
 // teammate's name), while a ref that moved did move.

@@ -15,8 +15,8 @@ import (
 )
 
 // Snapshot is what the session guard compares: the refs agents must not
-// move, and the parts of the shared .git that decide which programs git
-// runs. It is a plain value: a supervisor may keep it between sessions and
+// move, the parts of the shared .git that decide which programs git runs,
+// and the state of the operator's checkout. It is a plain value: a supervisor may keep it between sessions and
 // store it as JSON (Baseline, SetBaseline).
 type Snapshot struct {
 	// Base is the base branch's name.
