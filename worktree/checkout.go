@@ -67,6 +67,11 @@ func (m *Manager) checkoutState(ctx context.Context) (string, map[string]string,
 	maps.Copy(status, parsePorcelain(string(res.Stdout)))
 	out := make(map[string]string, len(status))
 	for p, xy := range status {
+		if strings.HasPrefix(p, ".beads/") {
+			// The task board: agents' bd claims and closes write it by
+			// design (bd keeps one database for every worktree).
+			continue
+		}
 		out[p] = xy + " " + fingerprint(filepath.Join(m.root, filepath.FromSlash(p)))
 	}
 	return h.Hash, out, nil

@@ -95,18 +95,23 @@ func TestGuardReportsCheckoutChanges(t *testing.T) {
 }
 
 // The operator's own work is no finding: edits between sessions, and a
-// commit during one that leaves the checkout clean (HEAD's moves are the
-// base guard's to judge).
+// commit that leaves the checkout clean (HEAD's moves are the base
+// guard's to judge); nor is bd's task board, which agents write.
 func TestGuardCheckoutIgnoresOperatorsOwnTime(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
+	writeFile(t, filepath.Join(f.root, ".beads", "issues.jsonl"), "{}\n")
+	f.git(".", "add", ".beads/issues.jsonl")
+	f.git(".", "commit", "-qm", "beads")
 	f.ensure("alpha")
 	noFindings(t, "first session", f.check(f.guard("alpha")))
 	writeFile(t, filepath.Join(f.root, "swarm.toml"), "[[agent]]\nname = \"alpha\"\n")
 	writeFile(t, filepath.Join(f.root, "README.md"), "# demo\nedited between sessions\n")
 	g := f.guard("alpha")
 	noFindings(t, "Prior after the operator's edits", g.Prior())
-	noFindings(t, "an untouched session", f.check(g))
+	// The task board is bd's to write, also during a session.
+	writeFile(t, filepath.Join(f.root, ".beads", "issues.jsonl"), "{\"id\":\"bd-1\",\"status\":\"in_progress\"}\n")
+	noFindings(t, "a session that claimed a task", f.check(g))
 }
 
 // Sessions that overlap all see the change, under one dedupe key, and the
