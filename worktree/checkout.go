@@ -25,11 +25,11 @@ import (
 //
 // What is recorded stays cheap on a big repository: `git status` of
 // tracked files only (it compares the index's stat data, never walking
-// untracked trees such as .swarm/worktrees), a fingerprint of each dirty
-// file, and swarm.toml and AGENTS.md even when untracked or ignored. A
-// tracked file that is clean is at HEAD, and HEAD's moves are the base
-// guard's business, so a swarm merge that updates the checkout is no
-// finding here.
+// untracked trees such as .swarm/worktrees), a fingerprint of each file
+// that differs from the index, and swarm.toml and AGENTS.md even when
+// untracked or ignored. Files are judged against the index, not HEAD: a
+// swarm merge in the checkout leaves them matching the index, and HEAD's
+// moves are the base guard's business (checkoutState says more).
 
 // TamperCheckout: a file of the operator's checkout changed: the root
 // swarm.toml or AGENTS.md, or any tracked file.
@@ -45,36 +45,54 @@ var checkoutWatched = []string{"swarm.toml", "AGENTS.md"}
 // which no user can set back).
 const hashLimit = 1 << 20
 
-// checkoutState records the root checkout: each dirty tracked file, and
-// each watched file that is untracked or ignored, mapped to its state.
-// A clean tracked file is absent.
-func (m *Manager) checkoutState(ctx context.Context) (string, map[string]string, error) {
-	h, err := m.headOf(ctx, m.root)
+// checkoutState records the root checkout: each tracked file whose
+// content differs from what git has staged for it (the index), and each
+// watched file that is untracked or ignored, mapped to its state. A file
+// as git has it is absent. It returns nil, nothing recorded, while git
+// holds the index lock there: a merge swarm runs in the checkout (a
+// workflow merge) writes the files and then the index under that lock,
+// and a snapshot taken half way would report swarm's own work. Once the
+// index is written, a merge's files match it, whatever HEAD says yet.
+//
+// What is staged is not compared: a merge moves it, and a change an agent
+// stages is what 'git status' shows you before you commit.
+func (m *Manager) checkoutState(ctx context.Context) (map[string]string, error) {
+	common, err := m.commonDir(ctx)
 	if err != nil {
-		return "", nil, fmt.Errorf("read the checkout's HEAD: %w", err)
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(common, "index.lock")); err == nil {
+		return nil, nil
 	}
 	// No optional locks: the operator's own git may be running there.
 	env := []string{"GIT_OPTIONAL_LOCKS=0"}
 	res, err := m.runEnv(ctx, m.root, env, "status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=all")
 	if err != nil {
-		return "", nil, fmt.Errorf("read the checkout's status: %w", err)
+		return nil, fmt.Errorf("read the checkout's status: %w", err)
 	}
 	status := parsePorcelain(string(res.Stdout))
 	args := append([]string{"status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--"}, checkoutWatched...)
 	if res, err = m.runEnv(ctx, m.root, env, args...); err != nil {
-		return "", nil, fmt.Errorf("read the checkout's status: %w", err)
+		return nil, fmt.Errorf("read the checkout's status: %w", err)
 	}
 	maps.Copy(status, parsePorcelain(string(res.Stdout)))
+	if _, err := os.Stat(filepath.Join(common, "index.lock")); err == nil {
+		return nil, nil // git started writing while we looked
+	}
 	out := make(map[string]string, len(status))
 	for p, xy := range status {
-		if strings.HasPrefix(p, ".beads/") {
-			// The task board: agents' bd claims and closes write it by
-			// design (bd keeps one database for every worktree).
+		if xy[1] == ' ' || strings.HasPrefix(p, ".beads/") {
+			// As staged; or the task board, which agents' bd claims and
+			// closes write by design (bd keeps one database for every
+			// worktree).
 			continue
+		}
+		if xy != "??" && xy != "!!" {
+			xy = " " + xy[1:] // the worktree against the index only
 		}
 		out[p] = xy + " " + fingerprint(filepath.Join(m.root, filepath.FromSlash(p)))
 	}
-	return h.Hash, out, nil
+	return out, nil
 }
 
 // parsePorcelain maps each path of `git status --porcelain=v1 -z` output
@@ -128,19 +146,19 @@ func fingerprint(path string) string {
 // describeState says what a recorded state is, for messages.
 func describeState(s string) string {
 	if s == "" {
-		return "as committed"
+		return "as git has it"
 	}
 	if len(s) < 3 {
 		return s
 	}
 	xy, fp := s[:2], s[3:]
-	what := "with uncommitted changes"
-	switch {
-	case xy == "??":
+	what := "changed"
+	switch xy {
+	case "??":
 		what = "untracked"
-	case xy == "!!":
+	case "!!":
 		what = "ignored by git"
-	case strings.Contains(xy, "D"):
+	case " D":
 		what = "deleted"
 	}
 	if strings.HasPrefix(fp, "sha256 ") {
@@ -165,21 +183,17 @@ func (c *comparer) checkout() []Finding {
 		}
 	}
 	slices.Sort(paths)
-	// When HEAD moved (the base guard judges that), the status letters
-	// compare with another commit: a file that just became dirty or clean
-	// is the move's doing, and only a file whose content changed counts.
-	moved := c.before.CheckoutHead != c.after.CheckoutHead
 	var found []Finding
 	root := c.m.root
 	for _, p := range paths {
 		b, a := c.before.Checkout[p], c.after.Checkout[p]
-		if a == b || moved && (a == "" || b == "" || a[2:] == b[2:]) {
+		if a == b {
 			continue
 		}
 		full := filepath.Join(root, filepath.FromSlash(p))
 		t := Tamper{What: TamperCheckout, Agent: c.w.Agent, Path: full, Before: b, After: a}
 		if t.After == "" {
-			t.After = "committed" // a distinct Dedupe for "put back"
+			t.After = "as git has it" // a distinct Dedupe for "put back"
 		}
 		why := "an agent runs as your user and can write your checkout"
 		switch p {

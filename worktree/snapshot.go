@@ -36,13 +36,12 @@ type Snapshot struct {
 	// them: section and name in lower case, a subsection as written.
 	Config map[string]map[string][]string `json:"config"`
 	// Checkout maps each file of the operator's checkout that is not as
-	// committed (a dirty tracked file, an untracked or ignored swarm.toml
-	// or AGENTS.md), by its path from the root, to its state: the status
-	// letters and a fingerprint. Nil in a snapshot stored before it
-	// existed: nothing is compared then.
+	// git has it (a tracked file changed since it was staged or committed,
+	// an untracked or ignored swarm.toml or AGENTS.md), by its path from
+	// the root, to its state: the status letters and a fingerprint. Nil
+	// when git was writing the index then, or in a snapshot stored before
+	// it existed: nothing is compared then.
 	Checkout map[string]string `json:"checkout"`
-	// CheckoutHead is the commit the checkout's HEAD was at.
-	CheckoutHead string `json:"checkout_head,omitempty"`
 
 	led *guardState // the ledger the snapshot was taken in; nil when restored
 	seq uint64      // the ledger's position then
@@ -106,7 +105,7 @@ func (m *Manager) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if s.Config, err = m.watchedConfig(ctx, common); err != nil {
 		return nil, fmt.Errorf("snapshot config: %w", err)
 	}
-	if s.CheckoutHead, s.Checkout, err = m.checkoutState(ctx); err != nil {
+	if s.Checkout, err = m.checkoutState(ctx); err != nil {
 		return nil, fmt.Errorf("snapshot the checkout: %w", err)
 	}
 	return s, nil
