@@ -471,3 +471,42 @@ func TestProtocolMailJoinsARunningSession(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestSendChecksTheCaller: the protocol verb's rules come from the caller
+// the door established, whatever the draft says: the sender, the
+// capabilities, and nobody at all.
+func TestSendChecksTheCaller(t *testing.T) {
+	clk := &manualClock{t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	sup := clockedSupervisor(t, clk)
+	p, ctx := sup.Protocol(), context.Background()
+	coder := identity.Session("backend", 1, mode.Vector{mode.CanMessage: true})
+	lead := identity.Session("lead", 1, mode.Vector{mode.CanMessage: true, mode.CanDispatch: true})
+	mute := identity.Session("backend", 1, mode.Vector{})
+	for _, tc := range []struct {
+		name   string
+		caller identity.Caller
+		from   string
+		rule   identity.Rule
+	}{
+		{"a coder dispatches", coder, "", identity.RuleCapability},
+		{"a coder dispatches as lead", coder, "lead", identity.RuleSender},
+		{"a coder dispatches as the operator", coder, "operator", identity.RuleSender},
+		{"a session without can_message", mute, "", identity.RuleCapability},
+		{"nobody", identity.Caller{}, "lead", identity.RuleSender},
+		{"the lead dispatches", lead, "", ""},
+		{"the operator dispatches as lead", identity.Operator(), "lead", ""},
+	} {
+		req := dispatchTo("backend", 0)
+		req.Draft.From, req.Caller = tc.from, tc.caller
+		m, _, err := p.Send(ctx, req)
+		r, refused := identity.IsRefusal(err)
+		switch {
+		case tc.rule == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.rule == "" && m.From != tc.caller.Name() && m.From != tc.from:
+			t.Errorf("%s: sent as %q", tc.name, m.From)
+		case tc.rule != "" && (!refused || r.Rule != tc.rule):
+			t.Errorf("%s: %v, want rule %s", tc.name, err, tc.rule)
+		}
+	}
+}
