@@ -455,7 +455,7 @@ func testOneAnswerPerRequest(e *env) {
 	// A verdict answers its review request once.
 	_, req := must(send(protocol.Draft{Type: protocol.TypeReviewRequest, From: "lead", To: "frontend", TaskID: "T-7",
 		ContextRef: []string{disp.MsgID, renv.MsgID},
-		Payload: []byte(fmt.Sprintf(`{"original_dispatch_ref":%q,"task_result_ref":%q,"reject_count":0,"acceptance_criteria":["x"]}`, disp.MsgID, renv.MsgID))}))
+		Payload:    []byte(fmt.Sprintf(`{"original_dispatch_ref":%q,"task_result_ref":%q,"reject_count":0,"acceptance_criteria":["x"]}`, disp.MsgID, renv.MsgID))}))
 	verdict := protocol.Draft{Type: protocol.TypeReviewVerdict, From: "frontend", Payload: []byte(`{"verdict":"approved"}`)}
 	if err := verdict.ReplyTo(req); err != nil {
 		t.Fatal(err)
