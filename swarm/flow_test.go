@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/swarmhq/swarm/config"
@@ -151,4 +152,83 @@ func TestResultDeadline(t *testing.T) {
 	if it := item("T-2"); it.State != workflow.Aborted {
 		t.Fatalf("T-2 is %s after abort, want aborted", it.State)
 	}
+}
+
+// offsetClock is the real clock moved by a constant; in a synctest bubble,
+// fake time that reads as a date of the test's choosing.
+type offsetClock time.Duration
+
+func (c offsetClock) Now() time.Time                       { return time.Now().Add(time.Duration(c)) }
+func (c offsetClock) NewTimer(d time.Duration) *time.Timer { return time.NewTimer(d) }
+
+// TestResultDeadlineService runs the workflows service itself in a
+// synctest bubble, on the real clock (fake time): the escalation comes
+// within one poll of the deadline, with no look called by hand.
+func TestResultDeadlineService(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		root := t.TempDir()
+		toml := baseConfig + "[[agent]]\nname = \"dev\"\n[[agent]]\nname = \"critic\"\n" +
+			"[[workflow]]\nname = \"review\"\nkind = \"dev-review\"\ndev = \"dev\"\nreviewer = \"critic\"\nresult_timeout = \"30m\"\n"
+		cfg, err := config.Parse([]byte(toml), "swarm.toml", root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := repo.At(root, "")
+		// The bubble's clock starts in 2000, before msg_ids had 13 digits:
+		// the injected clock moves it to 2026, and its timers stay the
+		// bubble's.
+		clk := offsetClock(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC).Sub(time.Now()))
+		st, err := sqlite.Open(ctx, l.DB, sqlite.Options{Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		sup, err := New(Options{Config: cfg, Layout: l, Store: st, Clock: clk,
+			Engines:   func(config.Agent) (engine.Engine, error) { return &fakeEngine{name: "script"}, nil },
+			Worktrees: &fakeWorktrees{root: filepath.Join(root, "wt")}, Prompts: &fakePrompts{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := StartItem(ctx, st, cfg, StartRequest{Workflow: "review", Item: "T-1", Title: "paginate", Criteria: []string{"page 2"}, By: "operator"}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); sup.flow.run(ctx) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait() // the first look sent the dispatch
+		it, err := st.Item(ctx, "T-1")
+		if err != nil || it.Dispatch == "" {
+			t.Fatalf("item %+v, %v: no dispatch after the first look", it, err)
+		}
+		startSession(t, st, "dev", 1)
+		if _, err := sup.Protocol().Ack(ctx, "dev", "dev-1", it.Dispatch); err != nil {
+			t.Fatal(err)
+		}
+		acked := time.Now()
+		count := func() int {
+			n := 0
+			for _, e := range escalations(t, st) {
+				if e.Kind == escalation.KindStageTimeout {
+					n++
+				}
+			}
+			return n
+		}
+		time.Sleep(30*time.Minute - time.Second)
+		synctest.Wait()
+		if n := count(); n != 0 {
+			t.Fatalf("%d stage_timeout escalations %s after the ACK, before the deadline", n, time.Since(acked))
+		}
+		time.Sleep(flowPoll + time.Second)
+		synctest.Wait()
+		if n := count(); n != 1 {
+			t.Fatalf("%d stage_timeout escalations within a poll of the deadline, want 1", n)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := count(); n != 1 {
+			t.Fatalf("%d stage_timeout escalations an hour later, want still 1", n)
+		}
+	})
 }
