@@ -267,7 +267,7 @@ func (f *flow) resultDeadline(ctx context.Context, w config.Workflow, it workflo
 	if !found {
 		f.s.log.Warn("workflow result past due", "workflow", w.Name, "item", it.ID, "agent", w.Dev, "dispatch", d.MsgID, "due_at", due)
 		f.s.raise(ctx, escalation.Draft{Kind: escalation.KindStageTimeout, Agent: w.Dev, Ref: itemRef(it.ID),
-			Summary: truncate(fmt.Sprintf("item %s (%s): %s acknowledged dispatch #%d at %s and sent no task_result within %s; the item stays %s. Remind %s ('swarm send %s ...'), or abort this escalation to end the item",
+			Summary: truncate(fmt.Sprintf("item %s (%s): %s acknowledged dispatch #%d at %s and sent no task_result within %s; the item stays %s. Remind %s ('swarm send %s \"...\"'); resume keeps waiting for the result, abort ends the item",
 				it.ID, it.Title, w.Dev, d.ID, d.Ack.AckedAt.UTC().Format(time.RFC3339), protocol.Age(timeout), it.State, w.Dev, w.Dev), 500),
 			Details: details(map[string]any{"item": it.ID, "workflow": w.Name, "stage": it.State, "dispatch": d.MsgID,
 				"acked_at": d.Ack.AckedAt.UTC().Format(time.RFC3339Nano), "due_at": due.UTC().Format(time.RFC3339Nano), "timeout": timeout.String()}),
