@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,9 +12,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -76,8 +79,11 @@ stream_max_retries = 0
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"jsonq":     cmdJSONQ,
-			"waitstate": cmdWaitState,
+			"jsonq": cmdJSONQ,
+			// waitstate as in the up scripts, with more time: two real
+			// CLIs start at once (node, MCP servers, a probe), on a
+			// loaded machine in 10-30 s each.
+			"waitstate": cmdWaitCLIState,
 			// anthropic <agent> <field>: what the fake Anthropic API saw from
 			// an agent's requests, on stdout: "model", "tools" (one per
 			// line) or "requests" (how many).
@@ -140,6 +146,34 @@ stream_max_retries = 0
 			},
 		},
 	})
+}
+
+// cliWaitLimit bounds a real CLI journey's waits.
+const cliWaitLimit = 3 * time.Minute
+
+// cmdWaitCLIState is waitstate <agent> <state> [session_seq] with
+// cliWaitLimit.
+func cmdWaitCLIState(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || len(args) > 3 || neg {
+		ts.Fatalf("usage: waitstate <agent> <state> [session_seq]")
+	}
+	st := openScriptStore(ts)
+	defer st.Close()
+	deadline := time.Now().Add(cliWaitLimit)
+	last := ""
+	for time.Now().Before(deadline) {
+		a, err := st.Agent(context.Background(), args[0])
+		if err == nil {
+			if string(a.State) == args[1] && (len(args) < 3 || strconv.FormatInt(a.SessionSeq, 10) == args[2]) {
+				return
+			}
+			last = fmt.Sprintf("%s session %d", a.State, a.SessionSeq)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("timed out after %s waiting for %s in %s (last seen: %s)", cliWaitLimit, args[0], args[1], last)
 }
 
 // fakeAnthropic is the Messages API as Claude Code streams it: a request
