@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -290,4 +291,30 @@ func geminiLimits(l GeminiLoaded, g *geminiHome) string {
 	default:
 		return "; its limits (tools.exclude " + strings.Join(g.Exclude, ",") + ") are NOT applied"
 	}
+}
+
+// ProbeGemini asks a gemini-cli preset's CLI what it loads with the
+// settings a session of agent with capabilities caps would get, built in
+// a temporary home, in dir (swarm doctor: the repository). env is the
+// environment a session would start from; `swarm mcp` gets agent's name
+// and a session id that is not a session's, so a connection says only that
+// the server starts. ok is false for an engine that is not gemini-cli.
+func (e *Engine) ProbeGemini(ctx context.Context, dir string, env []string, agent string, caps mode.Vector) (loaded GeminiLoaded, ok bool, err error) {
+	if e.mcp != MCPGemini {
+		return GeminiLoaded{}, false, nil
+	}
+	home, err := os.MkdirTemp("", "swarm-gemini-")
+	if err != nil {
+		return GeminiLoaded{}, true, fmt.Errorf("gemini-cli home: %w", err)
+	}
+	defer os.RemoveAll(home)
+	env = append(slices.Clip(env), e.env...)
+	env = append(env, "SWARM_AGENT="+agent, "SWARM_SESSION_ID="+agent+"-doctor", "SWARM_ROOT="+dir)
+	g := &geminiHome{Dir: home, User: userGeminiDir(env), Trust: dir, Exclude: limitsFor(e.mcp, caps).exclude}
+	_, menv, err := mcpRegistration(e.mcp, newMCPServer(env), g)
+	if err != nil {
+		return GeminiLoaded{}, true, err
+	}
+	loaded, err = probeGemini(ctx, e.argv[0], dir, append(env, menv...))
+	return loaded, true, err
 }
