@@ -16,7 +16,6 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/protocol"
 	"github.com/swarmhq/swarm/swarm"
 )
@@ -267,15 +266,12 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		return err
 	}
 	defer st.Close()
-	// The caller is who the door says; --from is the operator's flag.
+	// The caller is who the door says; the verb checks --from.
 	who, err := app.callerOf(ctx, st, cfg)
 	if err != nil {
 		return err
 	}
-	from, err := who.Sender(strings.TrimSpace(opts.From))
-	if err != nil {
-		return err
-	}
+	from := strings.TrimSpace(opts.From)
 	d := message.Draft{From: from, To: opts.To, Kind: message.Kind(opts.Kind), Body: body}
 	if opts.Urgent {
 		d.Urgency = message.Urgent
@@ -303,25 +299,8 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		}
 	}
 
-	// From inside a session, the session's stored capabilities decide.
-	if err := who.Require(mode.CanMessage, "swarm send"); err != nil {
-		return err
-	}
-	if d.Kind == message.KindTask {
-		if err := who.Require(mode.CanDispatch, "swarm send --kind task (a dispatch)"); err != nil {
-			return err
-		}
-	}
-
 	poster, an := app.announcingPoster(st, l, cfg)
-	var sent []message.Message
-	if opts.All {
-		sent, err = poster.Broadcast(ctx, d)
-	} else {
-		var m message.Message
-		m, err = poster.Post(ctx, d)
-		sent = []message.Message{m}
-	}
+	sent, err := swarm.SendMail(ctx, poster, who, d, opts.All)
 	if err != nil {
 		return err
 	}
