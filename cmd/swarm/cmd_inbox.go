@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/swarmhq/swarm/swarm"
 	"slices"
 	"strings"
 	"text/tabwriter"
