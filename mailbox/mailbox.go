@@ -198,7 +198,14 @@ type Store interface {
 	// the claim fail with *HeldError naming them; a lease whose holder is
 	// gone (PostgreSQL: its advisory lock is free; otherwise its heartbeat
 	// is older than c.TTL or c.Gone says so) is taken over. The holder's
-	// own leases are renewed.
+	// own leases are renewed. Every claim bumps each lease's epoch.
+	//
+	// Until the claim is released, this store fences every write it makes
+	// about one of c.Agents with the claim (Fence: holder and epoch): an
+	// agent Transition, ResetErrors, Deliver, StartSession, EndSession,
+	// RecoverAgent, and RegisterAgent, Heartbeat, SetActivity, SetNudges and
+	// AddSessionPgid. Once another holder took the lease over, such a write
+	// changes nothing and fails with ErrLeaseLost.
 	ClaimLeases(ctx context.Context, c LeaseClaim) (Leases, error)
 	// AgentLeases lists every lease, by agent.
 	AgentLeases(ctx context.Context) ([]Lease, error)

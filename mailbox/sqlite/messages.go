@@ -209,6 +209,9 @@ func deliver(ctx context.Context, q execer, now int64, agent string, seq int64, 
 
 // Deliver moves queued mail into session seq inside the transaction.
 func (t *txn) Deliver(agent string, seq int64, ids []int64) ([]message.Message, error) {
+	if err := t.fence(agent); err != nil {
+		return nil, fmt.Errorf("deliver to %s: %w", agent, err)
+	}
 	return deliver(t.ctx, t.tx, t.now(), agent, seq, ids)
 }
 

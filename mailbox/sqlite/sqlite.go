@@ -43,6 +43,7 @@ type Store struct {
 	insert *sql.Stmt // prepared once: parsing the insert costs as much as running it
 	path   string
 	now    func() time.Time
+	fences mailbox.Fences // the leases this process claimed: its writes about their agents are fenced
 }
 
 var _ mailbox.Store = (*Store)(nil)
@@ -293,7 +294,7 @@ func (s *Store) Unavailable(error) bool { return false }
 // wait on itself.
 func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
 	return s.tx(ctx, func(t *sql.Tx) error {
-		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }})
+		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }, fences: &s.fences})
 	})
 }
 
@@ -346,6 +347,9 @@ type txn struct {
 	tx  *sql.Tx
 	ctx context.Context // the InTx context: operations inside use it
 	now func() int64
+
+	fences  *mailbox.Fences
+	checked map[string]bool // agents whose fence this transaction checked
 }
 
 var _ mailbox.Tx = (*txn)(nil)
