@@ -928,9 +928,9 @@ func testLeaseFence(e *env) {
 		"end session": o.InTx(e.ctx, func(tx mailbox.Tx) error {
 			return tx.EndSession(mailbox.SessionEnd{Agent: "backend", Seq: 2, State: mailbox.SessionCrashed})
 		}),
-		"deliver": o.InTx(e.ctx, func(tx mailbox.Tx) error { _, err := tx.Deliver("backend", 2, nil); return err }),
+		"deliver":      o.InTx(e.ctx, func(tx mailbox.Tx) error { _, err := tx.Deliver("backend", 2, nil); return err }),
 		"reset errors": o.InTx(e.ctx, func(tx mailbox.Tx) error { return tx.ResetErrors("backend") }),
-		"recover": o.InTx(e.ctx, func(tx mailbox.Tx) error { _, err := tx.RecoverAgent("backend"); return err }),
+		"recover":      o.InTx(e.ctx, func(tx mailbox.Tx) error { _, err := tx.RecoverAgent("backend"); return err }),
 		"heartbeat":    o.Heartbeat(e.ctx, []string{"backend"}),
 		"activity":     o.SetActivity(e.ctx, "backend", "stale"),
 		"nudges":       o.SetNudges(e.ctx, "backend", 3),
