@@ -63,6 +63,10 @@ var (
 	// ErrAgentExists means a spawn names an agent that is spawned and not
 	// retired.
 	ErrAgentExists = errors.New("agent already spawned")
+	// ErrDatabaseGone means the database file this store opened was
+	// deleted or replaced by another file: what it writes now would be
+	// lost, and what others write goes elsewhere. The process must stop.
+	ErrDatabaseGone = errors.New("the database file was deleted or replaced")
 )
 
 // Store is an open swarm database. It is safe for concurrent use.
@@ -572,3 +576,23 @@ func (c *Counts) Add(state message.State, kind message.Kind, pt string, urgency 
 		c.Delivered += n
 	}
 }
+
+// DiskFullError is a write the database refused because the file system
+// holding it has no space left. Nothing of the write was stored; the
+// caller's context (wrapping it) says what that was.
+type DiskFullError struct {
+	Path string // the database file
+	Free int64  // bytes free on its file system when the write failed; -1 unknown
+	Err  error  // what the database said
+}
+
+func (e *DiskFullError) Error() string {
+	free := "no space"
+	if e.Free > 0 {
+		free = fmt.Sprintf("only %d KiB", e.Free/1024)
+	}
+	return fmt.Sprintf("the disk is full: the file system holding %s has %s left, so this was not stored (%v); free space there (or move the repository to a larger disk), then try again",
+		e.Path, free, e.Err)
+}
+
+func (e *DiskFullError) Unwrap() error { return e.Err }

@@ -73,7 +73,7 @@ func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]m
 	if len(drafts) == 1 && drafts[0].AckOf == "" {
 		m, err := insert(ctx, s.insert, drafts[0].Normalize(), now)
 		if err != nil {
-			return nil, err
+			return nil, s.db.explain(err)
 		}
 		return []message.Message{m}, nil
 	}
