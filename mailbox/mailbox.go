@@ -591,7 +591,7 @@ func (e *DiskFullError) Error() string {
 	if e.Free > 0 {
 		free = fmt.Sprintf("only %d KiB", e.Free/1024)
 	}
-	return fmt.Sprintf("the disk is full: the file system holding %s has %s left, so this was not stored (%v); free space there (or move the repository to a larger disk), then try again",
+	return fmt.Sprintf("the disk is full: the file system holding %s has %s left, so nothing of this was stored (%v); free space there (or move the repository to a larger disk), then try again",
 		e.Path, free, e.Err)
 }
 

@@ -82,7 +82,11 @@ func (g *guarded) whileBusy(ctx context.Context, fn func() error) error {
 // refuses can surface as a disk I/O error instead (778, SQLITE_IOERR_WRITE),
 // which is taken for a full disk when the file system has (almost) no
 // space left.
-func (g *guarded) explain(err error) error {
+func (g *guarded) explain(err error) error { return diskFull(g.path, err) }
+
+// diskFull is explain for the database at path, for the writes an open
+// makes too (its migrations, the WAL index).
+func diskFull(path string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -94,14 +98,14 @@ func (g *guarded) explain(err error) error {
 	if !errors.As(err, &se) {
 		return err
 	}
-	free := freeBytes(filepath.Dir(g.path))
+	free := freeBytes(filepath.Dir(path))
 	switch code := se.Code(); {
 	case code&0xff == sqlite3.SQLITE_FULL:
 	case code&0xff == sqlite3.SQLITE_IOERR && free >= 0 && free < lowSpace:
 	default:
 		return err
 	}
-	return fmt.Errorf("%w", &mailbox.DiskFullError{Path: g.path, Free: free, Err: err})
+	return fmt.Errorf("%w", &mailbox.DiskFullError{Path: path, Free: free, Err: err})
 }
 
 // lowSpace is the free space under which a disk I/O error on a write is

@@ -186,7 +186,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("posting into a full disk = %v, want a DiskFullError naming %s", err, path)
 	}
 	msg := err.Error()
-	for _, want := range []string{"send to bravo: ", "the disk is full", path, "was not stored", "free space"} {
+	for _, want := range []string{"send to bravo: ", "the disk is full", path, "nothing of this was stored", "free space"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the error %q does not say %q", msg, want)
 		}

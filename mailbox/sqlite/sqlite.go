@@ -129,6 +129,10 @@ func openDB(path string, busy time.Duration) (*sql.DB, error) {
 // explain turns an open failure into advice: a corrupt file names itself
 // and the way out.
 func explain(path string, err error) error {
+	var full *mailbox.DiskFullError
+	if err = diskFull(path, err); errors.As(err, &full) {
+		return fmt.Errorf("open database: %w", err)
+	}
 	if Damaged(err) {
 		return fmt.Errorf("open database %s: %w; %s", path, err, DamagedAdvice(path))
 	}
