@@ -62,6 +62,12 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 	now := nanos(s.now())
 	epochs := map[string]int64{}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// A holder frozen in the middle of a write keeps its row locked
+		// for as long as its connection lives: give up after a while
+		// rather than hang (the claim can be made again).
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+			return err
+		}
 		for _, a := range agents {
 			// The lock is ours: whoever the row names is gone, or is us.
 			// Every claim is a new epoch: writes fenced with an older one
