@@ -202,7 +202,8 @@ type Store interface {
 	// the claim fail with *HeldError naming them; a lease whose holder is
 	// gone (PostgreSQL: its advisory lock is free; otherwise its heartbeat
 	// is older than c.TTL or c.Gone says so) is taken over. The holder's
-	// own leases are renewed. Every claim bumps each lease's epoch.
+	// own leases are renewed, at the same epoch; taking a lease over from
+	// another holder bumps its epoch.
 	//
 	// Until the claim is released, this store fences every write it makes
 	// about one of c.Agents with the claim (Fence: holder and epoch): an

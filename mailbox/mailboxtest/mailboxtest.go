@@ -956,6 +956,20 @@ func testLeaseFence(e *env) {
 	if err := o.SetActivity(e.ctx, "lead", "reading"); err != nil {
 		t.Fatalf("a write about an agent the old holder never claimed: %v", err)
 	}
+	// The holder's own claim again, where the backend grants it (SQLite;
+	// PostgreSQL's lock connection refuses a second claim), keeps the
+	// epoch: its earlier claim and its writes stay valid.
+	var he *mailbox.HeldError
+	switch lb2, err := e.s.ClaimLeases(e.ctx, mailbox.LeaseClaim{Holder: b, Agents: []string{"backend"}, TTL: time.Minute}); {
+	case errors.As(err, &he):
+	case err != nil:
+		t.Fatalf("the holder claiming its own lease again: %v", err)
+	default:
+		defer lb2.Release(e.ctx)
+		if ls, err := e.s.AgentLeases(e.ctx); err != nil || len(ls) != 1 || ls[0].Epoch != 2 {
+			t.Fatalf("the lease after its holder claimed it again: %+v, %v; want epoch 2 still", ls, err)
+		}
+	}
 	// The new holder's own writes go on.
 	if err := e.s.InTx(e.ctx, func(tx mailbox.Tx) error {
 		return tx.EndSession(mailbox.SessionEnd{Agent: "backend", Seq: 2, State: mailbox.SessionCompleted})

@@ -70,14 +70,17 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 		}
 		for _, a := range agents {
 			// The lock is ours: whoever the row names is gone, or is us.
-			// Every claim is a new epoch: writes fenced with an older one
-			// are refused from now on. A write of the old holder still in
+			// A claim that changes hands is a new epoch: writes fenced
+			// with an older one are refused from now on. The holder's own
+			// claim keeps its epoch, so its earlier claims stay valid. A write of the old holder still in
 			// flight holds the row (FOR SHARE), so this waits for it.
 			var epoch int64
 			if err := tx.QueryRow(ctx, `INSERT INTO leases (agent, holder_host, holder_pid, acquired_at, heartbeat_at, epoch)
 				VALUES ($1, $2, $3, $4, $4, 1)
 				ON CONFLICT (agent) DO UPDATE SET holder_host = excluded.holder_host, holder_pid = excluded.holder_pid,
-					heartbeat_at = excluded.heartbeat_at, epoch = leases.epoch + 1,
+					heartbeat_at = excluded.heartbeat_at,
+					epoch = CASE WHEN leases.holder_host = excluded.holder_host AND leases.holder_pid = excluded.holder_pid
+						THEN leases.epoch ELSE leases.epoch + 1 END,
 					acquired_at = CASE WHEN leases.holder_host = excluded.holder_host AND leases.holder_pid = excluded.holder_pid
 						THEN leases.acquired_at ELSE excluded.acquired_at END
 				RETURNING epoch`,

@@ -41,13 +41,16 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 			if ok && l.Holder == c.Holder {
 				acquired = l.AcquiredAt
 			}
-			// Every claim is a new epoch: writes fenced with an older one
-			// are refused from now on.
+			// A claim that changes hands is a new epoch: writes fenced
+			// with an older one are refused from now on. The holder's own
+			// claim keeps its epoch, so its earlier claims stay valid.
 			var epoch int64
 			if err := tx.QueryRowContext(ctx, `INSERT INTO leases (agent, holder_host, holder_pid, acquired_at, heartbeat_at, epoch)
 				VALUES (?, ?, ?, ?, ?, 1)
 				ON CONFLICT (agent) DO UPDATE SET holder_host = excluded.holder_host, holder_pid = excluded.holder_pid,
-					acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, epoch = leases.epoch + 1
+					acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at,
+					epoch = CASE WHEN leases.holder_host = excluded.holder_host AND leases.holder_pid = excluded.holder_pid
+						THEN leases.epoch ELSE leases.epoch + 1 END
 				RETURNING epoch`,
 				a, c.Holder.Host, c.Holder.PID, nanos(acquired), nanos(now)).Scan(&epoch); err != nil {
 				return err

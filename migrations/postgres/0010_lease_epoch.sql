@@ -1,6 +1,6 @@
 -- Fenced leases (DESIGN §12). SQLite has the same number: sqlite/0010.
 --
--- epoch is the lease's generation: every claim bumps it. A supervisor's
+-- epoch is the lease's generation: a claim that changes hands bumps it. A supervisor's
 -- writes about an agent (its state, sessions, mail delivery, heartbeat)
 -- carry the holder and epoch it claimed with, and the store refuses them
 -- once the row names another holder or a newer epoch, so a supervisor that
