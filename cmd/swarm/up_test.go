@@ -73,6 +73,8 @@ func TestUpScripts(t *testing.T) {
 			"pidgone":   cmdPidGone,
 			"waitwatch": cmdWaitWatchers,
 			"mounttiny": cmdMountTiny,
+			"freeze":    cmdFreeze,
+			"thaw":      cmdThaw,
 			"fillfs":    cmdFillFS,
 			// escalate_test.go
 			"webhook":     hooks.cmdWebhook,
