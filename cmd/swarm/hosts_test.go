@@ -74,21 +74,21 @@ func runPostgresScripts(t *testing.T, dir string) {
 					ts.Fatalf("pg_ctl restart: %v", restartErr)
 				}
 			},
-			// pgcutlocks ends every connection of the script's database
-			// holding an advisory lock (the supervisors' lease
-			// connections), as a network cut would.
-			"pgcutlocks": func(ts *testscript.TestScript, neg bool, args []string) {
+			// pgcut ends every connection to the script's database, as a
+			// network cut of the hosts connected would: their lease locks
+			// go, and so does any transaction a frozen one left open.
+			"pgcut": func(ts *testscript.TestScript, neg bool, args []string) {
 				u, err := url.Parse(ts.Getenv("SWARM_DB_URL"))
 				if err != nil {
 					ts.Fatalf("SWARM_DB_URL: %v", err)
 				}
-				out, err := c.Psql(strings.TrimPrefix(u.Path, "/"), `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
-					WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+				out, err := c.Psql(strings.TrimPrefix(u.Path, "/"), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+					WHERE datname = current_database() AND pid <> pg_backend_pid()`)
 				if err != nil {
 					ts.Fatalf("%v", err)
 				}
 				if out == "0" {
-					ts.Fatalf("no connection held an advisory lock")
+					ts.Fatalf("no connection to cut")
 				}
 			},
 			"freeze":  cmdFreeze,
