@@ -107,6 +107,7 @@ func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
 		{"AckStoredWithItsMessage", testAckStoredWithItsMessage},
 		{"AckResumeAndAbort", testAckResumeAndAbort},
 		{"PostProtocol", testPostProtocol},
+		{"OneAnswerPerRequest", testOneAnswerPerRequest},
 		{"Leases", testLeases},
 		{"LeaseFence", testLeaseFence},
 		{"SessionCapabilities", testSessionCapabilities},
