@@ -1,5 +1,5 @@
 -- Fenced leases (DESIGN §12). PostgreSQL has the same number:
--- postgres/0010.
+-- postgres/0011.
 --
 -- epoch is the lease's generation: a claim that changes hands bumps it. A supervisor's
 -- writes about an agent (its state, sessions, mail delivery, heartbeat)

@@ -1,4 +1,4 @@
--- Fenced leases (DESIGN §12). SQLite has the same number: sqlite/0010.
+-- Fenced leases (DESIGN §12). SQLite has the same number: sqlite/0011.
 --
 -- epoch is the lease's generation: a claim that changes hands bumps it. A supervisor's
 -- writes about an agent (its state, sessions, mail delivery, heartbeat)
