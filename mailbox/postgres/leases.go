@@ -72,8 +72,9 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 			// The lock is ours: whoever the row names is gone, or is us.
 			// A claim that changes hands is a new epoch: writes fenced
 			// with an older one are refused from now on. The holder's own
-			// claim keeps its epoch, so its earlier claims stay valid. A write of the old holder still in
-			// flight holds the row (FOR SHARE), so this waits for it.
+			// claim keeps its epoch, so its earlier claims stay valid. A
+			// write of the old holder still in flight holds the row (FOR
+			// SHARE), so this waits for it.
 			var epoch int64
 			if err := tx.QueryRow(ctx, `INSERT INTO leases (agent, holder_host, holder_pid, acquired_at, heartbeat_at, epoch)
 				VALUES ($1, $2, $3, $4, $4, 1)
