@@ -69,6 +69,10 @@ var (
 	// ErrAgentExists means a spawn names an agent that is spawned and not
 	// retired.
 	ErrAgentExists = errors.New("agent already spawned")
+	// ErrDatabaseGone means the database file this store opened was
+	// deleted or replaced by another file: what it writes now would be
+	// lost, and what others write goes elsewhere. The process must stop.
+	ErrDatabaseGone = errors.New("the database file was deleted or replaced")
 )
 
 // AnsweredError refuses a protocol answer whose sender answered the same
@@ -226,7 +230,15 @@ type Store interface {
 	// the claim fail with *HeldError naming them; a lease whose holder is
 	// gone (PostgreSQL: its advisory lock is free; otherwise its heartbeat
 	// is older than c.TTL or c.Gone says so) is taken over. The holder's
-	// own leases are renewed.
+	// own leases are renewed, at the same epoch; taking a lease over from
+	// another holder bumps its epoch.
+	//
+	// Until the claim is released, this store fences every write it makes
+	// about one of c.Agents with the claim (Fence: holder and epoch): an
+	// agent Transition, ResetErrors, Deliver, StartSession, EndSession,
+	// RecoverAgent, and RegisterAgent, Heartbeat, SetActivity, SetNudges and
+	// AddSessionPgid. Once another holder took the lease over, such a write
+	// changes nothing and fails with ErrLeaseLost.
 	ClaimLeases(ctx context.Context, c LeaseClaim) (Leases, error)
 	// AgentLeases lists every lease, by agent.
 	AgentLeases(ctx context.Context) ([]Lease, error)
@@ -593,3 +605,23 @@ func (c *Counts) Add(state message.State, kind message.Kind, pt string, urgency 
 		c.Delivered += n
 	}
 }
+
+// DiskFullError is a write the database refused because the file system
+// holding it has no space left. Nothing of the write was stored; the
+// caller's context (wrapping it) says what that was.
+type DiskFullError struct {
+	Path string // the database file
+	Free int64  // bytes free on its file system when the write failed; -1 unknown
+	Err  error  // what the database said
+}
+
+func (e *DiskFullError) Error() string {
+	free := "no space"
+	if e.Free > 0 {
+		free = fmt.Sprintf("only %d KiB", e.Free/1024)
+	}
+	return fmt.Sprintf("the disk is full: the file system holding %s has %s left, so nothing of this was stored (%v); free space there (or move the repository to a larger disk), then try again",
+		e.Path, free, e.Err)
+}
+
+func (e *DiskFullError) Unwrap() error { return e.Err }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/swarmhq/swarm/identity"
 	"io"
@@ -262,6 +263,9 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		return err
 	}
 	st, err := app.openStore(ctx, l, cfg) // with the spawned agents
+	if full := (*mailbox.DiskFullError)(nil); errors.As(err, &full) {
+		return fmt.Errorf("send to %s: %w", opts.To, err) // say what was not stored
+	}
 	if err != nil {
 		return err
 	}
