@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
 )
 
@@ -23,7 +24,7 @@ func TestUnmeteredWarningGrantsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Decide(ctx, st, warn.ID, escalation.Event(escalation.Resume), "noted"); err != nil {
+	if _, err := Decide(ctx, st, identity.Operator(), warn.ID, escalation.Event(escalation.Resume), "noted"); err != nil {
 		t.Fatal(err)
 	}
 	grants, err := budgetGrants(ctx, st)
@@ -34,7 +35,7 @@ func TestUnmeteredWarningGrantsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Decide(ctx, st, trip.ID, escalation.Event(escalation.Resume), ""); err != nil {
+	if _, err := Decide(ctx, st, identity.Operator(), trip.ID, escalation.Event(escalation.Resume), ""); err != nil {
 		t.Fatal(err)
 	}
 	if grants, err = budgetGrants(ctx, st); err != nil || grants["scribe"].IsZero() {
