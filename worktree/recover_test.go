@@ -38,6 +38,16 @@ func TestHelperProcess(t *testing.T) {
 		_, err = m.Merge(ctx, "alpha")
 	case "squash":
 		_, err = m.Squash(ctx, "alpha")
+	case "land":
+		if step := os.Getenv("SWARM_WT_LAND_KILL"); step != "" {
+			landStep = func(s string) {
+				if s == step {
+					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {} // the signal is on its way
+				}
+			}
+		}
+		_, err = m.Land(ctx, helperLanding(os.Getenv("SWARM_WT_LAND_COMMIT"), os.Getenv("SWARM_WT_LAND_RECORD")))
 	}
 	// The wrapper should have killed this process before it got here.
 	fmt.Fprintf(os.Stderr, "helper %s finished: %v\n", op, err)
@@ -65,7 +75,7 @@ die() { kill -9 $PPID; exit 1; }
 // child process whose git is the wrapper: wrapperHead, then trigger (sh
 // that calls die at the chosen git call), then the real git. It expects
 // the child to be killed.
-func interrupt(t *testing.T, f *fixture, op, trigger string) {
+func interrupt(t *testing.T, f *fixture, op, trigger string, extraEnv ...string) {
 	t.Helper()
 	realGit, err := exec.LookPath("git")
 	if err != nil {
@@ -86,6 +96,7 @@ func interrupt(t *testing.T, f *fixture, op, trigger string) {
 	}
 	cmd.Env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"REAL_GIT="+realGit, "SWARM_WT_HELPER="+op, "SWARM_WT_ROOT="+f.root)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
