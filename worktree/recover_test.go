@@ -642,3 +642,65 @@ func TestEnsureAfterWorktreeAddKilled(t *testing.T) {
 		t.Fatal("the worktree was not made again")
 	}
 }
+
+// Issue 28 item 2: git writes MERGE_HEAD before its merge commit and
+// removes it after; a kill in between left the commit on main and
+// MERGE_HEAD behind, and the re-run refused ("a merge is in progress;
+// finish it (git commit)"), advice that would merge twice. CheckBase lets
+// it through, and the recovery clears it.
+func TestMergeKilledBeforeGitClearedMergeHead(t *testing.T) {
+	t.Parallel()
+	f, wt, before := mergeFixture(t)
+	ctx := context.Background()
+	interrupt(t, f, "merge", `
+if [ "$sub $next" = "merge --no-ff" ]; then
+	"$REAL_GIT" "$@" || exit $?
+	"$REAL_GIT" rev-parse "$last" > "$("$REAL_GIT" rev-parse --git-path MERGE_HEAD)"
+	echo "swarm: merge agent alpha" > "$("$REAL_GIT" rev-parse --git-path MERGE_MSG)"
+	die
+fi`)
+	merged := f.git(".", "rev-parse", "main")
+	if merged == before || !exists(filepath.Join(f.root, ".git", "MERGE_HEAD")) {
+		t.Fatal("the helper was not killed between the merge commit and MERGE_HEAD's removal")
+	}
+	m := f.manager(Options{})
+	if err := m.CheckBase(ctx); err != nil {
+		t.Fatalf("CheckBase = %v, want nil: HEAD holds MERGE_HEAD", err)
+	}
+	rec, err := m.Recover(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(recoveredText(rec), "cleared the MERGE_HEAD") {
+		t.Fatalf("Recover said:\n%s", recoveredText(rec))
+	}
+	if exists(filepath.Join(f.root, ".git", "MERGE_HEAD")) || exists(filepath.Join(f.root, ".git", "MERGE_MSG")) {
+		t.Fatal("MERGE_HEAD or MERGE_MSG is still there")
+	}
+	res, err := m.Merge(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commit != merged || f.git(".", "rev-parse", "main") != merged || exists(wt.Path) {
+		t.Fatalf("Merge = %+v; main %s, want the interrupted run's merge %s, finished", res, f.git(".", "rev-parse", "main"), merged)
+	}
+	if n := f.git(".", "rev-list", "--count", "--merges", before+"..main"); n != "1" {
+		t.Fatalf("%s merge commits on main, want 1", n)
+	}
+}
+
+// A MERGE_HEAD swarm did not leave (the operator's own merge) is still
+// refused.
+func TestCheckBaseRefusesTheOperatorsMerge(t *testing.T) {
+	t.Parallel()
+	f, _, _ := mergeFixture(t)
+	f.git(".", "switch", "-q", "-c", "side")
+	writeFile(t, filepath.Join(f.root, "side.txt"), "side\n")
+	f.git(".", "add", "side.txt")
+	f.git(".", "commit", "-q", "-m", "side")
+	f.git(".", "switch", "-q", "main")
+	f.git(".", "merge", "-q", "--no-ff", "--no-commit", "side")
+	if err := f.manager(Options{}).CheckBase(context.Background()); !errors.Is(err, ErrBaseDirty) || !strings.Contains(err.Error(), "a merge is in progress") {
+		t.Fatalf("CheckBase = %v, want the merge in progress refused", err)
+	}
+}
