@@ -400,7 +400,9 @@ func MergeItemLanding(ctx context.Context, st mailbox.Store, cfg *config.Config,
 	}
 	subject := fmt.Sprintf("swarm: merge %s (%s, reviewed at %s)", it.ID, truncate(it.Title, 80), short(it.ReviewCommit))
 	l, err = git.Land(ctx, worktree.LandRequest{Key: itemLanding(id), Agent: w.Dev, Commit: it.ReviewCommit, Subject: subject,
-		Record: func(ctx context.Context, l worktree.Landing) error { return recordMerged(ctx, st, id, it.ReviewCommit, l.Commit) }})
+		Record: func(ctx context.Context, l worktree.Landing) error {
+			return recordMerged(ctx, st, id, it.ReviewCommit, l.Commit)
+		}})
 	if err != nil {
 		return it, l, fmt.Errorf("merge item %s: %w", id, err)
 	}
