@@ -71,6 +71,10 @@ func (rs *recoveries) alreadyMerged(j journal) {
 //     the base tip recorded before it started (only when every change
 //     there is the merge's), or, when it had committed, recorded as done,
 //     so the agent's worktree is not auto-committed and merged again;
+//   - a merge whose commit landed before git cleared MERGE_HEAD gets its
+//     MERGE_HEAD cleared (committing "again" would merge twice);
+//   - a landing (land.go) that had not moved the base branch is dropped;
+//     one that had gets the operator's checkout brought forward;
 //   - files that an interrupted `git worktree remove` deleted are put back
 //     from the index, so they do not look like the agent's deletions;
 //   - stale index.lock files, of those worktrees and of the main checkout,
