@@ -114,9 +114,10 @@ func (w *mergeWorld) reviewedCommit() string {
 
 // checkAfterKill checks what an interrupted merge may leave: main at its
 // old commit or at the merge, the item merged only if main holds it, no
-// MERGE_HEAD, and every changed file of the checkout its old or its new
-// version (or, past the move, the start of the new one: a git killed while
-// writing it). It returns whether main had moved.
+// MERGE_HEAD; before the move, the checkout untouched and no lock; past it,
+// every changed file of the checkout its old or its new version (or the
+// start of the new one: a git killed while writing it, whose index.lock
+// the next run removes). It returns whether main had moved.
 func (w *mergeWorld) checkAfterKill(t *testing.T, stage string) bool {
 	t.Helper()
 	h := w.h
@@ -147,6 +148,10 @@ func (w *mergeWorld) checkAfterKill(t *testing.T, stage string) bool {
 		paths = append(paths, line[3:])
 	}
 	if !moved {
+		// Nothing before the move writes the checkout: not even a lock.
+		if locks := h.gitLocks(); len(locks) > 0 {
+			t.Fatalf("%s: main did not move, but git locks are left: %v", stage, locks)
+		}
 		return false
 	}
 	oldTree, newTree := h.tree(w.old), h.tree("main")

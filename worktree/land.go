@@ -327,8 +327,8 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	if j.Checkout {
 		// Untracked files in the way of the new ones are refused now,
 		// before the base moves, not half way through the update.
-		if _, err := m.run(ctx, m.root, "read-tree", "-m", "-u", "-n", old, j.New); err != nil {
-			return res, drop(refusedCheckout(base, err))
+		if err := m.dryForward(ctx, j); err != nil {
+			return res, drop(err)
 		}
 	}
 	if j, err = m.writeLanding(ctx, j, landMoving); err != nil {
@@ -388,6 +388,30 @@ func (m *Manager) recordLanding(ctx context.Context, j landJournal, res Landing,
 		return nil // nothing was journaled
 	}
 	return m.clearLanding(j.Key)
+}
+
+// dryForward checks that the operator's checkout can go from j.Old to
+// j.New (`read-tree -m -u -n`). The dry run still locks the index it
+// reads, so it reads a copy: a kill before the base moves leaves the
+// operator's checkout exactly as it was, without even an index.lock.
+func (m *Manager) dryForward(ctx context.Context, j landJournal) error {
+	index, err := m.gitPath(ctx, "index")
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(index)
+	if err != nil {
+		return fmt.Errorf("read the index of %s: %w", m.root, err)
+	}
+	tmp := filepath.Join(m.landDir(), j.Key+".index")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if _, err := m.runEnv(ctx, m.root, []string{"GIT_INDEX_FILE=" + tmp}, "read-tree", "-m", "-u", "-n", j.Old, j.New); err != nil {
+		return refusedCheckout(j.Base, err)
+	}
+	return nil
 }
 
 // checkoutNote says what became of the operator's checkout.
@@ -497,6 +521,10 @@ func (m *Manager) recoverLandings(ctx context.Context, rec *recoveries, key stri
 		}
 		if ownerRunning(landAsJournal(j)) {
 			return nil, fmt.Errorf("%w: process %d is landing %s on %s right now; wait for it to finish, then run again", ErrBusy, j.PID, shortHash(j.Candidate), j.Base)
+		}
+		// The copy of the index a killed dry run left (dryForward).
+		for _, f := range []string{k + ".index", k + ".index.lock"} {
+			_ = os.Remove(filepath.Join(m.landDir(), f))
 		}
 		landed, err := m.settleLanding(ctx, &j, rec)
 		if err != nil {
@@ -627,14 +655,14 @@ func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string,
 		return err
 	}
 	var foreign []string
-	ours := 0
+	mine := map[string]bool{} // a file the update added shows twice: deleted from the index, and untracked
 	for _, c := range chs {
 		p := c.path
 		if c.x == '?' {
 			// The operator's untracked files are never touched; one the
 			// update wrote is the new version of a file Old lacks.
 			if b, ok := nw[p]; ok && old[p] == "" && (work[p] == b || m.halfWritten(ctx, p, b)) {
-				ours++
+				mine[p] = true
 			} else if _, ok := nw[p]; ok {
 				foreign = append(foreign, c.String())
 			}
@@ -654,7 +682,7 @@ func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string,
 			// The landing does not change p: the change is the operator's.
 			foreign = append(foreign, c.String())
 		case allowed[idx] && (allowed[work[p]] || nw[p] != "" && m.halfWritten(ctx, p, nw[p])):
-			ours++
+			mine[p] = true
 		default:
 			foreign = append(foreign, c.String())
 		}
@@ -666,7 +694,7 @@ func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string,
 	if _, err := m.run(ctx, m.root, "reset", "-q", "--hard", j.New); err != nil {
 		return fmt.Errorf("bring your checkout %s forward to %s: %w; run 'git -C %q reset --hard %s' yourself", m.root, shortHash(j.New), err, m.root, shortHash(j.New))
 	}
-	rec.add(j.Agent, "finished bringing your checkout %s forward to %s (%s), which an interrupted landing of %s had started", m.root, shortHash(j.New), plural(ours, "a file", "files"), shortHash(j.Candidate))
+	rec.add(j.Agent, "finished bringing your checkout %s forward to %s (%s), which an interrupted landing of %s had started", m.root, shortHash(j.New), plural(len(mine), "a file", "files"), shortHash(j.Candidate))
 	return nil
 }
 
