@@ -360,3 +360,23 @@ func TestLandCancelled(t *testing.T) {
 		})
 	}
 }
+
+// Killed after recording and before clearing the journal: the item is
+// merged already, so the caller only forgets the entry; nothing else
+// changes.
+func TestForgetLandingAfterItWasRecorded(t *testing.T) {
+	t.Parallel()
+	f, _, reviewed, before := landFixture(t)
+	record := filepath.Join(t.TempDir(), "record")
+	interrupt(t, f, "land", "", "SWARM_WT_LAND_KILL=recorded", "SWARM_WT_LAND_COMMIT="+reviewed, "SWARM_WT_LAND_RECORD="+record)
+	if keys := f.landings(); len(keys) != 1 || !exists(record) {
+		t.Fatalf("journal %v, recorded %v: want the entry left after the record", keys, exists(record))
+	}
+	tip := f.checkLanded(before, reviewed)
+	if err := f.manager(Options{}).ForgetLanding("item-T-1"); err != nil {
+		t.Fatal(err)
+	}
+	if keys := f.landings(); len(keys) != 0 || f.git(".", "rev-parse", "main") != tip {
+		t.Fatalf("journal %v after ForgetLanding, main %s", keys, f.git(".", "rev-parse", "main"))
+	}
+}
