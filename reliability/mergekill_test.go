@@ -115,9 +115,9 @@ func (w *mergeWorld) reviewedCommit() string {
 // checkAfterKill checks what an interrupted merge may leave: main at its
 // old commit or at the merge, the item merged only if main holds it, no
 // MERGE_HEAD; before the move, the checkout untouched and no lock; past it,
-// every changed file of the checkout its old or its new version (or the
-// start of the new one: a git killed while writing it, whose index.lock
-// the next run removes). It returns whether main had moved.
+// every changed file of the checkout its old or its new version, the start
+// of the new one or missing (a git killed while replacing it, whose
+// index.lock the next run removes). It returns whether main had moved.
 func (w *mergeWorld) checkAfterKill(t *testing.T, stage string) bool {
 	t.Helper()
 	h := w.h
@@ -165,6 +165,11 @@ func (w *mergeWorld) checkAfterKill(t *testing.T, stage string) bool {
 		}
 		got := hashes[p] // "" when the file is missing
 		if got == blob(oldTree[p]) || got == blob(newTree[p]) {
+			continue
+		}
+		// git replaces a file by unlinking it first: killed in between,
+		// a file the merge changes is missing.
+		if got == "" && blob(oldTree[p]) != blob(newTree[p]) {
 			continue
 		}
 		// A file git was writing when it was killed: the start of the new

@@ -608,8 +608,8 @@ func (m *Manager) settleLanding(ctx context.Context, j *landJournal, rec *recove
 // an interruption: the base moved, so HEAD is at j.New while the index and
 // files may be at j.Old, half way, or at j.New. Every change there must be
 // the landing's (each path's index entry and file are its Old or its New
-// version, or the start of the New one, as a git killed while writing
-// leaves it); then `git reset --hard` to j.New finishes it. Anything else
+// version, the start of the New one or missing, as a git killed while
+// writing leaves it); then `git reset --hard` to j.New finishes it. Anything else
 // is the operator's, and nothing is touched.
 func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string, rec *recoveries) error {
 	h, err := readHead(m.root)
@@ -681,7 +681,10 @@ func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string,
 		case old[p] == nw[p]:
 			// The landing does not change p: the change is the operator's.
 			foreign = append(foreign, c.String())
-		case allowed[idx] && (allowed[work[p]] || nw[p] != "" && m.halfWritten(ctx, p, nw[p])):
+		case allowed[idx] && (allowed[work[p]] || work[p] == "" || nw[p] != "" && m.halfWritten(ctx, p, nw[p])):
+			// Its old or new version, the start of the new one (git
+			// killed while writing it), or missing (git replaces a file
+			// by unlinking it first, and was killed in between).
 			mine[p] = true
 		default:
 			foreign = append(foreign, c.String())

@@ -642,6 +642,11 @@ func (m *Manager) mergeLeftovers(ctx context.Context, j journal) (leftovers, err
 			// start of the agent's version. Both versions are in git, so
 			// the rollback loses nothing.
 			lo.tracked = append(lo.tracked, p)
+		case allowed[idx] && base[p] != tip[p] && work[p] == "":
+			// git replaces a file by unlinking it and writing the new one:
+			// killed in between, the file is missing. Both versions are
+			// in git.
+			lo.tracked = append(lo.tracked, p)
 		default:
 			lo.foreign = append(lo.foreign, c.String())
 		}

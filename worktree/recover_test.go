@@ -704,3 +704,30 @@ func TestCheckBaseRefusesTheOperatorsMerge(t *testing.T) {
 		t.Fatalf("CheckBase = %v, want the merge in progress refused", err)
 	}
 }
+
+// git replaces a file by unlinking it and writing the new one: a merge
+// killed in between leaves the file missing. That is the merge's doing,
+// rolled back like the rest, not a change of the operator's to refuse.
+func TestMergeRollsBackAFileUnlinkedMidWrite(t *testing.T) {
+	t.Parallel()
+	f, _, before := mergeFixture(t)
+	interrupt(t, f, "merge", `
+if [ "$sub" = merge ]; then
+	rm f1.txt
+	: > "$("$REAL_GIT" rev-parse --git-dir)/index.lock"
+	die
+fi`)
+	if exists(filepath.Join(f.root, "f1.txt")) {
+		t.Fatal("the wrapper did not unlink f1.txt")
+	}
+	res, err := f.manager(Options{}).Merge(context.Background(), "alpha")
+	if err != nil {
+		t.Fatalf("Merge: %v\n%s", err, recoveredText(res.Recovered))
+	}
+	if !strings.Contains(recoveredText(res.Recovered), "rolled back the merge") || f.git(".", "rev-parse", "main^1") != before {
+		t.Fatalf("Recovered:\n%s", recoveredText(res.Recovered))
+	}
+	if readFile(t, filepath.Join(f.root, "f1.txt")) != "alpha's f1\n" || f.git(".", "status", "--porcelain") != "" {
+		t.Fatal("main does not hold alpha's work, clean")
+	}
+}
