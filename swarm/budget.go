@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 )
@@ -197,7 +199,7 @@ type agentBudget struct {
 // readAgentBudget reads the agent's standing, grants included. The swarm
 // count starts at the agent's grant too, so a resumed agent can go on.
 func (r *runner) readAgentBudget(ctx context.Context) (agentBudget, error) {
-	b, sb := r.agent.Budget, r.sup.cfg.Budget.Swarm()
+	b, sb := r.agent.Budget, r.sup.budgets().Swarm()
 	if !b.Enabled() && !sb.Enabled() {
 		return agentBudget{}, nil
 	}
@@ -246,9 +248,132 @@ func (r *runner) enforceBudget(ctx context.Context) (moved bool, err error) {
 	}
 	trip, ok := b.tripped(r.agent.Name)
 	if !ok {
-		return false, nil
+		return false, r.clearBudgets(ctx, b)
+	}
+	if e, ok, err := r.abortedWindow(ctx, trip); err != nil || ok {
+		if err != nil {
+			return false, err
+		}
+		return true, r.move(ctx, lifecycle.NoWork, lifecycle.Idle, blockedCause(trip, e))
 	}
 	return r.budgetTripped(ctx, trip)
+}
+
+// blockedCause says why an agent whose budget escalation was aborted
+// starts no session.
+func blockedCause(trip *BudgetError, e escalation.Escalation) string {
+	return fmt.Sprintf("%s; escalation %d was decided %s: no session until the window frees up or the limit is raised", trip.Error(), e.ID, *e.Decision)
+}
+
+// budgetDetails is what a budget escalation's details say of its trip.
+type budgetDetails struct {
+	Scope      string `json:"scope"`
+	SessionSeq *int64 `json:"session_seq"`
+}
+
+func budgetDetailsOf(e escalation.Escalation) budgetDetails {
+	var d budgetDetails
+	_ = json.Unmarshal(e.Details, &d) // old or odd details: the agent's scope
+	if d.Scope == "" {
+		d.Scope = ScopeAgent
+	}
+	return d
+}
+
+// abortedWindow finds the operator's abort (or reject) of this trip's
+// window: a budget escalation of the same scope about the agent, resolved
+// that way, raised when the agent's newest session was the one it has now.
+// No session started since the abort, so nothing was spent that the
+// operator has not seen: the agent waits without a second escalation
+// (DESIGN §9.6). A session that runs once the window frees up (or the
+// limit is raised) ends that window; a later trip is news again.
+func (r *runner) abortedWindow(ctx context.Context, trip *BudgetError) (escalation.Escalation, bool, error) {
+	es, err := r.sup.store.Escalations(bg(ctx), mailbox.EscalationFilter{All: true, Agent: r.agent.Name})
+	if err != nil {
+		return escalation.Escalation{}, false, fmt.Errorf("read budget escalations: %w", err)
+	}
+	for _, e := range es {
+		if e.Kind != escalation.KindBudget || e.State != escalation.Resolved || e.Decision == nil || e.Decision.Releases() {
+			continue
+		}
+		d := budgetDetailsOf(e)
+		if d.Scope == trip.Scope && d.SessionSeq != nil && *d.SessionSeq == r.seq {
+			return e, true, nil
+		}
+	}
+	return escalation.Escalation{}, false, nil
+}
+
+// budgetBlocked reports whether the agent may start no session because
+// its budget is spent in a window the operator aborted: work waits.
+func (r *runner) budgetBlocked(ctx context.Context) (bool, error) {
+	b, err := r.readAgentBudget(ctx)
+	if err != nil {
+		return false, err
+	}
+	trip, ok := b.tripped(r.agent.Name)
+	if !ok {
+		return false, nil
+	}
+	_, blocked, err := r.abortedWindow(ctx, trip)
+	return blocked, err
+}
+
+// clearBudgets resolves, by swarm, the unresolved budget escalations about
+// the agent whose budget is no longer spent (b is its standing now): the
+// limit was raised (by a reload or a restart), the budget removed, or the
+// window moved on. A hold ends with them, and the event says why.
+func (r *runner) clearBudgets(ctx context.Context, b agentBudget) error {
+	es, err := r.sup.store.Escalations(bg(ctx), mailbox.EscalationFilter{Agent: r.agent.Name})
+	if err != nil {
+		return fmt.Errorf("read budget escalations: %w", err)
+	}
+	cleared := false
+	for _, e := range es {
+		if e.Kind != escalation.KindBudget {
+			continue
+		}
+		scope := budgetDetailsOf(e).Scope
+		use, who := b.agent, r.agent.Name+"'s budget"
+		if scope == ScopeSwarm {
+			use, who = b.swarm, "the swarm's budget"
+		}
+		if use != nil && use.Over() {
+			continue
+		}
+		why := fmt.Sprintf("clear by swarm: %s is no longer spent: ", who)
+		if use == nil {
+			why += "swarm.toml sets none now"
+		} else {
+			why += fmt.Sprintf("%d of %d work tokens in %s", use.Used, use.Tokens, use.Window)
+		}
+		err := r.sup.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+			cur, err := tx.Escalation(e.ID)
+			if err != nil || !cur.State.Unresolved() {
+				return err // the operator decided it meanwhile
+			}
+			_, err = fsm.Apply(tx, escalation.Table, fsm.SubjectEscalation, escalation.Subject(e.ID), cur.State, escalation.Clear, escalation.Resolved, why, 0)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("clear escalation %d: %w", e.ID, err)
+		}
+		r.sup.log.Info("budget escalation cleared", "agent", r.agent.Name, "escalation", e.ID, "cause", why)
+		cleared = true
+	}
+	if cleared {
+		r.sup.EscalationChanged()
+	}
+	return nil
+}
+
+// clearBudgetHolds is clearBudgets with the standing read now.
+func (r *runner) clearBudgetHolds(ctx context.Context) error {
+	b, err := r.readAgentBudget(ctx)
+	if err != nil {
+		return err
+	}
+	return r.clearBudgets(ctx, b)
 }
 
 // budgetTripped raises the budget escalation, then holds or stops the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
@@ -220,6 +221,14 @@ func newDesk(s *Supervisor) *desk {
 		d.notifier = newNotifier(s.cfg.Notify, s.cfg.Root, s.store, s.clock, s.log, d.poke)
 	}
 	return d
+}
+
+// notifyConfig is the [notify] table the desk sends by.
+func (d *desk) notifyConfig() config.Notify {
+	if d.notifier == nil {
+		return d.s.cfg.Notify
+	}
+	return d.notifier.config()
 }
 
 func (d *desk) poke() {

@@ -26,6 +26,8 @@ const killWait = 5 * time.Second
 // buildPrompt delivers the queued mail into the next session and builds
 // its prompt from nothing.
 func (r *runner) buildPrompt(ctx context.Context) error {
+	// A reload's settings apply from here: the session about to start.
+	r.applyReloaded()
 	// No session starts while a holding escalation is open about the agent.
 	drain(r.escal)
 	if held, err := r.holdIfHeld(ctx); held || err != nil {
