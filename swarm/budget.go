@@ -315,7 +315,10 @@ func (r *runner) budgetBlocked(ctx context.Context) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	_, blocked, err := r.abortedWindow(ctx, trip)
+	e, blocked, err := r.abortedWindow(ctx, trip)
+	if blocked {
+		r.sup.log.Info("work waits: the budget is spent in a window the operator aborted", "agent", r.agent.Name, "escalation", e.ID, "cause", trip.Error())
+	}
 	return blocked, err
 }
 
@@ -347,19 +350,23 @@ func (r *runner) clearBudgets(ctx context.Context, b agentBudget) error {
 		} else {
 			why += fmt.Sprintf("%d of %d work tokens in %s", use.Used, use.Tokens, use.Window)
 		}
+		done := false
 		err := r.sup.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
 			cur, err := tx.Escalation(e.ID)
 			if err != nil || !cur.State.Unresolved() {
 				return err // the operator decided it meanwhile
 			}
 			_, err = fsm.Apply(tx, escalation.Table, fsm.SubjectEscalation, escalation.Subject(e.ID), cur.State, escalation.Clear, escalation.Resolved, why, 0)
+			done = err == nil
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("clear escalation %d: %w", e.ID, err)
 		}
-		r.sup.log.Info("budget escalation cleared", "agent", r.agent.Name, "escalation", e.ID, "cause", why)
-		cleared = true
+		if done {
+			r.sup.log.Info("budget escalation cleared", "agent", r.agent.Name, "escalation", e.ID, "cause", why)
+			cleared = true
+		}
 	}
 	if cleared {
 		r.sup.EscalationChanged()
