@@ -69,10 +69,10 @@ type runner struct {
 	budgetWait    bool // work waits: the budget is spent in a window the operator aborted
 	// reloaded is the agent's configuration as `swarm reload` last read
 	// it, taken by the runner between sessions (applyReloaded).
-	reloaded atomic.Pointer[config.Agent]
-	pending       []lifecycle.Notice // transitions made in the open transaction
-	stopReason    string             // why the agent stopped, when not by shutdown
-	stopErr       error              // the error that stopped it, if one did
+	reloaded   atomic.Pointer[config.Agent]
+	pending    []lifecycle.Notice // transitions made in the open transaction
+	stopReason string             // why the agent stopped, when not by shutdown
+	stopErr    error              // the error that stopped it, if one did
 }
 
 func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
