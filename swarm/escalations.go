@@ -314,8 +314,11 @@ func (d *desk) follow(ctx context.Context) {
 // escalationLine is an escalation's one-line notice for state to.
 func escalationLine(e escalation.Escalation, to escalation.State) string {
 	what := map[escalation.State]string{escalation.Open: "opened", escalation.Acked: "acked", escalation.Resolved: "resolved"}[to]
-	if to == escalation.Resolved && e.Decision != nil {
-		what = "resolved: " + string(*e.Decision)
+	if to == escalation.Resolved {
+		what = "resolved by swarm" // its cause is gone (escalation.Clear)
+		if e.Decision != nil {
+			what = "resolved: " + string(*e.Decision)
+		}
 	}
 	hold := ""
 	if e.Hold && to == escalation.Open && e.Agent != nil {
