@@ -28,25 +28,62 @@ const (
 	ScopeSwarm = "swarm"
 )
 
-// BudgetUse is a budget and what has been spent against it.
+// BudgetUse is a budget and what has been spent against it: work tokens
+// and US dollars.
 type BudgetUse struct {
 	Tokens int64  `json:"tokens"`
 	Window string `json:"window"`
 	Action string `json:"action"`
 	Used   int64  `json:"used"`
+	// USD is the cap in US dollars (0: none); UsedUSD what the sessions
+	// of known cost spent; Unpriced counts those whose cost is unknown,
+	// which UsedUSD cannot include.
+	USD      float64 `json:"usd"`
+	UsedUSD  float64 `json:"used_usd"`
+	Unpriced int64   `json:"unpriced_sessions"`
 	// Since is where the counting starts: the window's start, or the
 	// operator's resume of the last budget escalation when later.
 	Since time.Time `json:"since"`
 }
 
 // Over reports whether the budget is spent.
-func (u BudgetUse) Over() bool { return u.Tokens > 0 && u.Used >= u.Tokens }
+func (u BudgetUse) Over() bool { return u.overTokens() || u.overUSD() }
 
-func newUse(b config.Budget, used int64, since time.Time) *BudgetUse {
+func (u BudgetUse) overTokens() bool { return u.Tokens > 0 && u.Used >= u.Tokens }
+func (u BudgetUse) overUSD() bool    { return u.USD > 0 && u.UsedUSD >= u.USD }
+
+// Spent says what was spent against the caps: "1600 of 1000 work
+// tokens", "$1.25 of $1.00", or both.
+func (u BudgetUse) Spent() string {
+	var parts []string
+	if u.Tokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d work tokens", u.Used, u.Tokens))
+	}
+	if u.USD > 0 {
+		p := fmt.Sprintf("%s of %s", USD(u.UsedUSD), USD(u.USD))
+		if u.Unpriced > 0 {
+			p += fmt.Sprintf(" (and %d session(s) of unknown cost)", u.Unpriced)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// USD writes dollars as status and escalations show them: "$0.0412"
+// below a dollar, "$12.35" above.
+func USD(v float64) string {
+	if v != 0 && v < 1 {
+		return fmt.Sprintf("$%.4f", v)
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
+func newUse(b config.Budget, u mailbox.Usage, since time.Time) *BudgetUse {
 	if !b.Enabled() {
 		return nil
 	}
-	return &BudgetUse{Tokens: b.Tokens, Window: windowText(b.Window), Action: b.Action, Used: used, Since: since}
+	return &BudgetUse{Tokens: b.Tokens, USD: b.USD, Window: windowText(b.Window), Action: b.Action, Used: u.Work(),
+		UsedUSD: u.CostUSD, Unpriced: u.Unpriced, Since: since}
 }
 
 // windowText writes a window as swarm.toml would: "24h", "90m", "1h30m".
@@ -77,7 +114,7 @@ func (e *BudgetError) Error() string {
 	if e.Scope == ScopeSwarm {
 		who = "the swarm"
 	}
-	return fmt.Sprintf("budget: %s used %d of %d work tokens in %s", who, e.Use.Used, e.Use.Tokens, e.Use.Window)
+	return fmt.Sprintf("budget: %s used %s in %s", who, e.Use.Spent(), e.Use.Window)
 }
 
 // Budgets is what status shows: each agent's usage over its budget window
@@ -104,7 +141,7 @@ func ReadBudgets(ctx context.Context, st mailbox.Store, cfg *config.Config, now 
 			return Budgets{}, err
 		}
 		out.Usage[a.Name] = u[a.Name]
-		out.Agents[a.Name] = newUse(a.Budget, u[a.Name].Work(), since)
+		out.Agents[a.Name] = newUse(a.Budget, u[a.Name], since)
 	}
 	if sb := cfg.Budget.Swarm(); sb.Enabled() {
 		since := ur.since("", sb.Window)
@@ -117,10 +154,10 @@ func ReadBudgets(ctx context.Context, st mailbox.Store, cfg *config.Config, now 
 	return out, nil
 }
 
-func total(u map[string]mailbox.Usage) int64 {
-	var n int64
+func total(u map[string]mailbox.Usage) mailbox.Usage {
+	var n mailbox.Usage
 	for _, x := range u {
-		n += x.Work()
+		n = n.Add(x)
 	}
 	return n
 }
@@ -214,7 +251,7 @@ func (r *runner) readAgentBudget(ctx context.Context) (agentBudget, error) {
 		if err != nil {
 			return agentBudget{}, err
 		}
-		out.agent = newUse(b, u[r.agent.Name].Work(), since)
+		out.agent = newUse(b, u[r.agent.Name], since)
 	}
 	if sb.Enabled() {
 		since := ur.since(r.agent.Name, sb.Window)
@@ -348,7 +385,7 @@ func (r *runner) clearBudgets(ctx context.Context, b agentBudget) error {
 		if use == nil {
 			why += "swarm.toml sets none now"
 		} else {
-			why += fmt.Sprintf("%d of %d work tokens in %s", use.Used, use.Tokens, use.Window)
+			why += fmt.Sprintf("%s in %s", use.Spent(), use.Window)
 		}
 		done := false
 		err := r.sup.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
@@ -425,8 +462,9 @@ func (r *runner) raiseBudget(ctx context.Context, trip *BudgetError) {
 	}[trip.Use.Action]
 	r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindBudget, Severity: sev, Hold: trip.Use.Action == config.BudgetPause,
 		Agent:   r.agent.Name,
-		Summary: fmt.Sprintf("%s spent %s: %d of %d work tokens in %s; %s", r.agent.Name, what, trip.Use.Used, trip.Use.Tokens, trip.Use.Window, do),
+		Summary: fmt.Sprintf("%s spent %s: %s in %s; %s", r.agent.Name, what, trip.Use.Spent(), trip.Use.Window, do),
 		Details: details(map[string]any{"scope": trip.Scope, "tokens": trip.Use.Tokens, "used": trip.Use.Used,
+			"usd": trip.Use.USD, "used_usd": trip.Use.UsedUSD,
 			"window": trip.Use.Window, "action": trip.Use.Action, "since": trip.Use.Since, "session_seq": r.seq}),
 		DedupeKey: escalation.DefaultDedupeKey(escalation.KindBudget, r.agent.Name, "", trip.Scope)})
 }
@@ -437,6 +475,7 @@ func (r *runner) raiseBudget(ctx context.Context, trip *BudgetError) {
 // the model again, and the runner is told.
 type meter struct {
 	agent  string
+	price  *config.Price // the agent's model's, nil when [prices] has none
 	base   agentBudget
 	cancel context.CancelCauseFunc
 	trips  chan *BudgetError
@@ -446,8 +485,45 @@ type meter struct {
 	tripped bool
 }
 
-func newMeter(agent string, base agentBudget, cancel context.CancelCauseFunc) *meter {
-	return &meter{agent: agent, base: base, cancel: cancel, trips: make(chan *BudgetError, 1)}
+func newMeter(agent string, price *config.Price, base agentBudget, cancel context.CancelCauseFunc) *meter {
+	return &meter{agent: agent, price: price, base: base, cancel: cancel, trips: make(chan *BudgetError, 1)}
+}
+
+// sessionCost is what usage cost in US dollars: what the engine reported
+// (Claude Code's total_cost_usd), else its tokens at price; ok is false
+// when neither is known and tokens were spent: an unknown cost, never 0.
+func sessionCost(u engine.Usage, price *config.Price) (usd float64, ok bool) {
+	switch {
+	case u.Costed:
+		return u.CostUSD, true
+	case price != nil:
+		return price.Cost(u.InputTokens, u.OutputTokens, u.CacheWrite, u.CacheRead), true
+	case u.Work() == 0 && u.CacheRead == 0:
+		return 0, true
+	}
+	return 0, false
+}
+
+// price is the [prices] row of the agent's model, nil when there is none.
+func (r *runner) price() *config.Price {
+	e, err := r.sup.cfg.EngineFor(r.agent, r.sup.opts.EngineOverride)
+	if err != nil {
+		return nil
+	}
+	if p, ok := r.sup.prices()[config.PriceModel(r.agent, e)]; ok && config.PriceModel(r.agent, e) != "" {
+		return &p
+	}
+	return nil
+}
+
+// sessionEnd is how session seq ended, its cost included (nil: unknown).
+func (r *runner) sessionEnd(seq int64, state mailbox.SessionState, u engine.Usage, why string) mailbox.SessionEnd {
+	e := mailbox.SessionEnd{Agent: r.agent.Name, Seq: seq, State: state, TokensIn: u.InputTokens, TokensOut: u.OutputTokens,
+		CacheWrite: u.CacheWrite, CacheRead: u.CacheRead, Error: why}
+	if cost, ok := sessionCost(u, r.price()); ok {
+		e.CostUSD = &cost
+	}
+	return e
 }
 
 // add is engine.Session.OnUsage: called from the engine's goroutine.
@@ -463,6 +539,9 @@ func (m *meter) add(u engine.Usage) {
 		if *p != nil {
 			c := **p
 			c.Used += m.usage.Work()
+			if cost, ok := sessionCost(m.usage, m.price); ok {
+				c.UsedUSD += cost
+			}
 			*p = &c
 		}
 	}
@@ -486,6 +565,9 @@ func (m *meter) atLeast(u engine.Usage) engine.Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.usage.Work() > u.Work() {
+		if u.Costed && !m.usage.Costed {
+			m.usage.CostUSD, m.usage.Costed = u.CostUSD, true
+		}
 		return m.usage
 	}
 	return u

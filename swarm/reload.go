@@ -29,6 +29,7 @@ type ReloadReport struct {
 // the supervisor runs: read through budgets() and liveness().
 type liveConfig struct {
 	Budget   config.Budgets
+	Prices   map[string]config.Price
 	Liveness config.Liveness
 }
 
@@ -36,8 +37,11 @@ func (s *Supervisor) liveCfg() *liveConfig {
 	if p := s.live.Load(); p != nil {
 		return p
 	}
-	return &liveConfig{Budget: s.cfg.Budget, Liveness: s.cfg.Liveness}
+	return &liveConfig{Budget: s.cfg.Budget, Prices: s.cfg.Prices, Liveness: s.cfg.Liveness}
 }
+
+// prices is the [prices] table in force.
+func (s *Supervisor) prices() map[string]config.Price { return s.liveCfg().Prices }
 
 // budgets is the [budget] table in force.
 func (s *Supervisor) budgets() config.Budgets { return s.liveCfg().Budget }
@@ -81,6 +85,10 @@ func (s *Supervisor) Reload(ctx context.Context) (ReloadReport, error) {
 		rep.Applied = append(rep.Applied, "[budget]: "+budgetText(next.Budget.Budget)+swarmBudgetText(next.Budget))
 	}
 	live.Budget = next.Budget
+	if !reflect.DeepEqual(last.Prices, next.Prices) {
+		rep.Applied = append(rep.Applied, "[prices]")
+	}
+	live.Prices = next.Prices
 	l := next.Liveness
 	l.Heartbeat, l.StallAfter = s.cfg.Liveness.Heartbeat, s.cfg.Liveness.StallAfter
 	if l != live.Liveness {
@@ -186,14 +194,25 @@ func budgetText(b config.Budget) string {
 	if !b.Enabled() {
 		return "no agent budget"
 	}
-	return fmt.Sprintf("tokens %d per %s, action %s", b.Tokens, windowText(b.Window), b.Action)
+	var caps []string
+	if b.Tokens > 0 {
+		caps = append(caps, fmt.Sprintf("tokens %d", b.Tokens))
+	}
+	if b.USD > 0 {
+		caps = append(caps, "usd "+USD(b.USD))
+	}
+	return fmt.Sprintf("%s per %s, action %s", strings.Join(caps, ", "), windowText(b.Window), b.Action)
 }
 
 func swarmBudgetText(b config.Budgets) string {
-	if b.SwarmTokens <= 0 {
-		return ""
+	out := ""
+	if b.SwarmTokens > 0 {
+		out += fmt.Sprintf(", swarm_tokens %d", b.SwarmTokens)
 	}
-	return fmt.Sprintf(", swarm_tokens %d", b.SwarmTokens)
+	if b.SwarmUSD > 0 {
+		out += ", swarm_usd " + USD(b.SwarmUSD)
+	}
+	return out
 }
 
 // reloaded answers control.OpReload.
