@@ -305,6 +305,7 @@ func blockedCause(trip *BudgetError, e escalation.Escalation) string {
 // budgetDetails is what a budget escalation's details say of its trip.
 type budgetDetails struct {
 	Scope      string `json:"scope"`
+	Action     string `json:"action"`
 	SessionSeq *int64 `json:"session_seq"`
 }
 
@@ -333,8 +334,9 @@ func (r *runner) abortedWindow(ctx context.Context, trip *BudgetError) (escalati
 		if e.Kind != escalation.KindBudget || e.State != escalation.Resolved || e.Decision == nil || e.Decision.Releases() {
 			continue
 		}
+		// A warning's abort stops nothing: warn lets the agent spend on.
 		d := budgetDetailsOf(e)
-		if d.Scope == trip.Scope && d.SessionSeq != nil && *d.SessionSeq == r.seq {
+		if d.Scope == trip.Scope && d.Action != config.BudgetWarn && d.SessionSeq != nil && *d.SessionSeq == r.seq {
 			return e, true, nil
 		}
 	}

@@ -12,10 +12,10 @@ import (
 )
 
 // This file is `swarm reload` (and SIGHUP): swarm.toml read again while the
-// swarm runs. What can change safely is applied at once (budgets, notify,
-// nudges and task polling) or from each agent's next session (its role,
-// mode, strategy, capabilities, limits and budget); the rest waits for a
-// restart and the report says so. A file that does not read is refused
+// swarm runs. What can change safely is applied at once (budgets, prices,
+// notify, nudges and task polling) or from each agent's next session (its
+// role, mode, strategy, capabilities, session_timeout, max_turns and
+// budget); the rest waits for a restart and the report says so. A file that does not read is refused
 // with its file:line error and the running configuration stays.
 
 // ReloadReport says what a reload applied and what needs a restart.
@@ -51,10 +51,16 @@ func (s *Supervisor) liveness() config.Liveness { return s.liveCfg().Liveness }
 
 // applyReloaded takes the agent's configuration from the last reload, if
 // one came: called by the runner between sessions only.
+// Only the fields a reload may change are written: other goroutines read
+// the agent's name and interrupt style meanwhile.
 func (r *runner) applyReloaded() {
-	if a := r.reloaded.Swap(nil); a != nil {
-		r.agent = *a
+	a := r.reloaded.Swap(nil)
+	if a == nil {
+		return
 	}
+	r.agent.Role, r.agent.RoleFile, r.agent.Budget = a.Role, a.RoleFile, a.Budget
+	r.agent.Mode, r.agent.Strategy, r.agent.TreeRoot, r.agent.Capabilities = a.Mode, a.Strategy, a.TreeRoot, a.Capabilities
+	r.agent.SessionTimeout, r.agent.MaxTurns = a.SessionTimeout, a.MaxTurns
 }
 
 // Reload reads swarm.toml again and applies what can change while the
@@ -141,12 +147,15 @@ func (s *Supervisor) Reload(ctx context.Context) (ReloadReport, error) {
 		if run.Engine != a.Engine || run.Model != a.Model || run.ModelSet != a.ModelSet || run.Script != a.Script {
 			rep.Restart = append(rep.Restart, "agent "+a.Name+": engine, model or script")
 		}
+		if run.Interrupt != a.Interrupt || run.InterruptGrace != a.InterruptGrace {
+			rep.Restart = append(rep.Restart, "agent "+a.Name+": interrupt, interrupt_grace")
+		}
 		// What the engine was built with stays.
 		a.Engine, a.Model, a.ModelSet, a.Script, a.Spawned = run.Engine, run.Model, run.ModelSet, run.Script, run.Spawned
+		a.Interrupt, a.InterruptGrace = run.Interrupt, run.InterruptGrace
 		prev := run
 		if p, ok := last.Agent(a.Name); ok {
 			prev = p
-			prev.Engine, prev.Model, prev.ModelSet, prev.Script, prev.Spawned = run.Engine, run.Model, run.ModelSet, run.Script, run.Spawned
 		}
 		if changed := agentChanges(prev, a); len(changed) > 0 {
 			rep.Applied = append(rep.Applied, fmt.Sprintf("agent %s: %s (from its next session)", a.Name, strings.Join(changed, ", ")))
@@ -185,7 +194,6 @@ func agentChanges(a, b config.Agent) []string {
 	add("capabilities", !reflect.DeepEqual(a.Capabilities, b.Capabilities))
 	add("session_timeout", a.SessionTimeout != b.SessionTimeout)
 	add("max_turns", a.MaxTurns != b.MaxTurns)
-	add("interrupt", a.Interrupt != b.Interrupt || a.InterruptGrace != b.InterruptGrace)
 	add("budget", a.Budget != b.Budget)
 	return out
 }

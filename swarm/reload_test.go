@@ -168,13 +168,15 @@ func TestReloadReleasesBudgetHold(t *testing.T) {
 	}
 	h.noSession()
 
-	h.writeConfig(strings.Replace(cfg, "tokens = 1000", "tokens = 50000", 1) + "[[agent]]\nname = \"zulu\"\n")
+	next := strings.Replace(cfg, "tokens = 1000", "tokens = 50000", 1)
+	next = strings.Replace(next, "name = \"alpha\"\n", "name = \"alpha\"\nrole = \"You review.\"\nmode = \"review\"\nengine = \"other\"\n", 1)
+	h.writeConfig(next + "[engine.other]\nkind = \"script\"\n[[agent]]\nname = \"zulu\"\n")
 	rep, err := h.sup.Reload(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(rep.Applied, "|") != "[budget]: tokens 50000 per 24h, action pause|agent alpha: budget (from its next session)" ||
-		strings.Join(rep.Restart, "|") != "agent zulu: new" {
+	if strings.Join(rep.Applied, "|") != "[budget]: tokens 50000 per 24h, action pause|agent alpha: role, mode, budget (from its next session)" ||
+		strings.Join(rep.Restart, "|") != "[engine.*]|agent alpha: engine, model or script|agent zulu: new" {
 		t.Fatalf("report %+v", rep)
 	}
 	h.waitEscalation(escalation.KindBudget, escalation.Resolved)
@@ -186,6 +188,10 @@ func TestReloadReleasesBudgetHold(t *testing.T) {
 	}
 	if r2 := h.nextRun(); r2.s.Seq != 2 {
 		t.Fatalf("session %d after the reload", r2.s.Seq)
+	}
+	// The role and the mode apply from this session; the engine stays.
+	if p := h.lastPrompt(); p.Agent.Role != "You review." || p.Agent.Mode != "review" || p.Agent.Engine != "script" {
+		t.Fatalf("session 2's agent: role %q, mode %q, engine %q", p.Agent.Role, p.Agent.Mode, p.Agent.Engine)
 	}
 }
 

@@ -29,14 +29,14 @@ func newReloadCmd(app *App) *cobra.Command {
 		Use:   "reload",
 		Short: "Apply an edited swarm.toml to the running swarm, without a restart",
 		Long: `Ask the running supervisor to read swarm.toml again. What can change
-safely is applied: [budget] and [notify] at once (an agent held by a
-budget that is no longer spent is released, its escalation resolved by
-swarm), [liveness] nudges and task polling at once, and each agent's role,
-mode, strategy, capabilities, limits and budget from its next session.
-What cannot change while the swarm runs (engines, models, new or removed
-agents, [prompt], [errors], [mailbox], [worktree], [env], workflows, the
-team, heartbeat, stall_after) is listed as needing a restart ('swarm down',
-then 'swarm up').
+safely is applied: [budget], [prices] and [notify] at once (an agent held
+by a budget that is no longer spent is released, its escalation resolved
+by swarm), [liveness] nudges and task polling at once, and each agent's
+role, mode, strategy, capabilities, session_timeout, max_turns and budget
+from its next session. What cannot change while the swarm runs (engines,
+models, interrupt, new or removed agents, [prompt], [errors], [mailbox],
+[worktree], [env], workflows, the team, heartbeat, stall_after) is listed
+as needing a restart ('swarm down', then 'swarm up').
 
 A swarm.toml with an error is refused with its file:line and the running
 configuration stays (exit 1). Sending SIGHUP to the 'swarm up' process
