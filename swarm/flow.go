@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"os"
 	"strings"
 	"sync"
@@ -252,7 +253,7 @@ func (f *flow) send(ctx context.Context, t protocol.Type, to, task string, paylo
 	if err != nil {
 		return message.Message{}, protocol.Envelope{}, err
 	}
-	return f.s.protocol.Send(bg(ctx), SendRequest{Draft: protocol.Draft{Type: t, From: message.Swarm, To: to, TaskID: task, Payload: body, ContextRef: refs}})
+	return f.s.protocol.Send(bg(ctx), SendRequest{Draft: protocol.Draft{Type: t, From: message.Swarm, To: to, TaskID: task, Payload: body, ContextRef: refs}, Caller: identity.Runtime()})
 }
 
 // dispatch sends dev the item's task_dispatch: the criteria verbatim, and

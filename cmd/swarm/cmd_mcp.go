@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/control"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,10 +67,25 @@ error with the command's message.`,
 
 func runMCP(ctx context.Context, opts *MCPOptions) error {
 	app := opts.App
-	agent, session := app.Env.Getenv("SWARM_AGENT"), app.Env.Getenv("SWARM_SESSION_ID")
-	if agent == "" || session == "" {
-		return usagef("swarm mcp serves an agent's session: run it with $SWARM_AGENT and $SWARM_SESSION_ID set (the exec presets do); the operator uses the swarm commands directly")
+	door := app.Env.Getenv(control.DoorEnv)
+	if door == "" {
+		return usagef("swarm mcp serves an agent's session: run it with its door, $%s, set (the exec presets do); the operator uses the swarm commands directly", control.DoorEnv)
 	}
+	// The door says whose session this is; its tools run as that session
+	// whatever they are asked.
+	pctx, cancel := context.WithTimeout(ctx, doorTimeout)
+	resp, err := control.CallAt(pctx, door, control.Request{Op: control.OpPing})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("swarm mcp: this session's door (%s) did not answer: %w; the session may have ended", door, err)
+	}
+	var who struct {
+		Agent string `json:"agent"`
+	}
+	if err := json.Unmarshal(resp.Data, &who); err != nil || who.Agent == "" {
+		return fmt.Errorf("swarm mcp: this session's door (%s) gave no agent: %s", door, resp.Data)
+	}
+	agent := who.Agent
 	s := &mcpServer{app: app, agent: agent}
 	caps, err := s.capabilities(ctx)
 	if err != nil {

@@ -25,7 +25,7 @@ const MCPServerName = "swarm"
 // starts its servers with a minimal environment, so they are passed
 // explicitly to every CLI.
 var mcpEnvKeys = []string{"SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ", "SWARM_DB", "SWARM_AGENTS", "SWARM_ROOT",
-	"SWARM_VIA_SUPERVISOR", "PATH", "HOME", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"}
+	"SWARM_DOOR", "PATH", "HOME", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"}
 
 // mcpServer is `swarm mcp` as a session's CLI starts it.
 type mcpServer struct {
