@@ -45,6 +45,7 @@ func TestBudgetScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"door":      cmdDoor,
 			"jsonq":     cmdJSONQ,
 			"sighup":    cmdSighup,
 			"waitstate": cmdWaitState,

@@ -55,7 +55,7 @@ does the same as this command. For the operator only.
 
 func runReload(ctx context.Context, opts *ReloadOptions) error {
 	app := opts.App
-	if err := operatorOnly(app, "swarm reload"); err != nil {
+	if err := app.operatorOnly("swarm reload"); err != nil {
 		return err
 	}
 	l, err := app.layout()
