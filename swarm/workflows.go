@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/mode"
 	"slices"
 	"strings"
 	"time"
@@ -45,7 +46,9 @@ type StartRequest struct {
 	Criteria []string
 	Risk     string
 	Complex  bool
-	By       string // operator, or $SWARM_AGENT
+	// Caller starts the item: a session needs can_dispatch; the history
+	// records it as the trigger.
+	Caller identity.Caller
 }
 
 // UsageError is invalid input to a workflow command (exit 2).
@@ -93,7 +96,10 @@ func StartItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req St
 	case workflow.DevQA:
 		it.State = workflow.Start
 	}
-	by := req.By
+	if err := req.Caller.Require(mode.CanDispatch, "swarm workflow start"); err != nil {
+		return workflow.Item{}, err
+	}
+	by := req.Caller.By()
 	if by == "" {
 		by = message.Operator
 	}

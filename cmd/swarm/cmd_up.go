@@ -145,6 +145,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	slog.SetDefault(logger)
 	defer slog.SetDefault(prev)
 
+	app.supervising = true // it holds the lock: the database is its to create
 	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
