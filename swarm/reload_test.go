@@ -243,6 +243,7 @@ func TestBudgetAbortWaitsWithoutSecondEscalation(t *testing.T) {
 	if r2 := h.nextRun(); r2.s.Seq != 2 {
 		t.Fatalf("session %d", r2.s.Seq)
 	}
+	h.waitForSeq("alpha", lifecycle.Running, 2)
 	es, err := h.store.Escalations(context.Background(), mailbox.EscalationFilter{All: true})
 	if err != nil || len(es) != 1 || es[0].Count != 1 || es[0].Decision == nil || *es[0].Decision != escalation.Abort {
 		t.Fatalf("escalations %+v, %v", es, err)
