@@ -197,9 +197,10 @@ type Store interface {
 	// session, or whose newest session stored none (recorded before
 	// capabilities were), is absent.
 	LastCapabilities(ctx context.Context) (map[string]mode.Vector, error)
-	// UsageSince sums, by agent, the tokens of the sessions that ended at
-	// or after since (a running session has reported none yet), in one
-	// read. An agent with no such session is absent.
+	// UsageSince sums, by agent, the tokens and the known costs of the
+	// sessions that ended at or after since (a running session has
+	// reported none yet), and counts those of unknown cost, in one read.
+	// An agent with no such session is absent.
 	UsageSince(ctx context.Context, since time.Time) (map[string]Usage, error)
 
 	// Events returns events oldest first.
@@ -447,19 +448,26 @@ type Session struct {
 	// CacheWrite and CacheRead are the session's prompt-cache input tokens.
 	CacheWrite int64
 	CacheRead  int64
-	Pgids      []int
-	Error      string
+	// CostUSD is the session's cost in US dollars; nil while unknown (no
+	// price for its model, or recorded before costs were), never 0 for it.
+	CostUSD *float64
+	Pgids   []int
+	Error   string
 	// Capabilities is the vector derived when the session started; nil
 	// for sessions recorded before capabilities were stored.
 	Capabilities mode.Vector
 }
 
-// Usage is the tokens of some sessions, the input kinds apart.
+// Usage is the tokens of some sessions, the input kinds apart, and their
+// cost: CostUSD sums the sessions whose cost is known; Unpriced counts the
+// others, whose cost is unknown (so CostUSD is then a lower bound).
 type Usage struct {
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheWrite int64 `json:"cache_write"`
-	CacheRead  int64 `json:"cache_read"`
+	Input      int64   `json:"input"`
+	Output     int64   `json:"output"`
+	CacheWrite int64   `json:"cache_write"`
+	CacheRead  int64   `json:"cache_read"`
+	CostUSD    float64 `json:"cost_usd"`
+	Unpriced   int64   `json:"unpriced_sessions"`
 }
 
 // Work is what a budget counts: input, output and cache writes, not cache
@@ -468,7 +476,8 @@ func (u Usage) Work() int64 { return u.Input + u.Output + u.CacheWrite }
 
 // Add sums usage.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{Input: u.Input + o.Input, Output: u.Output + o.Output, CacheWrite: u.CacheWrite + o.CacheWrite, CacheRead: u.CacheRead + o.CacheRead}
+	return Usage{Input: u.Input + o.Input, Output: u.Output + o.Output, CacheWrite: u.CacheWrite + o.CacheWrite, CacheRead: u.CacheRead + o.CacheRead,
+		CostUSD: u.CostUSD + o.CostUSD, Unpriced: u.Unpriced + o.Unpriced}
 }
 
 // SessionStart is a session about to run: its prompt, the ready task ids
@@ -537,7 +546,9 @@ type SessionEnd struct {
 	// tokens): cache reads are not counted.
 	CacheWrite int64
 	CacheRead  int64
-	Error      string
+	// CostUSD is what the session cost in US dollars; nil when unknown.
+	CostUSD *float64
+	Error   string
 }
 
 // Recovered is what RecoverAgent found and fixed for one agent.

@@ -233,15 +233,34 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		if err != nil {
 			return err
 		}
-		it, commit, err := swarm.MergeItem(ctx, st, cfg, git, opts.Item)
+		// What was recovered is printed below; the worktree package's log
+		// line of each would say it twice.
+		prevLog := slog.Default()
+		slog.SetDefault(slog.New(dropMessage{prevLog.Handler(), worktree.RecoveredLogMessage}))
+		defer slog.SetDefault(prevLog)
+		it, landing, err := swarm.MergeItemLanding(ctx, st, cfg, git, opts.Item)
+		if !app.JSON {
+			// What an interrupted merge left was finished or dropped
+			// first, whether or not this one then succeeded.
+			for _, r := range landing.Recovered {
+				fmt.Fprintf(app.Stdout, "recovered: %s\n", termsafe.String(r.Text))
+			}
+		}
 		if err != nil {
 			return err
 		}
 		pokeSupervisor(l)
 		if app.JSON {
-			return app.printJSON(map[string]any{"item": it, "merge_commit": commit})
+			recovered := []string{}
+			for _, r := range landing.Recovered {
+				recovered = append(recovered, r.Text)
+			}
+			return app.printJSON(map[string]any{"item": it, "merge_commit": landing.Commit, "checkout": landing.Checkout, "recovered": recovered})
 		}
-		printMerged(app, it.ID, it.ReviewCommit, commit)
+		printMerged(app, it.ID, it.ReviewCommit, landing.Commit)
+		if landing.Checkout != "" {
+			fmt.Fprintln(app.Stdout, termsafe.String(landing.Checkout))
+		}
 		return nil
 	}
 	return fmt.Errorf("unknown workflow action %q", opts.Action)

@@ -8,6 +8,7 @@ package mailboxtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -113,6 +114,7 @@ func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
 		{"SessionCapabilities", testSessionCapabilities},
 		{"Reports", testReports},
 		{"UsageSince", testUsageSince},
+		{"SessionCost", testSessionCost},
 		{"WorkItems", testWorkItems},
 	}
 	for _, tc := range tests {
@@ -1114,8 +1116,8 @@ func testUsageSince(e *env) {
 		t.Fatal(err)
 	}
 	want := map[string]mailbox.Usage{
-		"backend":  {Input: 201, Output: 22, CacheWrite: 3, CacheRead: 11},
-		"frontend": {Input: 50, Output: 5},
+		"backend":  {Input: 201, Output: 22, CacheWrite: 3, CacheRead: 11, Unpriced: 2},
+		"frontend": {Input: 50, Output: 5, Unpriced: 1},
 	}
 	if len(got) != len(want) || got["backend"] != want["backend"] || got["frontend"] != want["frontend"] {
 		t.Fatalf("UsageSince = %+v, want %+v", got, want)
@@ -1129,6 +1131,47 @@ func testUsageSince(e *env) {
 	}
 	if got, err := s.UsageSince(e.ctx, since.Add(time.Nanosecond)); err != nil || len(got) != 0 {
 		t.Errorf("after every session ended: %v, %v", got, err)
+	}
+}
+
+// testSessionCost: a session's cost is stored as given, nil (unknown) kept
+// apart from 0; UsageSince sums the known costs and counts the unknown.
+func testSessionCost(e *env) {
+	t, s := e.t, e.s
+	if err := s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend", Mode: "execute", Engine: "script"}); err != nil {
+		t.Fatal(err)
+	}
+	since := e.clk.Now()
+	usd := func(f float64) *float64 { return &f }
+	for seq, cost := range map[int64]*float64{1: usd(0.25), 2: nil, 3: usd(0.5), 4: usd(0)} {
+		if err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+			if err := tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: seq, Engine: "script"}); err != nil {
+				return err
+			}
+			return tx.EndSession(mailbox.SessionEnd{Agent: "backend", Seq: seq, State: mailbox.SessionCompleted, TokensIn: 10, CostUSD: cost})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seq, want := range map[int64]string{1: "0.25", 2: "unknown", 3: "0.5", 4: "0"} {
+		got, err := s.Session(e.ctx, "backend", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := "unknown"
+		if got.CostUSD != nil {
+			text = fmt.Sprint(*got.CostUSD)
+		}
+		if text != want {
+			t.Errorf("session %d cost %s, want %s", seq, text, want)
+		}
+	}
+	u, err := s.UsageSince(e.ctx, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u["backend"]; got.CostUSD != 0.75 || got.Unpriced != 1 || got.Input != 40 {
+		t.Fatalf("UsageSince = %+v, want $0.75 known, 1 unpriced, 40 in", got)
 	}
 }
 
