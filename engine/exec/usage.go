@@ -48,6 +48,7 @@ type Meter struct {
 	seen     bool // some event reported usage
 	total    engine.Usage
 	messages map[string]engine.Usage // claude: usage by message id
+	turns    int                     // claude's num_turns, or codex's turns completed
 }
 
 // NewMeter returns a Meter that calls onUsage (may be nil) with each
@@ -205,6 +206,16 @@ type usageEvent struct {
 	Usage      *tokens                     `json:"usage"`
 	ModelUsage map[string]claudeModelUsage `json:"modelUsage"`
 	Stats      *geminiStats                `json:"stats"`
+	NumTurns   int                         `json:"num_turns"`
+}
+
+// Turns is how many model turns the CLI reported: claude's result says
+// (num_turns), codex's turn.completed events count; 0 when the CLI does
+// not say (gemini).
+func (m *Meter) Turns() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.turns
 }
 
 func (m *Meter) event(line []byte) {
@@ -231,6 +242,7 @@ func (m *Meter) event(line []byte) {
 	case ev.Type == "result" && ev.Stats != nil: // gemini stream-json
 		m.add(ev.Stats.stream())
 	case ev.Type == "result" && (ev.Usage != nil || len(ev.ModelUsage) > 0): // claude
+		m.turns = max(m.turns, ev.NumTurns)
 		final := sumModelUsage(ev.ModelUsage)
 		if len(ev.ModelUsage) == 0 {
 			final = ev.Usage.claude()
@@ -239,6 +251,7 @@ func (m *Meter) event(line []byte) {
 		// did not.
 		m.add(minus(final, m.total))
 	case ev.Type == "turn.completed" && ev.Usage != nil: // codex
+		m.turns++
 		m.add(ev.Usage.codex())
 	}
 }
