@@ -28,7 +28,8 @@ func newThreadCmd(app *App) *cobra.Command {
 		Long: `Show the thread message <id> belongs to (12 or #12, or a protocol message's
 msg_id): its first message, and under each message the replies to it,
 oldest first, each with its sender and recipient, delivery state, age and
-the first line of its body. The message asked for is marked with ◂.
+the first line of its body. The message asked for, when it is a reply,
+is marked with ◂.
 
 --json prints the thread's messages oldest first, as 'swarm inbox --json'
 prints them; "reply_to" says what each one answers.`,
@@ -74,7 +75,7 @@ func runThread(ctx context.Context, opts *ThreadOptions) error {
 	now := opts.Now()
 	for _, r := range message.Tree(ms) {
 		line := r.Prefix + threadLine(r.Message, now)
-		if r.Message.ID == m.ID && len(ms) > 1 {
+		if r.Message.ID == m.ID && r.Depth > 0 {
 			line += "  ◂"
 		}
 		fmt.Fprintln(app.Stdout, line)
