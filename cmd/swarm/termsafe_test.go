@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,3 +75,24 @@ func TestErrorsAreTerminalSafe(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// A patch is the agents' text: without git's colours it is shown safely.
+func TestDiffIsTerminalSafe(t *testing.T) {
+	root, m := downRepo(t)
+	wt := m.Path("alpha")
+	if err := os.WriteFile(filepath.Join(wt, "evil.txt"), []byte(hostile+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "evil.txt"}, {"commit", "-q", "-m", "evil"}} {
+		if out, err := exec.Command("git", append([]string{"-C", wt}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	code, out, errs := downRun(t, root, "", "diff", "alpha", "--color", "never")
+	if code != 0 || !strings.Contains(out, "evil.txt") {
+		t.Fatalf("swarm diff: exit %d: %s%s", code, out, errs)
+	}
+	if i := strings.IndexAny(out, "\x1b\x07\u009b"); i >= 0 {
+		t.Fatalf("swarm diff printed a terminal control at %d: %q", i, out)
+	}
+}
