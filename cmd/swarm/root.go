@@ -141,8 +141,13 @@ var machineOutput = map[string]bool{"mcp": true, "completion": true, "diff": tru
 // command in a log) however it formats it. --json and --raw stay
 // byte-exact.
 func (app *App) safeOutput(cmd *cobra.Command) {
-	if app.JSON || app.safe != nil || machineOutput[cmd.Name()] {
+	if app.JSON || app.safe != nil {
 		return
+	}
+	for c := cmd; c != nil; c = c.Parent() { // swarm completion bash too
+		if machineOutput[c.Name()] {
+			return
+		}
 	}
 	if f := cmd.Flags().Lookup("raw"); f != nil && f.Value.String() == "true" {
 		return
