@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/swarmhq/swarm/escalation"
@@ -54,6 +55,11 @@ var (
 	// stored already: another process built the same id at the same
 	// millisecond. Build the message again (the id is bumped).
 	ErrDuplicateMsgID = errors.New("msg_id already stored")
+	// ErrAlreadyAnswered means a protocol answer (a task_result or a
+	// review_verdict) was refused because its sender answered the same
+	// request already; the error is an *AnsweredError naming the answer
+	// that stands.
+	ErrAlreadyAnswered = errors.New("request already answered")
 	// ErrAckClosed means a message's ACK is not awaited: it was
 	// acknowledged or cancelled already, asks for none, or was sent to
 	// someone else.
@@ -65,6 +71,25 @@ var (
 	ErrAgentExists = errors.New("agent already spawned")
 )
 
+// AnsweredError refuses a protocol answer whose sender answered the same
+// request already (key: protocol.AnswerKey). Nothing was stored; Answer is
+// the answer that stands. It unwraps to ErrAlreadyAnswered.
+type AnsweredError struct {
+	Key    string
+	Answer message.Message
+}
+
+func (e *AnsweredError) Error() string {
+	what := e.Key
+	if req, sub, ok := strings.Cut(e.Key, "#"); ok {
+		what = fmt.Sprintf("subtask %s of %s", sub, req)
+	}
+	return fmt.Sprintf("%s already answered %s as #%d (%s, %s): this answer was not stored, the first one stands and nothing more is needed",
+		e.Answer.From, what, e.Answer.ID, e.Answer.MsgID, e.Answer.CreatedAt.UTC().Format(time.RFC3339))
+}
+
+func (e *AnsweredError) Unwrap() error { return ErrAlreadyAnswered }
+
 // Store is an open swarm database. It is safe for concurrent use.
 type Store interface {
 	// InsertMessages stores drafts that Poster has validated, all or
@@ -74,7 +99,10 @@ type Store interface {
 	// request (ACK pending, with no deadline until the first delivery). An
 	// ack (AckOf set) marks the message it acknowledges acked in the same
 	// transaction: ErrNoSuchMessage when there is none, ErrAckClosed when
-	// its ACK is not awaited from the ack's sender.
+	// its ACK is not awaited from the ack's sender. A protocol answer
+	// (AnswerKey set) is stored once per sender and key: a second one is
+	// refused, in a race too, with an *AnsweredError whose Answer is the
+	// stored one (package protocol: "One answer per request").
 	InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error)
 	// Message returns one message.
 	Message(ctx context.Context, id int64) (message.Message, error)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"slices"
 	"strings"
 	"time"
@@ -119,7 +120,8 @@ func StartItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req St
 
 // SignalRequest is `swarm workflow signal`, from the stage's agent.
 type SignalRequest struct {
-	Agent     string // $SWARM_AGENT: the signal's sender
+	// Caller sends the signal: only the stage's agent's session may.
+	Caller    identity.Caller
 	Item      string // "" means the agent's live item
 	Status    string
 	Next      string
@@ -159,24 +161,25 @@ func SignalItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req S
 	if err != nil {
 		return workflow.Item{}, usage("%v", err)
 	}
-	if req.Agent == "" || message.Reserved(req.Agent) {
-		return workflow.Item{}, errors.New("only the stage's agent signals its stage, and $SWARM_AGENT is not set: run it from inside the agent's session")
+	if !req.Caller.IsSession() {
+		return workflow.Item{}, req.Caller.Stage("the stage's agent", "swarm workflow signal")
 	}
-	it, w, err := signalled(ctx, st, cfg, req)
+	agent := req.Caller.Agent()
+	it, w, err := signalled(ctx, st, cfg, agent, req.Item)
 	if err != nil {
 		return workflow.Item{}, err
 	}
 	role, working := workflow.Stage(it.State)
-	if !working || w.Role(role) != req.Agent {
-		owner := w.Role(role)
-		if owner == "" {
-			owner = "nobody"
-		}
-		return workflow.Item{}, fmt.Errorf("item %s is in %s, whose stage belongs to %s, not %s: only the stage's agent may signal it", it.ID, it.State, owner, req.Agent)
+	owner := w.Role(role)
+	if !working || owner == "" {
+		owner = "nobody"
+	}
+	if err := req.Caller.Stage(owner, fmt.Sprintf("signalling item %s (in %s)", it.ID, it.State)); err != nil {
+		return workflow.Item{}, err
 	}
 	if status != workflow.StatusComplete {
-		_, _, rerr := Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Agent: req.Agent, Ref: "item:" + it.ID,
-			Summary:   truncate(fmt.Sprintf("%s signalled %s for item %s in %s: %s", req.Agent, status, it.ID, it.State, orNone(req.Message)), 500),
+		_, _, rerr := Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Agent: agent, Ref: "item:" + it.ID,
+			Summary:   truncate(fmt.Sprintf("%s signalled %s for item %s in %s: %s", agent, status, it.ID, it.State, orNone(req.Message)), 500),
 			DedupeKey: fmt.Sprintf("signal:%s:%s:%s", it.ID, it.State, status)})
 		if rerr != nil {
 			return it, rerr
@@ -199,14 +202,14 @@ func SignalItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req S
 		if err != nil {
 			return err
 		}
-		if _, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, it.ID, cur.State, workflow.Signal, next, truncate(cause, 500), req.Agent); err != nil {
+		if _, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, it.ID, cur.State, workflow.Signal, next, truncate(cause, 500), req.Caller.By()); err != nil {
 			return err
 		}
 		nextRole, _ := workflow.Stage(next)
 		cur.Agent, cur.StageAt, cur.Notified = w.Role(nextRole), nil, ""
 		var inputs []string
 		if m := strings.TrimSpace(req.Message); m != "" {
-			inputs = append(inputs, fmt.Sprintf("%s (%s) says: %s", req.Agent, it.State, m))
+			inputs = append(inputs, fmt.Sprintf("%s (%s) says: %s", agent, it.State, m))
 		}
 		for _, a := range req.Artifacts {
 			inputs = append(inputs, "artifact: "+a)
@@ -233,11 +236,11 @@ func legalNext(s workflow.State) string {
 
 // signalled finds the item a signal is about: the named one, or the live
 // dev-qa item whose stage belongs to the agent.
-func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, req SignalRequest) (workflow.Item, config.Workflow, error) {
-	if req.Item != "" {
-		it, err := st.Item(ctx, req.Item)
+func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, agent, id string) (workflow.Item, config.Workflow, error) {
+	if id != "" {
+		it, err := st.Item(ctx, id)
 		if errors.Is(err, mailbox.ErrNoSuchItem) {
-			return it, config.Workflow{}, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", req.Item)
+			return it, config.Workflow{}, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", id)
 		}
 		if err != nil {
 			return it, config.Workflow{}, err
@@ -252,7 +255,7 @@ func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, req Si
 		return it, w, nil
 	}
 	for _, w := range cfg.Workflows {
-		if w.Kind != workflow.DevQA || w.RoleOf(req.Agent) == "" {
+		if w.Kind != workflow.DevQA || w.RoleOf(agent) == "" {
 			continue
 		}
 		items, err := st.Items(ctx, w.Name)
@@ -260,12 +263,12 @@ func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, req Si
 			return workflow.Item{}, w, err
 		}
 		if it, ok := activeQA(items); ok {
-			if role, _ := workflow.Stage(it.State); w.Role(role) == req.Agent {
+			if role, _ := workflow.Stage(it.State); w.Role(role) == agent {
 				return it, w, nil
 			}
 		}
 	}
-	return workflow.Item{}, config.Workflow{}, fmt.Errorf("%s has no item in a stage of its own; name one with --item (see 'swarm workflow status')", req.Agent)
+	return workflow.Item{}, config.Workflow{}, fmt.Errorf("%s has no item in a stage of its own; name one with --item (see 'swarm workflow status')", agent)
 }
 
 // activeQA is the dev-qa item being worked: the oldest live one that has

@@ -67,15 +67,15 @@ func runAck(ctx context.Context, opts *AckOptions) error {
 	if !opts.All && strings.TrimSpace(opts.Ref) == "" {
 		return usagef("give the msg_id (or #number) of the message to acknowledge, or --all")
 	}
-	agent, session := app.identity("")
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := app.requireCap(ctx, st, cfg, mode.CanMessage, "swarm ack"); err != nil {
+	if err := who.Require(mode.CanMessage, "swarm ack"); err != nil {
 		return err
 	}
+	agent, session := who.Name(), who.SessionID()
 	p := app.protocol(st, l, cfg)
 	var acks []message.Message
 	if opts.All {

@@ -119,6 +119,13 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	}
 	marked := int64(0)
 	if opts.MarkRead {
+		who, err := app.callerOf(ctx, st, cfg)
+		if err != nil {
+			return err
+		}
+		if err := who.MarkRead(opts.Name); err != nil {
+			return err
+		}
 		var ids []int64
 		for _, m := range ms {
 			if m.State != message.Done {

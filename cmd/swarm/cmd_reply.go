@@ -68,18 +68,15 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 		}
 		body = strings.TrimRight(string(b), "\n")
 	}
-	from := app.Env.Getenv("SWARM_AGENT")
-	if from == "" {
-		from = config.Operator
-	}
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := app.requireCap(ctx, st, cfg, mode.CanMessage, "swarm reply"); err != nil {
+	if err := who.Require(mode.CanMessage, "swarm reply"); err != nil {
 		return err
 	}
+	from := who.Name()
 	if opts.ID == 0 {
 		m, err := swarm.ResolveMessage(ctx, st, opts.Ref) // a protocol msg_id
 		if err != nil {

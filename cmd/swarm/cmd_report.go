@@ -109,18 +109,15 @@ func runReport(ctx context.Context, opts *ReportOptions) error {
 	if !opts.Kind.TaskLevel() {
 		need = mode.CanReportSessionLevel
 	}
-	if err := who.require(need, "swarm report "+string(opts.Kind)); err != nil {
+	if err := who.Require(need, "swarm report "+string(opts.Kind)); err != nil {
 		return err
 	}
-	agent := who.Agent
-	switch {
-	case agent != "" && opts.Agent != "" && opts.Agent != agent:
-		return usagef("--agent %s: a session reports only for its own agent (%s)", opts.Agent, agent)
-	case agent == "":
-		agent = opts.Agent
+	if err := who.ForAgent(opts.Agent, "swarm report --agent "+opts.Agent); err != nil {
+		return err
 	}
+	agent := who.Agent()
 	if agent == "" {
-		agent = app.Env.Getenv("SWARM_AGENT")
+		agent = opts.Agent
 	}
 	if agent == "" {
 		return usagef("who reports? run it from an agent's session, or pass --agent <name>")
@@ -128,7 +125,7 @@ func runReport(ctx context.Context, opts *ReportOptions) error {
 	if _, err := agentIn(cfg, agent); err != nil {
 		return err
 	}
-	res, err := swarm.Report(ctx, swarm.ReportRequest{Store: st, Poster: app.poster(st, l, cfg), Agent: agent, Seq: who.Seq,
+	res, err := swarm.Report(ctx, swarm.ReportRequest{Store: st, Poster: app.poster(st, l, cfg), Agent: agent, Seq: who.Seq(),
 		Kind: opts.Kind, Task: opts.Task, Message: opts.Message})
 	if err != nil {
 		return err

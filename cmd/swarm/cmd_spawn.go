@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
@@ -83,13 +82,10 @@ func runSpawn(ctx context.Context, opts *SpawnOptions) error {
 		return err
 	}
 	defer st.Close()
-	if err := who.require(mode.CanSpawnSessions, "swarm spawn"); err != nil {
+	if err := who.Require(mode.CanSpawnSessions, "swarm spawn"); err != nil {
 		return err
 	}
-	by := who.Agent
-	if by == "" {
-		by = config.Operator
-	}
+	by := who.Name()
 	if opts.Engine != "" {
 		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
 			return err

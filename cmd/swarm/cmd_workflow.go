@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/control"
-	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
@@ -139,7 +138,7 @@ merge and abort are the operator's (refused inside a session).`,
 func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 	app := opts.App
 	if opts.Action == "merge" || opts.Action == "abort" {
-		if err := operatorOnly(app, "swarm workflow "+opts.Action); err != nil {
+		if err := app.operatorOnly("swarm workflow " + opts.Action); err != nil {
 			return err
 		}
 	}
@@ -150,15 +149,11 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 	defer st.Close()
 	switch opts.Action {
 	case "start":
-		if err := who.require(mode.CanDispatch, "swarm workflow start"); err != nil {
+		if err := who.Require(mode.CanDispatch, "swarm workflow start"); err != nil {
 			return err
 		}
-		by := who.Agent
-		if by == "" {
-			by = message.Operator
-		}
 		it, err := swarm.StartItem(ctx, st, cfg, swarm.StartRequest{Workflow: opts.Name, Item: opts.Item, Title: opts.Title,
-			Criteria: opts.Criteria, Risk: opts.Risk, Complex: opts.Complex, By: by})
+			Criteria: opts.Criteria, Risk: opts.Risk, Complex: opts.Complex, By: who.By()})
 		if err != nil {
 			return workflowErr(err)
 		}
@@ -210,11 +205,8 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		}
 		return tw.Flush()
 	case "signal":
-		agent := who.Agent
-		if agent == "" {
-			agent = app.Env.Getenv("SWARM_AGENT")
-		}
-		it, err := swarm.SignalItem(ctx, st, cfg, swarm.SignalRequest{Agent: agent, Item: opts.Item, Status: opts.Status, Next: opts.Next,
+		agent := who.Agent()
+		it, err := swarm.SignalItem(ctx, st, cfg, swarm.SignalRequest{Caller: who, Item: opts.Item, Status: opts.Status, Next: opts.Next,
 			Message: opts.Message, Artifacts: opts.Artifacts})
 		var ill *swarm.IllegalSignalError
 		if errors.As(err, &ill) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/open"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
@@ -54,6 +55,12 @@ type App struct {
 	// tools): it leaves the process's default logger alone too, but goes
 	// through the supervisor as a session's command would.
 	nested bool
+	// caller is who runs the command when a door established it: the
+	// session whose door the supervisor ran it for, or the operator for
+	// the operator's door. nil in a CLI process (see callerOf).
+	caller *identity.Caller
+	// command is the running command's path ("swarm send"), for refusals.
+	command string
 	// shared is the supervisor's own store, which a command it runs for a
 	// session or the operator uses instead of opening one (and does not
 	// close): its connections are warm.
@@ -91,6 +98,7 @@ func newRootCmd(app *App) *cobra.Command {
 		SilenceErrors: true,
 		Version:       versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			app.command = strings.TrimPrefix(cmd.CommandPath(), "swarm ")
 			level := slog.LevelWarn
 			if app.Verbose > 0 {
 				level = slog.LevelDebug
@@ -369,6 +377,11 @@ func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) 
 	if a.shared != nil {
 		st = unclosed{a.shared}
 	} else {
+		// The one place a CLI process opens the store: never from inside
+		// a session, which reaches the swarm through its door.
+		if err := a.outsideSessions(); err != nil {
+			return nil, err
+		}
 		t := a.storeTarget(l, cfg)
 		if t.URL == "" {
 			a.db = t.Path

@@ -314,24 +314,26 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	if lim.tools.How != "" {
 		fmt.Fprintf(lw, "=== limits: %s\n", lim.tools.How)
 	}
+	var gem *geminiHome
 	if e.mcp != "" {
-		dir, err := os.MkdirTemp("", "swarm-mcp-")
-		if err != nil {
-			return fail(fmt.Errorf("exec engine %s: mcp settings: %w", e.name, err))
+		if e.mcp == MCPGemini {
+			dir, err := os.MkdirTemp("", "swarm-gemini-")
+			if err != nil {
+				return fail(fmt.Errorf("exec engine %s: gemini-cli home: %w", e.name, err))
+			}
+			defer os.RemoveAll(dir)
+			gem = &geminiHome{Dir: dir, User: userGeminiDir(env), Trust: s.Worktree, Exclude: lim.exclude}
 		}
-		defer os.RemoveAll(dir)
-		settingsPath := filepath.Join(dir, "settings.json")
-		args, menv, settings, err := mcpRegistration(e.mcp, newMCPServer(env), settingsPath, lim.exclude)
+		args, menv, err := mcpRegistration(e.mcp, newMCPServer(env), gem)
 		if err != nil {
 			return fail(fmt.Errorf("exec engine %s: %w", e.name, err))
 		}
-		if settings != nil {
-			if err := os.WriteFile(settingsPath, settings, 0o600); err != nil {
-				return fail(fmt.Errorf("exec engine %s: mcp settings: %w", e.name, err))
-			}
-		}
 		mcpArgs, env = append(lim.args, args...), append(env, menv...)
-		fmt.Fprintf(lw, "=== mcp: swarm mcp registered as %q\n", MCPServerName)
+		where := ""
+		if gem != nil {
+			where = " in " + gem.SettingsPath()
+		}
+		fmt.Fprintf(lw, "=== mcp: swarm mcp registered as %q%s\n", MCPServerName, where)
 	}
 	argv, stdin, err := e.args(s.Model, s.Prompt, promptFile, mcpArgs)
 	if err != nil {
@@ -360,6 +362,22 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 			return stopped(parent, ctx)
 		}
 		return fail(fmt.Errorf("exec engine %s: start %s: %w", e.name, argv[0], err))
+	}
+	if gem != nil {
+		// What gemini-cli really loaded goes in the log; asked beside the
+		// session, not before it, so the session does not wait for it.
+		probed := make(chan struct{})
+		go func() {
+			defer close(probed)
+			loaded, err := probeGemini(ctx, argv[0], s.Worktree, env)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				fmt.Fprintf(lw, "\n=== mcp: could not ask gemini-cli what it loaded: %v\n", err)
+			case err == nil:
+				fmt.Fprintf(lw, "\n=== mcp: %s%s\n", loaded, geminiLimits(loaded, gem))
+			}
+		}()
+		defer func() { <-probed }()
 	}
 	pgid := cmd.Process.Pid
 	if s.OnProcess != nil {

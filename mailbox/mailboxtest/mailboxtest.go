@@ -92,6 +92,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AckStoredWithItsMessage", testAckStoredWithItsMessage},
 		{"AckResumeAndAbort", testAckResumeAndAbort},
 		{"PostProtocol", testPostProtocol},
+		{"OneAnswerPerRequest", testOneAnswerPerRequest},
 		{"Leases", testLeases},
 		{"SessionCapabilities", testSessionCapabilities},
 		{"Reports", testReports},

@@ -407,6 +407,16 @@ func pgCode(err error) string {
 	return ""
 }
 
+// pgConstraint returns the constraint (or unique index) a server error
+// names, "" when none.
+func pgConstraint(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.ConstraintName
+	}
+	return ""
+}
+
 const (
 	codeForeignKey = "23503"
 	codeUnique     = "23505"
