@@ -127,14 +127,21 @@ type Event string
 const (
 	Raise Event = "raise"
 	Ack   Event = "ack"
+	// Clear resolves an escalation whose cause is gone (a budget no
+	// longer spent), by swarm rather than the operator: it has no
+	// decision, and the event's cause says why.
+	Clear Event = "clear"
 )
 
 // Table is the escalation machine: raised (from nothing) to open, open to
-// acked, and open or acked to resolved by one of the decisions.
+// acked, and open or acked to resolved by one of the decisions, or by
+// swarm when its cause is gone.
 var Table = func() *fsm.Table[State, Event] {
 	t := fsm.NewTable[State, Event]("escalation")
 	t.Add("", Raise, Open)
 	t.Add(Open, Ack, Acked)
+	t.Add(Open, Clear, Resolved)
+	t.Add(Acked, Clear, Resolved)
 	for _, d := range Decisions {
 		t.Add(Open, Event(d), Resolved)
 		t.Add(Acked, Event(d), Resolved)
@@ -159,7 +166,8 @@ type Escalation struct {
 	Count     int             `json:"count"` // how many times it was raised while unresolved
 	CreatedAt time.Time       `json:"created_at"`
 	AckedAt   *time.Time      `json:"acked_at"`
-	// ResolvedAt and Decision are set together, when it is resolved.
+	// ResolvedAt is set when it is resolved; Decision with it when the
+	// operator decided (nil when swarm cleared it: escalation.Clear).
 	ResolvedAt *time.Time `json:"resolved_at"`
 	Decision   *Decision  `json:"decision"`
 	Note       string     `json:"note"` // the operator's note with the ack or the decision

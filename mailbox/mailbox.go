@@ -69,6 +69,10 @@ var (
 	// ErrAgentExists means a spawn names an agent that is spawned and not
 	// retired.
 	ErrAgentExists = errors.New("agent already spawned")
+	// ErrDatabaseGone means the database file this store opened was
+	// deleted or replaced by another file: what it writes now would be
+	// lost, and what others write goes elsewhere. The process must stop.
+	ErrDatabaseGone = errors.New("the database file was deleted or replaced")
 )
 
 // AnsweredError refuses a protocol answer whose sender answered the same
@@ -197,9 +201,10 @@ type Store interface {
 	// session, or whose newest session stored none (recorded before
 	// capabilities were), is absent.
 	LastCapabilities(ctx context.Context) (map[string]mode.Vector, error)
-	// UsageSince sums, by agent, the tokens of the sessions that ended at
-	// or after since (a running session has reported none yet), in one
-	// read. An agent with no such session is absent.
+	// UsageSince sums, by agent, the tokens and the known costs of the
+	// sessions that ended at or after since (a running session has
+	// reported none yet), and counts those of unknown cost, in one read.
+	// An agent with no such session is absent.
 	UsageSince(ctx context.Context, since time.Time) (map[string]Usage, error)
 
 	// Events returns events oldest first.
@@ -230,7 +235,15 @@ type Store interface {
 	// the claim fail with *HeldError naming them; a lease whose holder is
 	// gone (PostgreSQL: its advisory lock is free; otherwise its heartbeat
 	// is older than c.TTL or c.Gone says so) is taken over. The holder's
-	// own leases are renewed.
+	// own leases are renewed, at the same epoch; taking a lease over from
+	// another holder bumps its epoch.
+	//
+	// Until the claim is released, this store fences every write it makes
+	// about one of c.Agents with the claim (Fence: holder and epoch): an
+	// agent Transition, ResetErrors, Deliver, StartSession, EndSession,
+	// RecoverAgent, and RegisterAgent, Heartbeat, SetActivity, SetNudges and
+	// AddSessionPgid. Once another holder took the lease over, such a write
+	// changes nothing and fails with ErrLeaseLost.
 	ClaimLeases(ctx context.Context, c LeaseClaim) (Leases, error)
 	// AgentLeases lists every lease, by agent.
 	AgentLeases(ctx context.Context) ([]Lease, error)
@@ -439,19 +452,26 @@ type Session struct {
 	// CacheWrite and CacheRead are the session's prompt-cache input tokens.
 	CacheWrite int64
 	CacheRead  int64
-	Pgids      []int
-	Error      string
+	// CostUSD is the session's cost in US dollars; nil while unknown (no
+	// price for its model, or recorded before costs were), never 0 for it.
+	CostUSD *float64
+	Pgids   []int
+	Error   string
 	// Capabilities is the vector derived when the session started; nil
 	// for sessions recorded before capabilities were stored.
 	Capabilities mode.Vector
 }
 
-// Usage is the tokens of some sessions, the input kinds apart.
+// Usage is the tokens of some sessions, the input kinds apart, and their
+// cost: CostUSD sums the sessions whose cost is known; Unpriced counts the
+// others, whose cost is unknown (so CostUSD is then a lower bound).
 type Usage struct {
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheWrite int64 `json:"cache_write"`
-	CacheRead  int64 `json:"cache_read"`
+	Input      int64   `json:"input"`
+	Output     int64   `json:"output"`
+	CacheWrite int64   `json:"cache_write"`
+	CacheRead  int64   `json:"cache_read"`
+	CostUSD    float64 `json:"cost_usd"`
+	Unpriced   int64   `json:"unpriced_sessions"`
 }
 
 // Work is what a budget counts: input, output and cache writes, not cache
@@ -460,7 +480,8 @@ func (u Usage) Work() int64 { return u.Input + u.Output + u.CacheWrite }
 
 // Add sums usage.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{Input: u.Input + o.Input, Output: u.Output + o.Output, CacheWrite: u.CacheWrite + o.CacheWrite, CacheRead: u.CacheRead + o.CacheRead}
+	return Usage{Input: u.Input + o.Input, Output: u.Output + o.Output, CacheWrite: u.CacheWrite + o.CacheWrite, CacheRead: u.CacheRead + o.CacheRead,
+		CostUSD: u.CostUSD + o.CostUSD, Unpriced: u.Unpriced + o.Unpriced}
 }
 
 // SessionStart is a session about to run: its prompt, the ready task ids
@@ -529,7 +550,9 @@ type SessionEnd struct {
 	// tokens): cache reads are not counted.
 	CacheWrite int64
 	CacheRead  int64
-	Error      string
+	// CostUSD is what the session cost in US dollars; nil when unknown.
+	CostUSD *float64
+	Error   string
 }
 
 // Recovered is what RecoverAgent found and fixed for one agent.
@@ -605,3 +628,23 @@ func (c *Counts) Add(state message.State, kind message.Kind, pt string, urgency 
 		c.Delivered += n
 	}
 }
+
+// DiskFullError is a write the database refused because the file system
+// holding it has no space left. Nothing of the write was stored; the
+// caller's context (wrapping it) says what that was.
+type DiskFullError struct {
+	Path string // the database file
+	Free int64  // bytes free on its file system when the write failed; -1 unknown
+	Err  error  // what the database said
+}
+
+func (e *DiskFullError) Error() string {
+	free := "no space"
+	if e.Free > 0 {
+		free = fmt.Sprintf("only %d KiB", e.Free/1024)
+	}
+	return fmt.Sprintf("the disk is full: the file system holding %s has %s left, so nothing of this was stored (%v); free space there (or move the repository to a larger disk), then try again",
+		e.Path, free, e.Err)
+}
+
+func (e *DiskFullError) Unwrap() error { return e.Err }

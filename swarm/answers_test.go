@@ -27,7 +27,7 @@ func TestRedeliveredSessionAnswersOnce(t *testing.T) {
 
 	d, _ := send(t, p, dispatchTo("backend", 0))
 	startSession(t, st, "backend", 1)
-	if _, err := p.Ack(ctx, "backend", "backend-1", d.MsgID); err != nil {
+	if _, err := p.Ack(ctx, sessionOf("backend", 1), d.MsgID); err != nil {
 		t.Fatal(err)
 	}
 	result := func(session string) (message.Message, error) {

@@ -155,6 +155,8 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 			return control.Response{Error: err.Error()}
 		}
 		return control.Response{OK: true}
+	case control.OpReload:
+		return reloaded(s.Reload(ctx))
 	case control.OpRun:
 		if s.opts.RunCommand == nil || req.Run == nil {
 			return control.Response{Error: control.RunUnsupported}

@@ -58,7 +58,7 @@ func TestResultDeadline(t *testing.T) {
 	st := sup.store
 	for _, id := range []string{"T-1", "T-2"} {
 		if _, err := StartItem(ctx, st, sup.cfg, StartRequest{Workflow: "review", Item: id, Title: "paginate " + id,
-			Criteria: []string{"page 2 works"}, By: "operator"}); err != nil {
+			Criteria: []string{"page 2 works"}, Caller: identity.Operator()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestResultDeadline(t *testing.T) {
 	// dev acknowledges both in its session 1; the items go in_progress.
 	startSession(t, st, "dev", 1)
 	for _, id := range []string{"T-1", "T-2"} {
-		if _, err := sup.Protocol().Ack(ctx, "dev", "dev-1", item(id).Dispatch); err != nil {
+		if _, err := sup.Protocol().Ack(ctx, sessionOf("dev", 1), item(id).Dispatch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,7 +191,7 @@ func TestResultDeadlineService(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := StartItem(ctx, st, cfg, StartRequest{Workflow: "review", Item: "T-1", Title: "paginate", Criteria: []string{"page 2"}, By: "operator"}); err != nil {
+		if _, err := StartItem(ctx, st, cfg, StartRequest{Workflow: "review", Item: "T-1", Title: "paginate", Criteria: []string{"page 2"}, Caller: identity.Operator()}); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan struct{})
@@ -203,7 +203,7 @@ func TestResultDeadlineService(t *testing.T) {
 			t.Fatalf("item %+v, %v: no dispatch after the first look", it, err)
 		}
 		startSession(t, st, "dev", 1)
-		if _, err := sup.Protocol().Ack(ctx, "dev", "dev-1", it.Dispatch); err != nil {
+		if _, err := sup.Protocol().Ack(ctx, sessionOf("dev", 1), it.Dispatch); err != nil {
 			t.Fatal(err)
 		}
 		acked := time.Now()

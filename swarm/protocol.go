@@ -266,9 +266,14 @@ func (p *Protocol) CheckSession(ctx context.Context, agent, session, what string
 	return nil
 }
 
-// Ack acknowledges one message (ref: 12, #12 or a msg_id) as agent, from
-// session.
-func (p *Protocol) Ack(ctx context.Context, agent, session, ref string) (message.Message, error) {
+// Ack acknowledges one message (ref: 12, #12 or a msg_id) as the caller:
+// an agent's current session (with can_message), or the operator for mail
+// to operator.
+func (p *Protocol) Ack(ctx context.Context, c identity.Caller, ref string) (message.Message, error) {
+	if err := c.Require(mode.CanMessage, "swarm ack"); err != nil {
+		return message.Message{}, err
+	}
+	agent, session := c.Name(), c.SessionID()
 	m, err := ResolveMessage(ctx, p.Store, ref)
 	if err != nil {
 		return message.Message{}, err
@@ -301,9 +306,13 @@ func (p *Protocol) Ack(ctx context.Context, agent, session, ref string) (message
 	return sent, err
 }
 
-// AckAll acknowledges every message that awaits agent's ACK and has been
-// delivered to it, oldest first, and returns the ACKs it sent.
-func (p *Protocol) AckAll(ctx context.Context, agent, session string) ([]message.Message, error) {
+// AckAll acknowledges every message that awaits the caller's ACK and has
+// been delivered to it, oldest first, and returns the ACKs it sent.
+func (p *Protocol) AckAll(ctx context.Context, c identity.Caller) ([]message.Message, error) {
+	if err := c.Require(mode.CanMessage, "swarm ack"); err != nil {
+		return nil, err
+	}
+	agent, session := c.Name(), c.SessionID()
 	if err := p.CheckSession(ctx, agent, session, "acknowledge"); err != nil {
 		return nil, err
 	}
@@ -313,7 +322,7 @@ func (p *Protocol) AckAll(ctx context.Context, agent, session string) ([]message
 	}
 	var sent []message.Message
 	for _, m := range owed {
-		a, err := p.Ack(ctx, agent, session, m.MsgID)
+		a, err := p.Ack(ctx, c, m.MsgID)
 		if errors.Is(err, mailbox.ErrAckClosed) {
 			continue // acknowledged (or cancelled) meanwhile
 		}
@@ -397,11 +406,11 @@ func (t protocolTool) Ack(ctx context.Context, ref string, all bool) ([]engine.P
 	var acks []message.Message
 	if all {
 		var err error
-		if acks, err = t.p.AckAll(ctx, t.agent, t.session); err != nil {
+		if acks, err = t.p.AckAll(ctx, t.caller); err != nil {
 			return nil, err
 		}
 	} else {
-		m, err := t.p.Ack(ctx, t.agent, t.session, ref)
+		m, err := t.p.Ack(ctx, t.caller, ref)
 		if err != nil {
 			return nil, err
 		}

@@ -119,7 +119,7 @@ func TestProtocolChainAckAndSessionBinding(t *testing.T) {
 		t.Fatalf("dispatch = %+v, envelope %+v", d, env)
 	}
 	// Nothing to acknowledge before it is delivered.
-	if _, err := p.Ack(ctx, "backend", "backend-1", d.MsgID); err == nil || !strings.Contains(err.Error(), "not been delivered") {
+	if _, err := p.Ack(ctx, sessionOf("backend", 1), d.MsgID); err == nil || !strings.Contains(err.Error(), "not been delivered") {
 		t.Fatalf("ACK before delivery: %v", err)
 	}
 	startSession(t, st, "backend", 1)
@@ -132,29 +132,29 @@ func TestProtocolChainAckAndSessionBinding(t *testing.T) {
 
 	// A leftover of session 1 cannot act for session 2; nor can a process
 	// outside any session.
-	for _, session := range []string{"backend-1", "", "lead-2"} {
-		_, err := p.AckAll(ctx, "backend", session)
+	for _, c := range []identity.Caller{sessionOf("backend", 1)} {
+		_, err := p.AckAll(ctx, c)
 		var stale *StaleSessionError
 		if !errors.As(err, &stale) || stale.Current != "backend-2" {
-			t.Fatalf("ACK from %q: %v, want a StaleSessionError naming backend-2", session, err)
+			t.Fatalf("ACK from %s: %v, want a StaleSessionError naming backend-2", c, err)
 		}
 	}
 	if !strings.Contains((&StaleSessionError{Agent: "backend", Given: "backend-1", Current: "backend-2", What: "acknowledge"}).Error(), "session backend-1, but backend's current session is backend-2") {
 		t.Fatal("the refusal does not name both sessions")
 	}
-	if _, err := p.Ack(ctx, "critic", "critic-1", d.MsgID); err == nil || !strings.Contains(err.Error(), "sent to backend") {
+	if _, err := p.Ack(ctx, sessionOf("critic", 1), d.MsgID); err == nil || !strings.Contains(err.Error(), "sent to backend") {
 		t.Fatalf("an ACK by someone else: %v", err)
 	}
 
 	clk.Add(time.Second)
-	acks, err := p.AckAll(ctx, "backend", "backend-2")
+	acks, err := p.AckAll(ctx, sessionOf("backend", 2))
 	if err != nil || len(acks) != 1 || acks[0].To != "lead" || acks[0].TaskID != "T-42" {
 		t.Fatalf("AckAll = %+v, %v", acks, err)
 	}
 	if got, _ := st.ProtocolMessage(ctx, d.MsgID); got.Ack.State != message.AckAcked {
 		t.Fatalf("after the ACK: %+v", got.Ack)
 	}
-	if _, err := p.Ack(ctx, "backend", "backend-2", "#"+itoa(d.ID)); err == nil || !strings.Contains(err.Error(), "acknowledged already") {
+	if _, err := p.Ack(ctx, sessionOf("backend", 2), "#"+itoa(d.ID)); err == nil || !strings.Contains(err.Error(), "acknowledged already") {
 		t.Fatalf("a second ACK: %v", err)
 	}
 
@@ -302,7 +302,7 @@ func TestAckDeadlinesAreSwept(t *testing.T) {
 		t.Fatalf("%d escalations after a second sweep", n)
 	}
 	// A late ACK is still taken.
-	if _, err := p.Ack(ctx, "critic", "critic-1", rr.MsgID); err != nil {
+	if _, err := p.Ack(ctx, sessionOf("critic", 1), rr.MsgID); err != nil {
 		t.Fatalf("a late ACK: %v", err)
 	}
 
@@ -427,7 +427,7 @@ func TestAbortCancelsTheDispatch(t *testing.T) {
 	}
 	// Cancelled: nothing to acknowledge, and no session for it (Idle means
 	// the runner found no work).
-	if _, err := h.sup.Protocol().Ack(context.Background(), "backend", "backend-2", d.MsgID); err == nil || !strings.Contains(err.Error(), "cancelled") {
+	if _, err := h.sup.Protocol().Ack(context.Background(), sessionOf("backend", 2), d.MsgID); err == nil || !strings.Contains(err.Error(), "cancelled") {
 		t.Fatalf("ACK of a cancelled dispatch: %v", err)
 	}
 	select {
@@ -513,4 +513,14 @@ func TestSendChecksTheCaller(t *testing.T) {
 			t.Errorf("%s: %v, want rule %s", tc.name, err, tc.rule)
 		}
 	}
+}
+
+// sessionOf is session seq of agent with every capability: the tests of
+// the protocol's own rules.
+func sessionOf(agent string, seq int64) identity.Caller {
+	v := mode.Vector{}
+	for _, c := range mode.Capabilities {
+		v[c] = true
+	}
+	return identity.Session(agent, seq, v)
 }

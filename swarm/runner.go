@@ -66,9 +66,13 @@ type runner struct {
 	stage         *stageRun         // the dev-qa stage the current session works in, if any
 	lastTasks     []string          // ready tasks the last completed session listed
 	pausePending  bool
-	pending       []lifecycle.Notice // transitions made in the open transaction
-	stopReason    string             // why the agent stopped, when not by shutdown
-	stopErr       error              // the error that stopped it, if one did
+	budgetWait    bool // work waits: the budget is spent in a window the operator aborted
+	// reloaded is the agent's configuration as `swarm reload` last read
+	// it, taken by the runner between sessions (applyReloaded).
+	reloaded   atomic.Pointer[config.Agent]
+	pending    []lifecycle.Notice // transitions made in the open transaction
+	stopReason string             // why the agent stopped, when not by shutdown
+	stopErr    error              // the error that stopped it, if one did
 }
 
 func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {
@@ -190,6 +194,14 @@ func (r *runner) run(ctx context.Context) (err error) {
 			// runner that failed while still Stopped (its first
 			// transition, say) has a reason too.
 			r.stopReason, r.stopErr = err.Error(), err
+		}
+		if errors.Is(err, mailbox.ErrLeaseLost) {
+			// Another supervisor runs the agent now: its rows are that
+			// supervisor's, so this runner stops without a word to the
+			// store (the store would refuse it anyway).
+			r.sup.log.Info("lease lost; runner stops and leaves the agent to its new supervisor", "agent", r.agent.Name, "err", err)
+			err = nil
+			return
 		}
 		if err != nil && r.state != lifecycle.Stopped {
 			if merr := r.inTx(ctx, func(tx mailbox.Tx) error {

@@ -44,6 +44,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmhq/swarm/config"
@@ -140,6 +141,11 @@ type Supervisor struct {
 	probed    bool             // Preflight passed
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
+	// live is what `swarm reload` replaced (budgets, liveness); nil until
+	// a reload. reloadMu orders reloads; lastCfg is the file they last read.
+	live     atomic.Pointer[liveConfig]
+	reloadMu sync.Mutex
+	lastCfg  *config.Config
 }
 
 // New checks the options and prepares the runners; nothing runs yet.

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 )
 
 // AckOptions are the inputs of `swarm ack`.
@@ -72,17 +71,14 @@ func runAck(ctx context.Context, opts *AckOptions) error {
 		return err
 	}
 	defer st.Close()
-	if err := who.Require(mode.CanMessage, "swarm ack"); err != nil {
-		return err
-	}
-	agent, session := who.Name(), who.SessionID()
+	agent := who.Name()
 	p := app.protocol(st, l, cfg)
 	var acks []message.Message
 	if opts.All {
-		acks, err = p.AckAll(ctx, agent, session)
+		acks, err = p.AckAll(ctx, who)
 	} else {
 		var a message.Message
-		a, err = p.Ack(ctx, agent, session, opts.Ref)
+		a, err = p.Ack(ctx, who, opts.Ref)
 		acks = []message.Message{a}
 	}
 	if err != nil {

@@ -549,7 +549,7 @@ func doctorDatabase(ctx context.Context, r *doctorReport, app *App, l repo.Layou
 	}
 	name := rel(l.Root, l.DB)
 	if _, err := os.Stat(l.DB); errors.Is(err, os.ErrNotExist) {
-		r.add("database", checkFail, "%s does not exist yet; any swarm command creates it once swarm.toml reads (try 'swarm status')", name)
+		r.add("database", checkFail, "%s does not exist yet; 'swarm init' (or 'swarm up') creates it", name)
 		return
 	}
 	st, err := target.Open(ctx)

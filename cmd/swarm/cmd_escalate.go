@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/escalation"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -93,9 +92,6 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 		return err
 	}
 	defer st.Close()
-	if err := who.Require(mode.CanEscalate, "swarm escalate"); err != nil {
-		return err
-	}
 	if opts.Details != "" {
 		raw := []byte(opts.Details)
 		if name, ok := strings.CutPrefix(opts.Details, "@"); ok {
@@ -131,12 +127,7 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 	} else if d.Hold {
 		return usagef("--hold needs an agent to hold: run it inside the agent's session, or pass --agent NAME")
 	}
-	if d.Hold {
-		if err := who.Hold(d.Agent); err != nil {
-			return err
-		}
-	}
-	e, created, err := swarm.Raise(ctx, st, d)
+	e, created, err := swarm.Escalate(ctx, st, who, d)
 	if err != nil {
 		return err
 	}

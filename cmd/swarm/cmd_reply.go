@@ -10,7 +10,6 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -73,9 +72,6 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 		return err
 	}
 	defer st.Close()
-	if err := who.Require(mode.CanMessage, "swarm reply"); err != nil {
-		return err
-	}
 	from := who.Name()
 	if opts.ID == 0 {
 		m, err := swarm.ResolveMessage(ctx, st, opts.Ref) // a protocol msg_id
@@ -92,7 +88,7 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 	if opts.Urgent {
 		d.Urgency = message.Urgent
 	}
-	m, err := app.poster(st, l, cfg).Reply(ctx, opts.ID, d)
+	m, err := swarm.ReplyMail(ctx, app.poster(st, l, cfg), who, opts.ID, d)
 	if err != nil {
 		return err
 	}

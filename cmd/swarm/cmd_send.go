@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/swarmhq/swarm/identity"
 	"io"
@@ -16,7 +17,6 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/protocol"
 	"github.com/swarmhq/swarm/swarm"
 )
@@ -263,19 +263,19 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		return err
 	}
 	st, err := app.openStore(ctx, l, cfg) // with the spawned agents
+	if full := (*mailbox.DiskFullError)(nil); errors.As(err, &full) {
+		return fmt.Errorf("send to %s: %w", opts.To, err) // say what was not stored
+	}
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	// The caller is who the door says; --from is the operator's flag.
+	// The caller is who the door says; the verb checks --from.
 	who, err := app.callerOf(ctx, st, cfg)
 	if err != nil {
 		return err
 	}
-	from, err := who.Sender(strings.TrimSpace(opts.From))
-	if err != nil {
-		return err
-	}
+	from := strings.TrimSpace(opts.From)
 	d := message.Draft{From: from, To: opts.To, Kind: message.Kind(opts.Kind), Body: body}
 	if opts.Urgent {
 		d.Urgency = message.Urgent
@@ -303,25 +303,8 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		}
 	}
 
-	// From inside a session, the session's stored capabilities decide.
-	if err := who.Require(mode.CanMessage, "swarm send"); err != nil {
-		return err
-	}
-	if d.Kind == message.KindTask {
-		if err := who.Require(mode.CanDispatch, "swarm send --kind task (a dispatch)"); err != nil {
-			return err
-		}
-	}
-
 	poster, an := app.announcingPoster(st, l, cfg)
-	var sent []message.Message
-	if opts.All {
-		sent, err = poster.Broadcast(ctx, d)
-	} else {
-		var m message.Message
-		m, err = poster.Post(ctx, d)
-		sent = []message.Message{m}
-	}
+	sent, err := swarm.SendMail(ctx, poster, who, d, opts.All)
 	if err != nil {
 		return err
 	}

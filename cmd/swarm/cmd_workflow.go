@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/control"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
@@ -149,11 +148,8 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 	defer st.Close()
 	switch opts.Action {
 	case "start":
-		if err := who.Require(mode.CanDispatch, "swarm workflow start"); err != nil {
-			return err
-		}
 		it, err := swarm.StartItem(ctx, st, cfg, swarm.StartRequest{Workflow: opts.Name, Item: opts.Item, Title: opts.Title,
-			Criteria: opts.Criteria, Risk: opts.Risk, Complex: opts.Complex, By: who.By()})
+			Criteria: opts.Criteria, Risk: opts.Risk, Complex: opts.Complex, Caller: who})
 		if err != nil {
 			return workflowErr(err)
 		}
@@ -237,15 +233,34 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		if err != nil {
 			return err
 		}
-		it, commit, err := swarm.MergeItem(ctx, st, cfg, git, opts.Item)
+		// What was recovered is printed below; the worktree package's log
+		// line of each would say it twice.
+		prevLog := slog.Default()
+		slog.SetDefault(slog.New(dropMessage{prevLog.Handler(), worktree.RecoveredLogMessage}))
+		defer slog.SetDefault(prevLog)
+		it, landing, err := swarm.MergeItemLanding(ctx, st, cfg, git, opts.Item)
+		if !app.JSON {
+			// What an interrupted merge left was finished or dropped
+			// first, whether or not this one then succeeded.
+			for _, r := range landing.Recovered {
+				fmt.Fprintf(app.Stdout, "recovered: %s\n", termsafe.String(r.Text))
+			}
+		}
 		if err != nil {
 			return err
 		}
 		pokeSupervisor(l)
 		if app.JSON {
-			return app.printJSON(map[string]any{"item": it, "merge_commit": commit})
+			recovered := []string{}
+			for _, r := range landing.Recovered {
+				recovered = append(recovered, r.Text)
+			}
+			return app.printJSON(map[string]any{"item": it, "merge_commit": landing.Commit, "checkout": landing.Checkout, "recovered": recovered})
 		}
-		printMerged(app, it.ID, it.ReviewCommit, commit)
+		printMerged(app, it.ID, it.ReviewCommit, landing.Commit)
+		if landing.Checkout != "" {
+			fmt.Fprintln(app.Stdout, termsafe.String(landing.Checkout))
+		}
 		return nil
 	}
 	return fmt.Errorf("unknown workflow action %q", opts.Action)

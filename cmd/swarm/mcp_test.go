@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/swarmhq/swarm/identity"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,7 +211,7 @@ func TestMCPWorkflowSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := swarm.StartItem(ctx, st, cfg, swarm.StartRequest{Workflow: "qa", Item: "F-1", Title: "login"}); err != nil {
+	if _, err := swarm.StartItem(ctx, st, cfg, swarm.StartRequest{Workflow: "qa", Item: "F-1", Title: "login", Caller: identity.Operator()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.InTx(ctx, func(tx mailbox.Tx) error {

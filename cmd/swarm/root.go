@@ -68,6 +68,9 @@ type App struct {
 	// safe is the termsafe writer app.Stdout became for a human-readable
 	// command (safeOutput); nil for --json, --raw and machine output.
 	safe *termsafe.Writer
+	// supervising is set by swarm up once it holds the lock: the one
+	// command that may create the database while a supervisor runs.
+	supervising bool
 }
 
 // commands are the subcommands. Each command's file registers itself in an
@@ -386,8 +389,18 @@ func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) 
 		if t.URL == "" {
 			a.db = t.Path
 		}
+		// While a supervisor runs, its database exists: one missing now was
+		// deleted under it, and a fresh one would take mail it never reads.
+		pid, running := 0, false
+		if t.URL == "" && !a.supervising {
+			pid, running = swarm.LockHolder(l.Lock())
+			t.NoCreate = running
+		}
 		var err error
 		if st, err = t.Open(ctx); err != nil {
+			if errors.Is(err, open.ErrNoDatabase) && running {
+				return nil, fmt.Errorf("%w, yet the supervisor (pid %d) runs: the database was deleted under it, and it stops once it notices; then run 'swarm init' and 'swarm up' again", err, pid)
+			}
 			return nil, err
 		}
 	}

@@ -37,13 +37,15 @@ func TestMeter(t *testing.T) {
 		steps []engine.Usage // the increments reported, in order
 		turns int
 	}{
-		{file: "claude.log", turns: 4, want: engine.Usage{InputTokens: 432, OutputTokens: 335, CacheWrite: 5520, CacheRead: 61036}, steps: []engine.Usage{
+		// The result also carries the session's cost (total_cost_usd),
+		// which only it reports, and its turns (num_turns).
+		{file: "claude.log", turns: 4, want: engine.Usage{InputTokens: 432, OutputTokens: 335, CacheWrite: 5520, CacheRead: 61036, CostUSD: 0.0412, Costed: true}, steps: []engine.Usage{
 			{InputTokens: 4, OutputTokens: 8, CacheWrite: 5120, CacheRead: 11264},
 			{OutputTokens: 88}, // the same message, grown
 			{InputTokens: 6, OutputTokens: 120, CacheWrite: 310, CacheRead: 16384},
 			{InputTokens: 6, OutputTokens: 64, CacheRead: 16694},
 			{InputTokens: 6, OutputTokens: 30, CacheWrite: 90, CacheRead: 16694},
-			{InputTokens: 410, OutputTokens: 25}, // the result's helper model
+			{InputTokens: 410, OutputTokens: 25, CostUSD: 0.0412, Costed: true}, // the result's helper model, and the cost
 		}},
 		{file: "codex.log", turns: 1, want: engine.Usage{InputTokens: 315, OutputTokens: 122, CacheRead: 24448}, steps: []engine.Usage{
 			{InputTokens: 315, OutputTokens: 122, CacheRead: 24448},
@@ -115,7 +117,7 @@ func TestRunReportsUsage(t *testing.T) {
 		sum = sum.Add(u)
 	}
 	res := e.Run(context.Background(), s.Session)
-	want := engine.Usage{InputTokens: 432, OutputTokens: 335, CacheWrite: 5520, CacheRead: 61036}
+	want := engine.Usage{InputTokens: 432, OutputTokens: 335, CacheWrite: 5520, CacheRead: 61036, CostUSD: 0.0412, Costed: true}
 	if res.Outcome != engine.Success || res.Usage != want || res.Turns != 4 {
 		t.Fatalf("result %+v, want usage %+v and the CLI's 4 turns", res, want)
 	}
@@ -124,7 +126,7 @@ func TestRunReportsUsage(t *testing.T) {
 	if sum != want {
 		t.Fatalf("OnUsage summed to %+v, want %+v", sum, want)
 	}
-	if !strings.Contains(s.log.String(), "=== end: success · tokens 432 in, 335 out, cache 5520 written, 61036 read\n") {
+	if !strings.Contains(s.log.String(), "=== end: success · tokens 432 in, 335 out, cache 5520 written, 61036 read, cost $0.0412\n") {
 		t.Fatalf("the log's end line has no usage:\n%s", s.log.String())
 	}
 }

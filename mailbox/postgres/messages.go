@@ -274,6 +274,9 @@ func (s *Store) Queued(ctx context.Context, agent string) ([]message.Message, er
 // Deliver moves queued mail into session seq inside the transaction: all
 // of it, or only ids.
 func (t *txn) Deliver(agent string, seq int64, ids []int64) ([]message.Message, error) {
+	if err := t.fence(agent); err != nil {
+		return nil, fmt.Errorf("deliver to %s: %w", agent, err)
+	}
 	if ids != nil && len(ids) == 0 {
 		return nil, nil
 	}

@@ -93,7 +93,7 @@ func (s *Store) insertMessages(ctx context.Context, drafts []message.Draft) ([]m
 	if len(drafts) == 1 && drafts[0].AckOf == "" {
 		m, err := insert(ctx, s.insert, drafts[0].Normalize(), now)
 		if err != nil {
-			return nil, err
+			return nil, s.db.explain(err)
 		}
 		return []message.Message{m}, nil
 	}
@@ -247,6 +247,9 @@ func deliver(ctx context.Context, q execer, now int64, agent string, seq int64, 
 
 // Deliver moves queued mail into session seq inside the transaction.
 func (t *txn) Deliver(agent string, seq int64, ids []int64) ([]message.Message, error) {
+	if err := t.fence(agent); err != nil {
+		return nil, fmt.Errorf("deliver to %s: %w", agent, err)
+	}
 	return deliver(t.ctx, t.tx, t.now(), agent, seq, ids)
 }
 
