@@ -110,6 +110,10 @@ type Store interface {
 	InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error)
 	// Message returns one message.
 	Message(ctx context.Context, id int64) (message.Message, error)
+	// Thread returns every message of the thread message id belongs to,
+	// oldest first (its first message, then the replies), or
+	// ErrNoSuchMessage when there is no message id.
+	Thread(ctx context.Context, id int64) ([]message.Message, error)
 	// Queued returns the agent's queued mail in prompt order (urgent
 	// first, then oldest), without delivering anything.
 	Queued(ctx context.Context, agent string) ([]message.Message, error)
@@ -563,6 +567,14 @@ type Filter struct {
 	State message.State // empty: every state
 	Sent  bool          // the messages name sent, instead of received
 	Limit int           // the newest Limit messages; 0 means all
+	// From keeps only the messages this name sent (to the listed
+	// recipient); empty: every sender.
+	From string
+	// Kind keeps only messages of this kind; empty: every kind.
+	Kind message.Kind
+	// Grep keeps only messages whose body contains this text, exactly
+	// (case-sensitive, as grep); empty: every body.
+	Grep string
 }
 
 // EventFilter selects events.

@@ -541,7 +541,12 @@ func (r *runner) logResult(s *session, res engine.Result) {
 	case res.Cause != nil:
 		msg += ": " + res.Cause.Error()
 	}
-	fmt.Fprintf(s.log, "# session %d ended: %s (turns %d, tokens %d)\n", s.seq, msg, res.Turns, res.Usage.Total())
+	// An exec CLI that reports no turns (gemini) gets no "turns 0".
+	turns := ""
+	if res.Turns > 0 {
+		turns = fmt.Sprintf("turns %d, ", res.Turns)
+	}
+	fmt.Fprintf(s.log, "# session %d ended: %s (%stokens %d)\n", s.seq, msg, turns, res.Usage.Total())
 }
 
 // sessionEnded settles a session that ended on its own.

@@ -50,6 +50,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/engine/script"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -278,6 +279,7 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 		problems = append(problems, fmt.Sprintf("strategy needs bd (beads), which is not installed: %s; install bd (https://github.com/steveyegge/beads) or use strategy = \"simple\"", strings.Join(need, ", ")))
 	}
 	seen := map[string]bool{}
+	offline := false // an engine other than script failed: suggest script
 	for _, r := range s.allRunners() {
 		name := r.agent.Name
 		pf, ok := r.eng.(engine.Preflight)
@@ -286,8 +288,13 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 		}
 		seen[r.eng.Name()] = true
 		if err := pf.Preflight(ctx); err != nil {
-			problems = append(problems, fmt.Sprintf("engine %s (agent %s): %v", r.eng.Name(), name, err))
+			problems = append(problems, fmt.Sprintf("engine %s (agent %s): %s", r.eng.Name(), name, engine.Reason(err, r.eng.Name())))
+			_, scripted := r.eng.(*script.Engine)
+			offline = offline || !scripted
 		}
+	}
+	if offline {
+		problems = append(problems, "to try swarm offline meanwhile, with scripted agents: swarm up --engine script")
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -363,6 +364,14 @@ func liveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Hold
 func runStatus(ctx context.Context, opts *StatusOptions) error {
 	app := opts.App
 	l, cfg, err := app.loadRunning(ctx)
+	var ce *config.Error
+	if err != nil && l.Root != "" && !app.JSON && errors.As(err, &ce) {
+		// A swarm.toml that does not check out, and no agents to go on
+		// with: say whether a swarm runs, then the mistake, once.
+		if _, running := ping(ctx, l); !running {
+			fmt.Fprintf(app.Stdout, "swarm is not running ('swarm up' starts it); swarm.toml has a mistake to fix first:\n")
+		}
+	}
 	if err != nil {
 		return err
 	}

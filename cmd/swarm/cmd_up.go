@@ -148,6 +148,11 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if err := os.MkdirAll(l.Logs(), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", l.Logs(), err)
 	}
+	// A clone that was never swarm init-ed (a second host's) would show
+	// ?? .swarm/ in git status.
+	if _, err := excludeState(ctx, l.Root); err != nil {
+		slog.Warn("could not keep .swarm/ out of git status", "err", err)
+	}
 	if err := hardenSupervisor(); err != nil {
 		slog.Warn("could not make the supervisor non-dumpable", "err", err)
 	}

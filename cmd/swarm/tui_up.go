@@ -30,6 +30,9 @@ import (
 
 // isTerminal reports whether w is a terminal: the live view needs one.
 func isTerminal(w io.Writer) bool {
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		w = u.Unwrap() // termsafe's writer over the real stdout
+	}
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

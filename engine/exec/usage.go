@@ -48,6 +48,7 @@ type Meter struct {
 	seen     bool // some event reported usage
 	total    engine.Usage
 	messages map[string]engine.Usage // claude: usage by message id
+	turns    int                     // claude's num_turns, or codex's turns completed
 }
 
 // NewMeter returns a Meter that calls onUsage (may be nil) with each
@@ -209,6 +210,16 @@ type usageEvent struct {
 	ModelUsage map[string]claudeModelUsage `json:"modelUsage"`
 	Stats      *geminiStats                `json:"stats"`
 	CostUSD    *float64                    `json:"total_cost_usd"` // claude's result
+	NumTurns   int                         `json:"num_turns"`
+}
+
+// Turns is how many model turns the CLI reported: claude's result says
+// (num_turns), codex's turn.completed events count; 0 when the CLI does
+// not say (gemini).
+func (m *Meter) Turns() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.turns
 }
 
 func (m *Meter) event(line []byte) {
@@ -235,6 +246,7 @@ func (m *Meter) event(line []byte) {
 	case ev.Type == "result" && ev.Stats != nil: // gemini stream-json
 		m.add(ev.Stats.stream())
 	case ev.Type == "result" && (ev.Usage != nil || len(ev.ModelUsage) > 0 || ev.CostUSD != nil): // claude
+		m.turns = max(m.turns, ev.NumTurns)
 		final := m.total
 		switch {
 		case len(ev.ModelUsage) > 0:
@@ -250,6 +262,7 @@ func (m *Meter) event(line []byte) {
 		}
 		m.add(inc)
 	case ev.Type == "turn.completed" && ev.Usage != nil: // codex
+		m.turns++
 		m.add(ev.Usage.codex())
 	}
 }

@@ -80,6 +80,8 @@ func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
 		{"SendAndInbox", testSendAndInbox},
 		{"PostValidation", testPostValidation},
 		{"ReplyInheritsThread", testReplyInheritsThread},
+		{"Thread", testThread},
+		{"InboxFilters", testInboxFilters},
 		{"Broadcast", testBroadcast},
 		{"DeliveryLifecycle", testDeliveryLifecycle},
 		{"DeliverSelected", testDeliverSelected},
@@ -264,6 +266,59 @@ func testReplyInheritsThread(e *env) {
 	}
 	if r2.ThreadID != root.ID || *r2.ReplyTo != r1.ID {
 		t.Errorf("reply to reply = %+v", r2)
+	}
+}
+
+// Thread reads a whole thread from any of its messages, oldest first,
+// and nothing of other threads.
+func testThread(e *env) {
+	t := e.t
+	root := e.post(message.Draft{From: "lead", To: "backend", Body: "build the API"})
+	other := e.post(message.Draft{From: "lead", To: "frontend", Body: "another thread"})
+	r1, err := e.p.Reply(e.ctx, root.ID, message.Draft{From: "backend", Body: "on it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := e.post(message.Draft{From: "lead", To: "backend", Body: "thanks", ReplyTo: r1.ID})
+	r3 := e.post(message.Draft{From: "frontend", To: "backend", Body: "me too", ReplyTo: root.ID})
+	want := []int64{root.ID, r1.ID, r2.ID, r3.ID}
+	for _, from := range want {
+		got, err := e.s.Thread(e.ctx, from)
+		if err != nil || !slices.Equal(ids(got), want) {
+			t.Fatalf("Thread(%d) = %v, %v; want %v", from, ids(got), err, want)
+		}
+	}
+	if got, err := e.s.Thread(e.ctx, other.ID); err != nil || !slices.Equal(ids(got), []int64{other.ID}) {
+		t.Fatalf("a thread of one = %v, %v", ids(got), err)
+	}
+	if _, err := e.s.Thread(e.ctx, 999); !errors.Is(err, mailbox.ErrNoSuchMessage) {
+		t.Fatalf("Thread(999) = %v, want ErrNoSuchMessage", err)
+	}
+}
+
+// Inbox narrows by sender, kind and body text, before the limit.
+func testInboxFilters(e *env) {
+	t := e.t
+	a := e.post(message.Draft{From: "lead", To: "backend", Body: "deploy <prod> && smile"})
+	b := e.post(message.Draft{From: "frontend", To: "backend", Body: "Deploy staging"})
+	c := e.post(message.Draft{From: "lead", To: "backend", Body: "T-1: write docs", Kind: message.KindTask})
+	e.post(message.Draft{From: "lead", To: "backend", Body: "lunch?"})
+	for _, tc := range []struct {
+		f    mailbox.Filter
+		want []int64
+	}{
+		{mailbox.Filter{From: "lead"}, []int64{a.ID, c.ID, c.ID + 1}},
+		{mailbox.Filter{Kind: message.KindTask}, []int64{c.ID}},
+		{mailbox.Filter{Grep: "deploy"}, []int64{a.ID}}, // case-sensitive
+		{mailbox.Filter{Grep: "<prod> &&"}, []int64{a.ID}},
+		{mailbox.Filter{Grep: "%"}, nil}, // no LIKE patterns
+		{mailbox.Filter{Grep: "e", From: "lead", Limit: 1}, []int64{c.ID}},
+		{mailbox.Filter{From: "frontend", Kind: message.KindMessage, Grep: "staging"}, []int64{b.ID}},
+	} {
+		got, err := e.s.Inbox(e.ctx, "backend", tc.f)
+		if err != nil || !slices.Equal(ids(got), tc.want) {
+			t.Errorf("Inbox(%+v) = %v, %v; want %v", tc.f, ids(got), err, tc.want)
+		}
 	}
 }
 
