@@ -268,8 +268,8 @@ func TestModeGating(t *testing.T) {
 		want  []string
 	}{
 		{mode.Review, true, []string{"read_file", "list_files", "grep", "git_diff", "git_show", "send_message", "send_protocol", "ack", "escalate", "swarm"}},
-		{mode.Delegate, false, []string{"read_file", "list_files", "grep", "git_diff", "git_show", "send_message", "send_protocol", "ack", "escalate", "swarm"}},
-		{mode.Delegate, true, []string{"read_file", "list_files", "grep", "git_diff", "git_show", "send_message", "send_protocol", "ack", "escalate", "swarm", "bd_claim", "bd_close", "bd_show"}},
+		{mode.Delegate, false, []string{"read_file", "list_files", "grep", "send_message", "send_protocol", "ack", "escalate", "swarm"}},
+		{mode.Delegate, true, []string{"read_file", "list_files", "grep", "send_message", "send_protocol", "ack", "escalate", "swarm", "bd_claim", "bd_close", "bd_show"}},
 		{mode.Code, false, []string{"bash", "read_file", "write_file", "edit_file", "list_files", "grep", "send_message", "send_protocol", "ack", "escalate", "swarm"}},
 		{mode.Code, true, []string{"bash", "read_file", "write_file", "edit_file", "list_files", "grep", "send_message", "send_protocol", "ack", "escalate", "swarm", "bd_claim", "bd_close", "bd_show"}},
 	} {

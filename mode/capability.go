@@ -222,9 +222,11 @@ func (v Vector) AllowsTool(t string, beads bool) bool {
 	case WriteFile, EditFile:
 		return v[CanEditFiles]
 	case GitDiff, GitShow:
-		// Read-only git for a session with no shell to run git in: a
-		// reviewer reads the commit it reviews (DESIGN §13.3).
-		return !v[CanRunCommands]
+		// Read-only git for a reviewer, which has no shell to run git in
+		// (DESIGN §13.3). A coordinator reads a commit with swarm diff
+		// --commit through the swarm tool instead: its base prompt has no
+		// room for two more tools.
+		return !v[CanRunCommands] && !v[CanDispatch]
 	case SendMessage, SendProtocol, Ack:
 		return v[CanMessage]
 	case Escalate:

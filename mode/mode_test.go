@@ -14,11 +14,11 @@ func TestModeTools(t *testing.T) {
 	}{
 		{Code, true, []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, Swarm, BDClaim, BDClose, BDShow}},
 		{Code, false, []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, Swarm}},
-		{Delegate, true, []string{ReadFile, ListFiles, Grep, GitDiff, GitShow, SendMessage, SendProtocol, Ack, Escalate, Swarm, BDClaim, BDClose, BDShow}},
-		{Delegate, false, []string{ReadFile, ListFiles, Grep, GitDiff, GitShow, SendMessage, SendProtocol, Ack, Escalate, Swarm}},
+		{Delegate, true, []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, Swarm, BDClaim, BDClose, BDShow}},
+		{Delegate, false, []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, Swarm}},
 		{Review, true, []string{ReadFile, ListFiles, Grep, GitDiff, GitShow, SendMessage, SendProtocol, Ack, Escalate, Swarm}},
 		{ExecuteMode, true, []string{Bash, ReadFile, WriteFile, EditFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, Swarm, BDClaim, BDClose, BDShow}},
-		{CoordinateMode, true, []string{ReadFile, ListFiles, Grep, GitDiff, GitShow, SendMessage, SendProtocol, Ack, Escalate, Swarm, BDClaim, BDClose, BDShow}},
+		{CoordinateMode, true, []string{ReadFile, ListFiles, Grep, SendMessage, SendProtocol, Ack, Escalate, Swarm, BDClaim, BDClose, BDShow}},
 	}
 	for _, tt := range tests {
 		if got := tt.mode.Tools(tt.beads); !slices.Equal(got, tt.want) {
