@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/swarmhq/swarm/sandbox"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -515,5 +516,22 @@ func TestWorkflowErrors(t *testing.T) {
 	w, ok := cfg.Workflow("review")
 	if !ok || w.MaxRejects != 3 || w.CIRetries != 2 || len(w.CI) != 2 || w.RoleOf("critic") != "reviewer" {
 		t.Fatalf("workflow = %+v", w)
+	}
+}
+
+func TestSandboxMode(t *testing.T) {
+	cfg, err := Parse([]byte("[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+	if err != nil || cfg.Sandbox.Mode != sandbox.Auto {
+		t.Fatalf("default: %q, %v; want auto", cfg.Sandbox.Mode, err)
+	}
+	for _, m := range sandbox.Modes {
+		cfg, err := Parse([]byte("[sandbox]\nmode = \""+string(m)+"\"\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+		if err != nil || cfg.Sandbox.Mode != m {
+			t.Errorf("mode = %q: %q, %v", m, cfg.Sandbox.Mode, err)
+		}
+	}
+	_, err = Parse([]byte("[sandbox]\nmode = \"docker\"\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), `swarm.toml:2: [sandbox] mode = "docker" is not a mode: use "auto"`) {
+		t.Errorf("bad mode: %v", err)
 	}
 }
