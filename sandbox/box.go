@@ -61,7 +61,7 @@ func New(spec Spec) (*Box, error) {
 		}
 		return r
 	}, spec.Name)
-	dir, err := os.MkdirTemp(base, "swarm-session-"+name+"-")
+	dir, err := os.MkdirTemp(base, dirPrefix+name+".")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: session directory: %w", err)
 	}
@@ -77,6 +77,28 @@ func New(spec Spec) (*Box, error) {
 		}
 	}
 	return b, nil
+}
+
+// dirPrefix starts the name of a session's host directory, followed by
+// the session's name, a dot and a random suffix (agent names hold no dot).
+const dirPrefix = "swarm-session-"
+
+// RemoveLeftover removes the host directories a session called name left
+// under tmpDir ("" = os.TempDir()): a crashed supervisor never closed its
+// box. It returns how many it removed.
+func RemoveLeftover(tmpDir, name string) (int, error) {
+	if tmpDir == "" {
+		tmpDir = os.TempDir()
+	}
+	dirs, err := filepath.Glob(filepath.Join(tmpDir, dirPrefix+name+".*"))
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, d := range dirs {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	return len(dirs), errors.Join(errs...)
 }
 
 // Dir is the session's host directory (its /tmp is Dir()/tmp).
@@ -122,7 +144,9 @@ func (b *Box) Command(argv []string, x Extra) ([]string, error) {
 		a = append(a, "--ro-bind-try", p, p)
 	}
 	for _, h := range s.Hidden {
-		if isDir(h) {
+		// Under /tmp a directory is hidden already, unless a path bound
+		// back holds it.
+		if isDir(h) && (!underTmp(h) || slices.ContainsFunc(b.extras, func(p string) bool { return within(p, h) })) {
 			a = append(a, "--tmpfs", h)
 		}
 	}
@@ -261,4 +285,10 @@ func isFile(p string) bool {
 func underTmp(p string) bool {
 	rel, err := filepath.Rel("/tmp", filepath.Clean(p))
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && rel != "."
+}
+
+// within reports whether dir is path or one of its ancestors.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -465,10 +465,16 @@ func killLeftoverSessions(ctx context.Context, st mailbox.Store, agents []string
 				sent = append(sent, pg)
 			}
 		}
-		if len(sent) == 0 {
+		// What left the groups (setsid, a double fork) carries the marker.
+		marked := proc.KillMarked(sessionMarker(agent, sess.Seq))
+		if len(sent) == 0 && len(marked) == 0 {
 			continue
 		}
-		killed = append(killed, fmt.Sprintf("%s session %d (%d process group(s))", agent, sess.Seq, len(sent)))
+		what := fmt.Sprintf("%s session %d (%d process group(s)", agent, sess.Seq, len(sent))
+		if len(marked) > 0 {
+			what += fmt.Sprintf(", %d process(es) outside them", len(marked))
+		}
+		killed = append(killed, what+")")
 		// A killed git must be gone before its index.lock can be shown
 		// stale and removed.
 		deadline := time.Now().Add(killWait)

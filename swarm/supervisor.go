@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -52,7 +53,9 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/sandbox"
 )
 
 // ErrShutdown is the cancellation cause of a graceful stop (SIGINT,
@@ -134,6 +137,9 @@ type Supervisor struct {
 	claimed   []string         // their agents
 	team      *launch          // the team launch; nil without [team]
 	probed    bool             // Preflight passed
+	// contain is the sandbox in force, decided by Preflight (none
+	// without it).
+	contain   sandbox.Decision
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 }
@@ -255,6 +261,9 @@ func (s *Supervisor) whileAway(ctx context.Context, what string, fn func() error
 	return err
 }
 
+// Sandbox is the containment of the sessions, as Preflight decided it.
+func (s *Supervisor) Sandbox() sandbox.Decision { return s.contain }
+
 // Preflight checks what every engine needs and what the worktrees need,
 // before anything is created. The error names everything missing.
 func (s *Supervisor) Preflight(ctx context.Context) error {
@@ -277,6 +286,16 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 			problems = append(problems, fmt.Sprintf("engine %s (agent %s): %v", r.eng.Name(), name, err))
 		}
 	}
+	// The sandbox before any session: mode = "bwrap" without a usable
+	// bwrap stops here; auto falls back to none, and Sandbox says why.
+	d, err := sandbox.Decide(ctx, s.cfg.Sandbox.Mode, os.Getenv)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	s.contain = d
+	if !d.Contained() && err == nil {
+		s.log.Warn("sessions run without a sandbox", "mode", string(d.Mode), "why", d.Why, "fix", sandbox.Fix)
+	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
@@ -292,6 +311,11 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 func (s *Supervisor) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(ErrShutdown)
+	// Orphans of the sessions' processes (setsid'd, double-forked) come
+	// to us rather than to init: they stay findable, and reapable.
+	if err := proc.BecomeSubreaper(); err != nil {
+		s.log.Warn("could not become a child subreaper", "err", err)
+	}
 	// The leases first: another host's supervisor may run some of these
 	// agents, and recovering them here would wreck its sessions.
 	if err := s.Claim(ctx); err != nil {

@@ -62,6 +62,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/proc"
+	contain "github.com/swarmhq/swarm/sandbox"
 )
 
 // MaxArgBytes is the longest single argument the kernel accepts
@@ -105,6 +106,9 @@ type Engine struct {
 	// mcp is how the preset's CLI is told of `swarm mcp` (Preset.MCP);
 	// empty for a custom command.
 	mcp string
+	// state is what the CLI keeps in the home directory, given a
+	// per-session copy in a sandbox (Preset.State).
+	state presetState
 }
 
 var (
@@ -149,6 +153,7 @@ func New(opts Options) (*Engine, error) {
 			e.env = append(slices.Clone(p.RootEnv), e.env...)
 		}
 		e.install = "install it with: " + p.Install
+		e.state = p.State
 	case len(opts.Command) > 0:
 		if opts.Command[0] == "" {
 			return nil, fmt.Errorf("exec engine %s: command[0] must name a program", e.name)
@@ -310,6 +315,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	// Every session of a preset can use the swarm's verbs as MCP tools:
 	// `swarm mcp`, with this session's identity.
 	var mcpArgs []string
+	var mcpDir string
 	lim := limitsFor(e.mcp, s.Caps)
 	if lim.tools.How != "" {
 		fmt.Fprintf(lw, "=== limits: %s\n", lim.tools.How)
@@ -320,6 +326,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 			return fail(fmt.Errorf("exec engine %s: mcp settings: %w", e.name, err))
 		}
 		defer os.RemoveAll(dir)
+		mcpDir = dir
 		settingsPath := filepath.Join(dir, "settings.json")
 		args, menv, settings, err := mcpRegistration(e.mcp, newMCPServer(env), settingsPath, lim.exclude)
 		if err != nil {
@@ -343,6 +350,33 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		}
 	}
 
+	if s.Sandbox != nil {
+		// Found where the supervisor would find it (a relative path in
+		// the worktree), then shown inside.
+		bin := argv[0]
+		switch {
+		case strings.Contains(bin, "/"):
+			if !filepath.IsAbs(bin) {
+				bin = filepath.Join(s.Worktree, bin)
+			}
+		default:
+			var err error
+			if bin, err = osexec.LookPath(bin); err != nil {
+				return fail(fmt.Errorf("exec engine %s: start %s: %w", e.name, argv[0], err))
+			}
+		}
+		argv[0] = bin
+		x := contain.Extra{ReadOnly: []string{filepath.Dir(bin)}, State: e.state.dirs, StateFiles: e.state.files, Env: e.state.env}
+		for _, p := range []string{promptFile, mcpDir} {
+			if p != "" {
+				x.ReadOnly = append(x.ReadOnly, filepath.Dir(p))
+			}
+		}
+		var err error
+		if argv, err = s.Sandbox.Command(argv, x); err != nil {
+			return fail(fmt.Errorf("exec engine %s: %w", e.name, err))
+		}
+	}
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	proc.Configure(cmd, s.Grace)
 	cmd.Dir = s.Worktree
