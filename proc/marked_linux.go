@@ -51,30 +51,40 @@ func readStat(pid int) (procStat, bool) {
 	return procStat{state: f[0], ppid: ppid, pgid: pgid, sid: sid}, true
 }
 
-// hasMarker reports whether pid's environment (as it was at exec) holds
-// marker exactly.
-func hasMarker(pid int, marker []byte) bool {
+// hasMarkers reports whether pid's environment (as it was at exec) holds
+// every one of markers exactly.
+func hasMarkers(pid int, markers [][]byte) bool {
 	env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
 	if err != nil {
 		return false
 	}
+	found := 0
 	for _, kv := range bytes.Split(env, []byte{0}) {
-		if bytes.Equal(kv, marker) {
-			return true
+		for _, m := range markers {
+			if bytes.Equal(kv, m) {
+				found++
+			}
 		}
 	}
-	return false
+	return found >= len(markers)
 }
 
 // Marked lists the live processes (not zombies) whose environment holds
-// marker (KEY=VALUE), this process excepted. known is false when /proc
-// cannot be read.
-func Marked(marker string) (pids []int, known bool) {
+// every one of markers (KEY=VALUE), this process excepted. known is false
+// when /proc cannot be read.
+func Marked(markers ...string) (pids []int, known bool) {
+	if len(markers) == 0 {
+		return nil, true
+	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, false
 	}
-	self, want := os.Getpid(), []byte(marker)
+	want := make([][]byte, len(markers))
+	for i, m := range markers {
+		want[i] = []byte(m)
+	}
+	self := os.Getpid()
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
@@ -83,20 +93,21 @@ func Marked(marker string) (pids []int, known bool) {
 		if st, ok := readStat(pid); !ok || st.state == "Z" {
 			continue
 		}
-		if hasMarker(pid, want) {
+		if hasMarkers(pid, want) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids, true
 }
 
-// KillMarked sends SIGKILL to every process whose environment holds
-// marker: every process a session started carries SWARM_SESSION_ID=<id>,
-// including those that left its process group with setsid or by
-// double-forking, which a group kill misses. It returns the pids it
+// KillMarked sends SIGKILL to every process whose environment holds all
+// of markers: every process a session started carries
+// SWARM_SESSION_ID=<id> and SWARM_ROOT=<root> (the id alone repeats across
+// repositories), including those that left its process group with setsid
+// or by double-forking, which a group kill misses. It returns the pids it
 // signalled.
-func KillMarked(marker string) []int {
-	pids, _ := Marked(marker)
+func KillMarked(markers ...string) []int {
+	pids, _ := Marked(markers...)
 	var sent []int
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil || errors.Is(err, syscall.EPERM) {

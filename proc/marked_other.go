@@ -8,10 +8,10 @@ import "time"
 func BecomeSubreaper() error { return nil }
 
 // Marked cannot read other processes' environments without /proc.
-func Marked(marker string) (pids []int, known bool) { return nil, false }
+func Marked(markers ...string) (pids []int, known bool) { return nil, false }
 
 // KillMarked cannot find marked processes without /proc.
-func KillMarked(marker string) []int { return nil }
+func KillMarked(markers ...string) []int { return nil }
 
 // ReapOrphans has no orphans to reap without a subreaper.
 func ReapOrphans() int { return 0 }

@@ -173,7 +173,7 @@ func (s *Supervisor) KillSessions() int {
 	}
 	// And what left the groups (setsid, a double fork).
 	for _, m := range slices.Compact(slices.Sorted(slices.Values(markers))) {
-		proc.KillMarked(m)
+		proc.KillMarked(m, rootMarker(s.opts.Layout.Root))
 	}
 	return n
 }

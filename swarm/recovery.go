@@ -83,7 +83,7 @@ func (s *Supervisor) recoverAgent(ctx context.Context, r *runner) error {
 	for _, sess := range rec.Sessions {
 		// What left the groups (setsid, a double fork) still carries the
 		// session's marker; a sandbox's host directory stays behind too.
-		if pids, gone := proc.EndMarked(sessionMarker(name, sess.Seq), endProcessesWait); len(pids) > 0 {
+		if pids, gone := proc.EndMarked(endProcessesWait, sessionMarker(name, sess.Seq), rootMarker(s.opts.Layout.Root)); len(pids) > 0 {
 			s.log.Info("killed processes a crashed session left behind", "agent", name, "session_seq", sess.Seq, "pids", pids, "gone", gone)
 		}
 		if _, err := sandbox.RemoveLeftover("", SessionID(name, sess.Seq)); err != nil {

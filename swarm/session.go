@@ -324,6 +324,11 @@ func envValue(env []string, key string) string {
 	return ""
 }
 
+// rootMarker is the environment entry every process of this swarm's
+// sessions carries besides sessionMarker: session ids repeat across
+// repositories.
+func rootMarker(root string) string { return "SWARM_ROOT=" + root }
+
 // endProcessesWait bounds the wait for a session's killed processes.
 const endProcessesWait = 2 * time.Second
 
@@ -332,7 +337,7 @@ const endProcessesWait = 2 * time.Second
 // reaps the orphans among them. In a sandbox the PID namespace already
 // ended them; this is the net without one.
 func (s *Supervisor) endProcesses(agent string, seq int64) {
-	killed, gone := proc.EndMarked(sessionMarker(agent, seq), endProcessesWait)
+	killed, gone := proc.EndMarked(endProcessesWait, sessionMarker(agent, seq), rootMarker(s.opts.Layout.Root))
 	if len(killed) > 0 {
 		s.log.Info("killed processes the session left behind", "agent", agent, "session_seq", seq, "pids", killed)
 	}

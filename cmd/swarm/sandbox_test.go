@@ -44,7 +44,7 @@ func sandboxCondition(cond string) (bool, error) {
 }
 
 // cmdSessionProcs waits until the live processes carrying session id's
-// marker (SWARM_SESSION_ID=<id>) number want ("0", or ">0"), counting
+// markers (SWARM_SESSION_ID=<id>, SWARM_ROOT=<the current directory>) number want ("0", or ">0"), counting
 // only those whose command line holds match when given:
 // sessionprocs <session-id> <want> [match].
 func cmdSessionProcs(ts *testscript.TestScript, neg bool, args []string) {
@@ -52,7 +52,7 @@ func cmdSessionProcs(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: sessionprocs <session-id> 0|>0 [match]")
 	}
 	count := func() ([]int, string) {
-		pids, known := proc.Marked("SWARM_SESSION_ID=" + args[0])
+		pids, known := proc.Marked("SWARM_SESSION_ID="+args[0], "SWARM_ROOT="+ts.MkAbs("."))
 		if !known {
 			ts.Fatalf("no /proc: cannot see a session's processes")
 		}
