@@ -124,19 +124,19 @@ type Supervisor struct {
 	fleet   fleet
 	names   []string // every configured agent, in config order; read-only
 
-	bus       noticeBus
-	mail      mailTracker
-	desk      *desk          // escalations: notices, holds and notifications
-	protocol  *Protocol      // protocol messages and ACKs, for the engines' tools
-	acks      *ackDeadlines  // the ack-deadlines service
-	flow      *flow          // the workflows service and dev-qa's session gate
-	book      sessionBook    // when sessions ran, and their process groups
-	leases    mailbox.Leases // this supervisor's agents, while Run holds them
-	leaseMu   sync.Mutex
-	more      []mailbox.Leases // the leases of agents spawned while Run runs
-	claimed   []string         // their agents
-	team      *launch          // the team launch; nil without [team]
-	probed    bool             // Preflight passed
+	bus      noticeBus
+	mail     mailTracker
+	desk     *desk          // escalations: notices, holds and notifications
+	protocol *Protocol      // protocol messages and ACKs, for the engines' tools
+	acks     *ackDeadlines  // the ack-deadlines service
+	flow     *flow          // the workflows service and dev-qa's session gate
+	book     sessionBook    // when sessions ran, and their process groups
+	leases   mailbox.Leases // this supervisor's agents, while Run holds them
+	leaseMu  sync.Mutex
+	more     []mailbox.Leases // the leases of agents spawned while Run runs
+	claimed  []string         // their agents
+	team     *launch          // the team launch; nil without [team]
+	probed   bool             // Preflight passed
 	// contain is the sandbox in force, decided by Preflight (none
 	// without it).
 	contain   sandbox.Decision
