@@ -2,8 +2,10 @@ package proc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +24,26 @@ func BecomeSubreaper() error {
 		return errno
 	}
 	return nil
+}
+
+// ReapWhile reaps orphans (ReapOrphans) each time a child exits
+// (SIGCHLD) until ctx ends: a subreaper's orphans would otherwise stay
+// zombies, and a zombie keeps its process group alive to kill(2).
+func ReapWhile(ctx context.Context) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGCHLD)
+	go func() {
+		defer signal.Stop(c)
+		ReapOrphans()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c:
+				ReapOrphans()
+			}
+		}
+	}()
 }
 
 // procStat is what KillMarked and ReapOrphans read of /proc/<pid>/stat.

@@ -2,7 +2,10 @@
 
 package proc
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // BecomeSubreaper is Linux-only; elsewhere orphans go to init.
 func BecomeSubreaper() error { return nil }
@@ -32,3 +35,6 @@ func AwaitGone(pids []int, poll, max time.Duration, sleep func(time.Duration)) b
 		sleep(poll)
 	}
 }
+
+// ReapWhile has nothing to reap without a subreaper.
+func ReapWhile(ctx context.Context) {}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -201,8 +202,13 @@ func (b *Box) gitPaths() error {
 	wt := b.spec.Worktree
 	dotgit := filepath.Join(wt, ".git")
 	fi, err := os.Lstat(dotgit)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Not a git worktree (an engine's test directory): nothing of git
+		// to make writable.
+		return nil
+	}
 	if err != nil {
-		return fmt.Errorf("the worktree %s has no .git: %w", wt, err)
+		return fmt.Errorf("the worktree's .git: %w", err)
 	}
 	var admin, common string
 	if fi.IsDir() {

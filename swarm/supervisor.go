@@ -315,6 +315,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	// to us rather than to init: they stay findable, and reapable.
 	if err := proc.BecomeSubreaper(); err != nil {
 		s.log.Warn("could not become a child subreaper", "err", err)
+	} else {
+		proc.ReapWhile(ctx)
 	}
 	// The leases first: another host's supervisor may run some of these
 	// agents, and recovering them here would wreck its sessions.
