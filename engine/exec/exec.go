@@ -34,6 +34,14 @@
 // group is killed at once, so no agent process outlives its session.
 // stdout and stderr go to the session log.
 //
+// With Session.Sandbox the CLI runs in the session's bubblewrap
+// (sandbox.Box.Command): its command is found as the supervisor would find
+// it and shown read-only inside, with the prompt file and the MCP settings;
+// a preset's state directories (Preset.State) are fresh per session, its
+// login and settings files bound read-only into them. Killing the process
+// group kills bwrap, and with it the session's PID namespace: whatever the
+// CLI started, setsid'd or not (Claude Code's Bash tool), ends too.
+//
 // Outcomes: exit 0 is Success; a non-zero exit is Failed with the status
 // and the tail of stderr; the session timeout is Timeout; cancellation is
 // Cancelled with Cause = context.Cause(ctx). Exec engines have no tool
