@@ -184,6 +184,10 @@ func (b *Box) Command(argv []string, x Extra) ([]string, error) {
 	if dir == "" {
 		dir = s.Worktree
 	}
+	// $HOME is read-only: temporary files and caches (go build's, npm's)
+	// go to the session's /tmp, cold at each session but never shared
+	// with the operator's builds.
+	a = append(a, "--setenv", "TMPDIR", "/tmp", "--setenv", "XDG_CACHE_HOME", "/tmp/.cache", "--setenv", "npm_config_cache", "/tmp/.npm")
 	for _, kv := range x.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {

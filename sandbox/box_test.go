@@ -52,6 +52,7 @@ echo "doors: $(ls -A ` + filepath.Dir(door) + `)"
 (echo x >> ` + filepath.Join(root, ".git", "config") + `) 2>/dev/null && echo config-written || echo config-refused
 ls /tmp/swarm-box-test-outside 2>/dev/null && echo tmp-shared || echo tmp-private
 echo mine > /tmp/mine && echo tmp-writable
+echo "tmpdir=$TMPDIR cache=$XDG_CACHE_HOME"
 kill -0 ` + itoa(os.Getpid()) + ` 2>/dev/null && echo supervisor-visible || echo supervisor-hidden
 echo hi > inside.txt && git add inside.txt && git -c user.name=a -c user.email=a@b commit -qm inside && echo committed
 `
@@ -67,7 +68,7 @@ echo hi > inside.txt && git add inside.txt && git -c user.name=a -c user.email=a
 	}
 	got := string(out)
 	for _, want := range []string{"state: doors worktrees \n", "doors: door.sock\n", "toml-refused", "hook-refused", "config-refused",
-		"tmp-private", "tmp-writable", "supervisor-hidden", "committed"} {
+		"tmp-private", "tmp-writable", "tmpdir=/tmp cache=/tmp/.cache", "supervisor-hidden", "committed"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("inside the box: no %q in:\n%s", want, got)
 		}
