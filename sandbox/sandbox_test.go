@@ -23,7 +23,7 @@ func TestDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ bwrap, why string }{
-		{filepath.Join(t.TempDir(), "missing"), "SWARM_BWRAP=" + filepath.Join(t.TempDir(), "missing")},
+		{filepath.Join(t.TempDir(), "missing"), "SWARM_BWRAP="},
 		{failing, "fails to start a sandbox: bwrap: setting up uid map: Permission denied"},
 	} {
 		env := func(k string) string {
@@ -40,7 +40,7 @@ func TestDecide(t *testing.T) {
 		if err != nil || d.Contained() {
 			t.Errorf("auto with %s: %+v, %v; want a fallback to none", tt.bwrap, d, err)
 		}
-		if !strings.Contains(d.Why, strings.SplitN(tt.why, string(filepath.Separator), 2)[0]) {
+		if !strings.Contains(d.Why, tt.why) {
 			t.Errorf("auto with %s: why %q", tt.bwrap, d.Why)
 		}
 	}
