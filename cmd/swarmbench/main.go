@@ -35,7 +35,7 @@
 //	    scripted members, from `swarm up` to the launch RUNNING (the part
 //	    beyond making the worktrees); `swarm spawn` into the running swarm,
 //	    from the command to the new agent Running (beyond its worktree add)
-//	P11 the sandbox (DESIGN §13.3): one scripted agent woken for 30
+//	P11 the sandbox (DESIGN §13.3): one scripted agent running 30
 //	    sessions of one `true` bash call, with [sandbox] mode = "none" and
 //	    under bubblewrap: BuildingPrompt → Running p50/p99, and Running →
 //	    complete (one bwrap per bash call)
