@@ -144,11 +144,13 @@ func (b *Box) Command(argv []string, x Extra) ([]string, error) {
 	for _, p := range append(slices.Clone(b.extras), x.ReadOnly...) {
 		a = append(a, "--ro-bind-try", p, p)
 	}
+	var hidden []string
 	for _, h := range s.Hidden {
 		// Under /tmp a directory is hidden already, unless a path bound
 		// back holds it.
 		if isDir(h) && (!underTmp(h) || slices.ContainsFunc(b.extras, func(p string) bool { return within(p, h) })) {
 			a = append(a, "--tmpfs", h)
+			hidden = append(hidden, h)
 		}
 	}
 	a = append(a, "--bind", s.Worktree, s.Worktree)
@@ -180,6 +182,11 @@ func (b *Box) Command(argv []string, x Extra) ([]string, error) {
 		}
 	}
 	a = append(a, b.ro...)
+	// Read-only once the mount points in them are made: a database opened
+	// there would be a new, empty one whose writes vanish; opening fails.
+	for _, h := range hidden {
+		a = append(a, "--remount-ro", h)
+	}
 	dir := x.Dir
 	if dir == "" {
 		dir = s.Worktree
@@ -190,7 +197,7 @@ func (b *Box) Command(argv []string, x Extra) ([]string, error) {
 	a = append(a, "--setenv", "TMPDIR", "/tmp", "--setenv", "XDG_CACHE_HOME", "/tmp/.cache", "--setenv", "npm_config_cache", "/tmp/.npm")
 	for _, kv := range x.Env {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
+		if !ok || (s.Home == "" && strings.Contains(v, "{home}")) {
 			continue
 		}
 		a = append(a, "--setenv", k, strings.ReplaceAll(v, "{home}", s.Home))

@@ -47,7 +47,9 @@ func TestBoxContains(t *testing.T) {
 	script := `
 echo "state: $(ls -A ` + state + ` | tr '\n' ' ')"
 echo "doors: $(ls -A ` + filepath.Dir(door) + `)"
+touch ` + filepath.Join(filepath.Dir(door), "probe") + ` && echo door-writable
 (echo x >> ` + filepath.Join(root, "swarm.toml") + `) 2>/dev/null && echo toml-written || echo toml-refused
+(echo x > ` + filepath.Join(state, "swarm.db") + `) 2>/dev/null && echo db-written || echo db-refused
 (echo x > ` + filepath.Join(root, ".git", "hooks", "post-commit") + `) 2>/dev/null && echo hook-written || echo hook-refused
 (echo x >> ` + filepath.Join(root, ".git", "config") + `) 2>/dev/null && echo config-written || echo config-refused
 ls /tmp/swarm-box-test-outside 2>/dev/null && echo tmp-shared || echo tmp-private
@@ -67,7 +69,7 @@ echo hi > inside.txt && git add inside.txt && git -c user.name=a -c user.email=a
 		t.Fatalf("%v\n%s", err, out)
 	}
 	got := string(out)
-	for _, want := range []string{"state: doors worktrees \n", "doors: door.sock\n", "toml-refused", "hook-refused", "config-refused",
+	for _, want := range []string{"state: doors worktrees \n", "doors: door.sock\n", "door-writable", "toml-refused", "db-refused", "hook-refused", "config-refused",
 		"tmp-private", "tmp-writable", "tmpdir=/tmp cache=/tmp/.cache", "supervisor-hidden", "committed"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("inside the box: no %q in:\n%s", want, got)
