@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -119,12 +120,13 @@ type Extra struct {
 	// ReadOnly are host paths to show at the same path, read-only (a
 	// private settings file in the host's /tmp, say).
 	ReadOnly []string
-	// State are directories relative to $HOME that the command writes
-	// (a CLI's ~/.claude): each gets a per-session directory of its own
-	// at that path, empty but for StateFiles.
+	// State are directories relative to $HOME (or absolute) that the
+	// command writes (a CLI's ~/.claude): each gets a per-session
+	// directory of its own at that path, empty but for StateFiles.
 	State []string
-	// StateFiles are files relative to $HOME (logins, settings) bound
-	// read-only into the State directories when they exist.
+	// StateFiles are files relative to $HOME (or absolute: logins,
+	// settings) bound read-only into the State directories when they
+	// exist.
 	StateFiles []string
 	// Env is set inside (KEY=VALUE); "{home}" in a value is replaced by
 	// $HOME.
@@ -159,25 +161,22 @@ func (b *Box) Command(argv []string, x Extra) ([]string, error) {
 		d := filepath.Dir(s.Door)
 		a = append(a, "--bind", d, d)
 	}
-	for _, st := range x.State {
-		if s.Home == "" {
-			break
+	for i, st := range x.State {
+		p := b.inHome(st)
+		if p == "" {
+			continue
 		}
-		host := filepath.Join(b.dir, "state", st)
+		host := filepath.Join(b.dir, "state", strconv.Itoa(i))
 		if err := os.MkdirAll(host, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: state directory: %w", err)
 		}
 		// The mount point must exist: bwrap cannot make it in a
 		// read-only home.
-		_ = os.MkdirAll(filepath.Join(s.Home, st), 0o700)
-		a = append(a, "--bind", host, filepath.Join(s.Home, st))
+		_ = os.MkdirAll(p, 0o700)
+		a = append(a, "--bind", host, p)
 	}
 	for _, f := range x.StateFiles {
-		if s.Home == "" {
-			break
-		}
-		p := filepath.Join(s.Home, f)
-		if isFile(p) {
+		if p := b.inHome(f); p != "" && isFile(p) {
 			a = append(a, "--ro-bind", p, p)
 		}
 	}
@@ -204,6 +203,17 @@ func (b *Box) Command(argv []string, x Extra) ([]string, error) {
 	}
 	a = append(a, "--unshare-pid", "--die-with-parent", "--new-session", "--chdir", dir, "--")
 	return append(a, argv...), nil
+}
+
+// inHome is p under $HOME, or p itself when absolute; "" without a home.
+func (b *Box) inHome(p string) string {
+	switch {
+	case filepath.IsAbs(p):
+		return p
+	case b.spec.Home == "":
+		return ""
+	}
+	return filepath.Join(b.spec.Home, p)
 }
 
 // gitPaths finds, from the worktree's .git, what a commit on the agent's

@@ -116,7 +116,8 @@ type Engine struct {
 	mcp string
 	// state is what the CLI keeps in the home directory, given a
 	// per-session copy in a sandbox (Preset.State).
-	state presetState
+	state       presetState
+	loginDirEnv string // Preset.LoginDirEnv
 }
 
 var (
@@ -161,7 +162,7 @@ func New(opts Options) (*Engine, error) {
 			e.env = append(slices.Clone(p.RootEnv), e.env...)
 		}
 		e.install = "install it with: " + p.Install
-		e.state = p.State
+		e.state, e.loginDirEnv = p.State, p.LoginDirEnv
 	case len(opts.Command) > 0:
 		if opts.Command[0] == "" {
 			return nil, fmt.Errorf("exec engine %s: command[0] must name a program", e.name)
@@ -358,6 +359,9 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		}
 	}
 
+	// The CLI, as errors and the activity name it (argv[0] becomes
+	// bwrap in a sandbox).
+	cli := argv[0]
 	if s.Sandbox != nil {
 		// Found where the supervisor would find it (a relative path in
 		// the worktree), then shown inside.
@@ -375,6 +379,14 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		}
 		argv[0] = bin
 		x := contain.Extra{ReadOnly: []string{filepath.Dir(bin)}, State: e.state.dirs, StateFiles: e.state.files, Env: e.state.env}
+		// A CLI whose home the user moved ($CODEX_HOME) keeps its state
+		// there: that directory is the one given per session.
+		if d := lookupEnv(env, e.loginDirEnv); e.loginDirEnv != "" && filepath.IsAbs(d) {
+			x.State, x.StateFiles = []string{d}, nil
+			for _, f := range e.state.files {
+				x.StateFiles = append(x.StateFiles, filepath.Join(d, filepath.Base(f)))
+			}
+		}
 		for _, p := range []string{promptFile, mcpDir} {
 			if p != "" {
 				x.ReadOnly = append(x.ReadOnly, filepath.Dir(p))
@@ -401,14 +413,14 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		if ctx.Err() != nil {
 			return stopped(parent, ctx)
 		}
-		return fail(fmt.Errorf("exec engine %s: start %s: %w", e.name, argv[0], err))
+		return fail(fmt.Errorf("exec engine %s: start %s: %w", e.name, cli, err))
 	}
 	pgid := cmd.Process.Pid
 	if s.OnProcess != nil {
 		s.OnProcess(pgid)
 	}
 	if s.OnActivity != nil {
-		s.OnActivity("exec: " + filepath.Base(argv[0]))
+		s.OnActivity("exec: " + filepath.Base(cli))
 	}
 	werr := cmd.Wait()
 	// The leader is gone: nothing of its group may outlive the session.
@@ -425,7 +437,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	var ee *osexec.ExitError
 	if !errors.As(werr, &ee) {
-		return fail(fmt.Errorf("exec engine %s: %s: %w", e.name, argv[0], werr))
+		return fail(fmt.Errorf("exec engine %s: %s: %w", e.name, cli, werr))
 	}
 	why := strings.TrimSpace(stderrTail.String())
 	if why == "" {
@@ -433,9 +445,9 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	status := ee.ProcessState.String() // "exit status 2", "signal: killed"
 	if why == "" {
-		return fail(fmt.Errorf("exec engine %s: %s: %s", e.name, filepath.Base(argv[0]), status))
+		return fail(fmt.Errorf("exec engine %s: %s: %s", e.name, filepath.Base(cli), status))
 	}
-	return fail(fmt.Errorf("exec engine %s: %s: %s: %s", e.name, filepath.Base(argv[0]), status, lastLines(why, 10, 1<<10)))
+	return fail(fmt.Errorf("exec engine %s: %s: %s: %s", e.name, filepath.Base(cli), status, lastLines(why, 10, 1<<10)))
 }
 
 // stopped is the result of a session whose context ended: a cancellation
@@ -503,4 +515,14 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.ToValidUTF8(string(t.buf), "")
+}
+
+// lookupEnv is the last value of key in env (NAME=value entries).
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }
