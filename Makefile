@@ -74,7 +74,25 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s each)
 CLI_PREFIX   ?= $(HOME)/.cache/swarm/clis
 CLI_PACKAGES := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.169.0 @google/gemini-cli@0.61.0
 
+# As root, the CLIs run again as CLI_USER (gemini-cli treats root
+# differently): the test binaries and a hard-linked copy of the CLIs go in
+# a directory that user can read, with a home of its own; TMPDIR stays
+# /tmp, where the control sockets' paths are short enough.
+CLI_USER     ?= nobody
+
 .PHONY: presets
-presets: ## install claude, codex and gemini-cli from npm and start each through swarm's exec presets (with swarm mcp registered)
+presets: ## install claude, codex and gemini-cli from npm; journeys where each calls swarm's MCP tools against fake model APIs (as root, also as CLI_USER)
 	npm install --prefix $(CLI_PREFIX) --no-audit --no-fund --loglevel=error $(CLI_PACKAGES)
 	PATH=$(CLI_PREFIX)/node_modules/.bin:$$PATH SWARM_TEST_CLIS=1 $(GO) test -count=1 -run 'CLI' -v ./engine/exec/ ./cmd/swarm/
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory presets-user; fi
+
+.PHONY: presets-user
+presets-user: ## (as root) the presets' tests again as CLI_USER
+	set -e; dir=$$(mktemp -d /tmp/swarm-presets-XXXXXX); trap 'rm -rf "$$dir"' EXIT; chmod 755 "$$dir"; \
+	cp -al $(CLI_PREFIX) "$$dir/clis" 2>/dev/null || cp -a $(CLI_PREFIX) "$$dir/clis"; \
+	$(GO) test -c -o "$$dir/exec.test" ./engine/exec/; $(GO) test -c -o "$$dir/swarm.test" ./cmd/swarm/; \
+	mkdir "$$dir/home"; chown $(CLI_USER) "$$dir/home"; \
+	for pkg in engine/exec:exec cmd/swarm:swarm; do \
+		(cd "$${pkg%%:*}" && runuser -u $(CLI_USER) -- env HOME="$$dir/home" TMPDIR=/tmp PATH="$$dir/clis/node_modules/.bin:$$PATH" SWARM_TEST_CLIS=1 \
+			"$$dir/$${pkg##*:}.test" -test.count=1 -test.run CLI -test.v); \
+	done

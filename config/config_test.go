@@ -503,6 +503,8 @@ func TestWorkflowErrors(t *testing.T) {
 		{"[[workflow]]\nname = \"r\"\nkind = \"dev-review\"\ndev = \"backend\"\n", `swarm.toml:7: workflow "r" (dev-review) needs reviewer = "<agent>"`},
 		{"[[workflow]]\nname = \"r\"\nkind = \"dev-review\"\ndev = \"backend\"\nreviewer = \"critic\"\nmax_rejects = 0\n", `swarm.toml:12: max_rejects must be at least 1`},
 		{"[[workflow]]\nname = \"q\"\nkind = \"dev-qa\"\ndev = \"backend\"\nqa = \"critic\"\ntimeout = \"soon\"\n", `swarm.toml:12: bad duration "soon"`},
+		{"[[workflow]]\nname = \"r\"\nkind = \"dev-review\"\ndev = \"backend\"\nreviewer = \"critic\"\nresult_timeout = \"90s\"\n", `swarm.toml:12: result_timeout = "90s": use whole minutes`},
+		{"[[workflow]]\nname = \"q\"\nkind = \"dev-qa\"\ndev = \"backend\"\nqa = \"critic\"\nresult_timeout = \"1h\"\n", `swarm.toml:12: result_timeout belongs to dev-review workflows`},
 	} {
 		_, err := Parse([]byte(base+tc.toml), "swarm.toml", t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -514,8 +516,15 @@ func TestWorkflowErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, ok := cfg.Workflow("review")
-	if !ok || w.MaxRejects != 3 || w.CIRetries != 2 || len(w.CI) != 2 || w.RoleOf("critic") != "reviewer" {
+	if !ok || w.MaxRejects != 3 || w.CIRetries != 2 || len(w.CI) != 2 || w.RoleOf("critic") != "reviewer" || w.ResultTimeout != 2*time.Hour {
 		t.Fatalf("workflow = %+v", w)
+	}
+	cfg, err = Parse([]byte(base+"[[workflow]]\nname = \"review\"\nkind = \"dev-review\"\ndev = \"backend\"\nreviewer = \"critic\"\nresult_timeout = \"45m\"\n"), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := cfg.Workflow("review"); w.ResultTimeout != 45*time.Minute {
+		t.Fatalf("result_timeout = %s, want 45m", w.ResultTimeout)
 	}
 }
 

@@ -34,6 +34,11 @@ type Workflow struct {
 	// started with --complex.
 	Timeout        time.Duration
 	ComplexTimeout time.Duration
+	// ResultTimeout bounds a dev-review round: dev's task_result is due
+	// this long after its ACK of the dispatch, or a stage_timeout
+	// escalation opens. Whole minutes: the dispatch carries it as its
+	// timeout_minutes.
+	ResultTimeout time.Duration
 }
 
 // MergeApproval is merge = "approval".
@@ -45,6 +50,7 @@ const (
 	DefaultCIRetries      = 2
 	DefaultStageTimeout   = 10 * time.Minute
 	DefaultComplexTimeout = 30 * time.Minute
+	DefaultResultTimeout  = 2 * time.Hour
 )
 
 // Role returns the agent bound to role ("dev", "reviewer", "qa",
@@ -124,6 +130,7 @@ type rawWorkflow struct {
 	Merge          *string  `toml:"merge"`
 	Timeout        *string  `toml:"timeout"`
 	ComplexTimeout *string  `toml:"complex_timeout"`
+	ResultTimeout  *string  `toml:"result_timeout"`
 }
 
 // workflows reads the [[workflow]] tables; the agents are read already.
@@ -132,7 +139,8 @@ func (b *builder) workflows(raws []rawWorkflow) {
 	for i, rw := range raws {
 		at := "workflow[" + strconv.Itoa(i) + "]"
 		w := Workflow{Name: rw.Name, Kind: workflow.Kind(rw.Kind), Dev: rw.Dev, Reviewer: rw.Reviewer, QA: rw.QA, Initializer: rw.Initializer,
-			MaxRejects: DefaultMaxRejects, CI: rw.CI, CIRetries: DefaultCIRetries, Timeout: DefaultStageTimeout, ComplexTimeout: DefaultComplexTimeout}
+			MaxRejects: DefaultMaxRejects, CI: rw.CI, CIRetries: DefaultCIRetries, Timeout: DefaultStageTimeout, ComplexTimeout: DefaultComplexTimeout,
+			ResultTimeout: DefaultResultTimeout}
 		switch {
 		case rw.Name == "":
 			b.errorf(at, "workflow has no name: add name = \"review\" (the name 'swarm workflow start' takes)")
@@ -207,7 +215,8 @@ func (b *builder) workflows(raws []rawWorkflow) {
 			}
 		}
 		if w.Kind != workflow.DevReview {
-			for key, set := range map[string]bool{"max_rejects": rw.MaxRejects != nil, "ci": rw.CI != nil, "ci_retries": rw.CIRetries != nil, "merge": rw.Merge != nil} {
+			for key, set := range map[string]bool{"max_rejects": rw.MaxRejects != nil, "ci": rw.CI != nil, "ci_retries": rw.CIRetries != nil, "merge": rw.Merge != nil,
+				"result_timeout": rw.ResultTimeout != nil} {
 				if set {
 					b.errorf(at+"."+key, "%s belongs to dev-review workflows; a %s workflow has no review", key, w.Kind)
 				}
@@ -218,6 +227,16 @@ func (b *builder) workflows(raws []rawWorkflow) {
 		}
 		if rw.ComplexTimeout != nil {
 			w.ComplexTimeout = b.duration(at+".complex_timeout", *rw.ComplexTimeout, false)
+		}
+		if rw.ResultTimeout != nil {
+			key := at + ".result_timeout"
+			switch d := b.duration(key, *rw.ResultTimeout, false); {
+			case d == 0: // reported
+			case d%time.Minute != 0:
+				b.errorf(key, "result_timeout = %q: use whole minutes, such as \"90m\" or \"2h\" (a dispatch carries it as timeout_minutes)", *rw.ResultTimeout)
+			default:
+				w.ResultTimeout = d
+			}
 		}
 		b.cfg.Workflows = append(b.cfg.Workflows, w)
 	}

@@ -96,8 +96,12 @@ const RunUnsupported = "this supervisor does not run swarm commands for others"
 // Run asks the running supervisor to run a session's swarm command and
 // returns what it printed. ctx bounds the wait.
 func Run(ctx context.Context, l repo.Layout, req RunRequest) (RunResult, error) {
+	return runOn(ctx, SocketPath(l), req)
+}
+
+func runOn(ctx context.Context, path string, req RunRequest) (RunResult, error) {
 	var res RunResult
-	resp, err := Call(ctx, l, Request{Op: OpRun, Run: &req})
+	resp, err := callPath(ctx, path, Request{Op: OpRun, Run: &req})
 	if err != nil {
 		// An older supervisor, or one that runs no commands (SQLite):
 		// it answered at once and did nothing.
@@ -204,8 +208,12 @@ func Poke(l repo.Layout, mail []message.Message) bool {
 
 // Call sends one request and waits for the answer.
 func Call(ctx context.Context, l repo.Layout, req Request) (Response, error) {
+	return callPath(ctx, SocketPath(l), req)
+}
+
+func callPath(ctx context.Context, path string, req Request) (Response, error) {
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", SocketPath(l))
+	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		return Response{}, fmt.Errorf("%w (%v)", ErrNoSupervisor, err)
 	}

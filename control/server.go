@@ -59,6 +59,7 @@ type Server struct {
 	ln   *net.UnixListener
 	path string
 	addr string // control.addr written, if any
+	dir  string // a door's private directory, removed with it
 
 	// Limits; Listen sets the defaults and tests lower them before Serve.
 	maxConns     int
@@ -116,15 +117,7 @@ func Listen(l repo.Layout) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		ln:           ln,
-		path:         path,
-		maxConns:     defaultMaxConns,
-		maxLine:      defaultMaxLine,
-		idleTimeout:  defaultIdleTimeout,
-		writeTimeout: defaultWriteTimeout,
-		conns:        make(map[*conn]struct{}),
-	}
+	s := newServer(ln, path)
 	if fallback {
 		s.addr = l.ControlAddr()
 		if err := os.WriteFile(s.addr, []byte(path+"\n"), 0o644); err != nil {
@@ -134,6 +127,36 @@ func Listen(l repo.Layout) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+func newServer(ln *net.UnixListener, path string) *Server {
+	return &Server{
+		ln:           ln,
+		path:         path,
+		maxConns:     defaultMaxConns,
+		maxLine:      defaultMaxLine,
+		idleTimeout:  defaultIdleTimeout,
+		writeTimeout: defaultWriteTimeout,
+		conns:        make(map[*conn]struct{}),
+	}
+}
+
+// Close closes a server that will not Serve (Serve cleans up after
+// itself): its socket and a door's directory are removed.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.cleanup()
+	return err
+}
+
+func (s *Server) cleanup() {
+	os.Remove(s.path)
+	if s.addr != "" {
+		os.Remove(s.addr)
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
 }
 
 // Path is the bound socket path.
@@ -150,10 +173,7 @@ func (s *Server) Serve(ctx context.Context, h Handler) error {
 	defer func() {
 		cancel()
 		wg.Wait()
-		os.Remove(s.path)
-		if s.addr != "" {
-			os.Remove(s.addr)
-		}
+		s.cleanup()
 	}()
 	go func() {
 		<-ctx.Done()
@@ -323,6 +343,9 @@ func (s *Server) openConns() int {
 
 func (s *Server) serveConn(ctx context.Context, cn *conn, h Handler) {
 	defer s.drop(cn)
+	if pid, ok := peerPID(cn.Conn); ok {
+		ctx = context.WithValue(ctx, peerKey{}, pid)
+	}
 	stop := context.AfterFunc(ctx, func() { cn.Close() })
 	defer stop()
 	r := bufio.NewReader(cn)

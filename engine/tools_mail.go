@@ -62,11 +62,9 @@ func (tb *toolbox) sendProtocol(ctx context.Context, a protocolArgs) (string, er
 	if tb.s.Protocol == nil {
 		return "", errors.New("send_protocol: protocol messages are not wired into this session; run `swarm send <to> --type T --task ID --payload JSON` with bash, or tell the operator in your final answer")
 	}
-	// A dispatch hands a task out: can_dispatch, as for swarm send --type
-	// task_dispatch (the vector decides, not only the tool list).
-	if a.Type == "task_dispatch" && !tb.s.Vector().Has(mode.CanDispatch) {
-		return "", fmt.Errorf("send_protocol: a task_dispatch hands a task out, which needs %s, and this session does not have it (capabilities on: %s); send a task_result, review_request or ping instead, or ask your coordinator", mode.CanDispatch, enabledNames(tb.s.Vector()))
-	}
+	// The rules (can_message, can_dispatch for a dispatch, the sender, a
+	// work item's verdict) are the verb's: the supervisor checks them
+	// with this session's caller.
 	sent, err := tb.s.Protocol.Send(ctx, a.ProtocolMessage)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,10 +21,11 @@ type Holder struct {
 func (h Holder) String() string { return fmt.Sprintf("%s:%d", h.Host, h.PID) }
 
 // Lease is an agent's ownership by a supervisor: who holds it, since when,
-// and when it last renewed it.
+// when it last renewed it, and its epoch (bumped by every claim).
 type Lease struct {
 	Agent       string    `json:"agent"`
 	Holder      Holder    `json:"holder"`
+	Epoch       int64     `json:"epoch"`
 	AcquiredAt  time.Time `json:"acquired_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 }
@@ -56,8 +58,68 @@ type Leases interface {
 }
 
 // ErrLeaseLost means a lease renewed by its holder belongs to someone else
-// now: the holder was taken for gone.
+// now: the holder was taken for gone. A write the store refused because
+// its fence is stale (see Fences) wraps it too: nothing was written, and
+// the caller must stop running the agent without touching its rows.
 var ErrLeaseLost = errors.New("lease taken over by another supervisor")
+
+// Fence is the lease a holder's writes about an agent are made under: the
+// holder and the epoch its claim got. The store compares it with the
+// lease's row in the same transaction as the write.
+type Fence struct {
+	Holder Holder
+	Epoch  int64
+}
+
+// Fences is a store's record of the leases it granted to this process, by
+// agent. While a claim is held, every write the store makes about one of
+// its agents is fenced with it; a process that claimed nothing (a CLI
+// command) writes unfenced. Both backends keep one.
+type Fences struct {
+	mu sync.Mutex
+	m  map[string]Fence
+}
+
+// Set records the fence of agent's newest claim.
+func (f *Fences) Set(agent string, fe Fence) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]Fence{}
+	}
+	f.m[agent] = fe
+}
+
+// Drop forgets agent's fence if it is still fe (a later claim keeps its
+// own).
+func (f *Fences) Drop(agent string, fe Fence) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m[agent] == fe {
+		delete(f.m, agent)
+	}
+}
+
+// Of returns the fence of agent, if this process claimed it.
+func (f *Fences) Of(agent string) (Fence, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fe, ok := f.m[agent]
+	return fe, ok
+}
+
+// CheckFence compares a fence with the lease row found for agent (found
+// false: there is none) and returns the ErrLeaseLost a stale fence means.
+func CheckFence(agent string, fe Fence, row Lease, found bool) error {
+	switch {
+	case !found:
+		return fmt.Errorf("%w: %s has no lease any more; nothing was written", ErrLeaseLost, agent)
+	case row.Holder != fe.Holder || row.Epoch != fe.Epoch:
+		return fmt.Errorf("%w: %s is run by the supervisor %s now (lease epoch %d, this one had %d); nothing was written",
+			ErrLeaseLost, agent, row.Holder, row.Epoch, fe.Epoch)
+	}
+	return nil
+}
 
 // HeldError is a claim refused because live supervisors hold some of the
 // agents. It names each one, so the user knows where to stop them.

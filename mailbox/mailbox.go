@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/swarmhq/swarm/escalation"
@@ -54,6 +55,11 @@ var (
 	// stored already: another process built the same id at the same
 	// millisecond. Build the message again (the id is bumped).
 	ErrDuplicateMsgID = errors.New("msg_id already stored")
+	// ErrAlreadyAnswered means a protocol answer (a task_result or a
+	// review_verdict) was refused because its sender answered the same
+	// request already; the error is an *AnsweredError naming the answer
+	// that stands.
+	ErrAlreadyAnswered = errors.New("request already answered")
 	// ErrAckClosed means a message's ACK is not awaited: it was
 	// acknowledged or cancelled already, asks for none, or was sent to
 	// someone else.
@@ -63,7 +69,30 @@ var (
 	// ErrAgentExists means a spawn names an agent that is spawned and not
 	// retired.
 	ErrAgentExists = errors.New("agent already spawned")
+	// ErrDatabaseGone means the database file this store opened was
+	// deleted or replaced by another file: what it writes now would be
+	// lost, and what others write goes elsewhere. The process must stop.
+	ErrDatabaseGone = errors.New("the database file was deleted or replaced")
 )
+
+// AnsweredError refuses a protocol answer whose sender answered the same
+// request already (key: protocol.AnswerKey). Nothing was stored; Answer is
+// the answer that stands. It unwraps to ErrAlreadyAnswered.
+type AnsweredError struct {
+	Key    string
+	Answer message.Message
+}
+
+func (e *AnsweredError) Error() string {
+	what := e.Key
+	if req, sub, ok := strings.Cut(e.Key, "#"); ok {
+		what = fmt.Sprintf("subtask %s of %s", sub, req)
+	}
+	return fmt.Sprintf("%s already answered %s as #%d (%s, %s): this answer was not stored, the first one stands and nothing more is needed",
+		e.Answer.From, what, e.Answer.ID, e.Answer.MsgID, e.Answer.CreatedAt.UTC().Format(time.RFC3339))
+}
+
+func (e *AnsweredError) Unwrap() error { return ErrAlreadyAnswered }
 
 // Store is an open swarm database. It is safe for concurrent use.
 type Store interface {
@@ -74,7 +103,10 @@ type Store interface {
 	// request (ACK pending, with no deadline until the first delivery). An
 	// ack (AckOf set) marks the message it acknowledges acked in the same
 	// transaction: ErrNoSuchMessage when there is none, ErrAckClosed when
-	// its ACK is not awaited from the ack's sender.
+	// its ACK is not awaited from the ack's sender. A protocol answer
+	// (AnswerKey set) is stored once per sender and key: a second one is
+	// refused, in a race too, with an *AnsweredError whose Answer is the
+	// stored one (package protocol: "One answer per request").
 	InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error)
 	// Message returns one message.
 	Message(ctx context.Context, id int64) (message.Message, error)
@@ -198,7 +230,15 @@ type Store interface {
 	// the claim fail with *HeldError naming them; a lease whose holder is
 	// gone (PostgreSQL: its advisory lock is free; otherwise its heartbeat
 	// is older than c.TTL or c.Gone says so) is taken over. The holder's
-	// own leases are renewed.
+	// own leases are renewed, at the same epoch; taking a lease over from
+	// another holder bumps its epoch.
+	//
+	// Until the claim is released, this store fences every write it makes
+	// about one of c.Agents with the claim (Fence: holder and epoch): an
+	// agent Transition, ResetErrors, Deliver, StartSession, EndSession,
+	// RecoverAgent, and RegisterAgent, Heartbeat, SetActivity, SetNudges and
+	// AddSessionPgid. Once another holder took the lease over, such a write
+	// changes nothing and fails with ErrLeaseLost.
 	ClaimLeases(ctx context.Context, c LeaseClaim) (Leases, error)
 	// AgentLeases lists every lease, by agent.
 	AgentLeases(ctx context.Context) ([]Lease, error)
@@ -565,3 +605,23 @@ func (c *Counts) Add(state message.State, kind message.Kind, pt string, urgency 
 		c.Delivered += n
 	}
 }
+
+// DiskFullError is a write the database refused because the file system
+// holding it has no space left. Nothing of the write was stored; the
+// caller's context (wrapping it) says what that was.
+type DiskFullError struct {
+	Path string // the database file
+	Free int64  // bytes free on its file system when the write failed; -1 unknown
+	Err  error  // what the database said
+}
+
+func (e *DiskFullError) Error() string {
+	free := "no space"
+	if e.Free > 0 {
+		free = fmt.Sprintf("only %d KiB", e.Free/1024)
+	}
+	return fmt.Sprintf("the disk is full: the file system holding %s has %s left, so nothing of this was stored (%v); free space there (or move the repository to a larger disk), then try again",
+		e.Path, free, e.Err)
+}
+
+func (e *DiskFullError) Unwrap() error { return e.Err }

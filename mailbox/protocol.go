@@ -77,7 +77,8 @@ const buildRetries = 5
 // ack, of the message it acknowledges), and an ack marks that message
 // acked in the same transaction. When
 // another process stores the same msg_id first, the message is built
-// again.
+// again. An answer to a request its sender answered already is refused
+// with an *AnsweredError (package protocol: "One answer per request").
 func (p *Poster) PostProtocol(ctx context.Context, b *protocol.Builder, d protocol.Draft) (message.Message, protocol.Envelope, error) {
 	for attempt := 0; ; attempt++ {
 		env, data, err := b.Build(ctx, d)
@@ -99,6 +100,9 @@ func (p *Poster) PostProtocol(ctx context.Context, b *protocol.Builder, d protoc
 			}
 			md.AckOf = a.AckOf
 		}
+		if md.AnswerKey, err = p.answerKey(ctx, env); err != nil {
+			return message.Message{}, env, err
+		}
 		parentRef := md.AckOf
 		if len(env.ContextRef) > 0 {
 			parentRef = env.ContextRef[0]
@@ -116,4 +120,37 @@ func (p *Poster) PostProtocol(ctx context.Context, b *protocol.Builder, d protoc
 		}
 		return m, env, err
 	}
+}
+
+// answerKey is the key of the one-answer rule for env (protocol.AnswerKey):
+// the request it answers is the first context_ref naming a request of the
+// type it answers addressed to its sender, else the newest such request of
+// its task. "" when env is no answer, or answers no stored request.
+func (p *Poster) answerKey(ctx context.Context, env protocol.Envelope) (string, error) {
+	want := env.Type.Answers()
+	if want == "" {
+		return "", nil
+	}
+	for _, ref := range env.ContextRef {
+		m, err := p.store.ProtocolMessage(ctx, ref)
+		if errors.Is(err, ErrNoSuchMessage) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("find the request %s answers: %w", env.MsgID, err)
+		}
+		if m.ProtocolType == string(want) && m.To == env.From {
+			return protocol.AnswerKey(env, m.MsgID), nil
+		}
+	}
+	ms, err := p.store.TaskMessages(ctx, env.TaskID)
+	if err != nil {
+		return "", fmt.Errorf("find the request %s answers: %w", env.MsgID, err)
+	}
+	for i := len(ms) - 1; i >= 0; i-- {
+		if m := ms[i]; m.ProtocolType == string(want) && m.To == env.From {
+			return protocol.AnswerKey(env, m.MsgID), nil
+		}
+	}
+	return "", nil
 }

@@ -170,6 +170,10 @@ type Draft struct {
 	ProtocolType string
 	AckTimeout   time.Duration
 	AckOf        string
+	// AnswerKey is set on a protocol answer (a task_result or a
+	// review_verdict) to what it answers (protocol.AnswerKey): the store
+	// keeps one answer per sender and key.
+	AnswerKey string
 }
 
 // Validation errors. Each is wrapped with the details of the failure.
@@ -236,7 +240,7 @@ func Validate(d Draft, known []string) error {
 	if len(d.Payload) > 0 && !json.Valid(d.Payload) {
 		return ErrBadPayload
 	}
-	if d.Kind != KindProtocol && (d.MsgID != "" || d.TaskID != "" || d.ProtocolType != "" || d.AckTimeout != 0 || d.AckOf != "") {
+	if d.Kind != KindProtocol && (d.MsgID != "" || d.TaskID != "" || d.ProtocolType != "" || d.AckTimeout != 0 || d.AckOf != "" || d.AnswerKey != "") {
 		return fmt.Errorf("%w: only mail of kind protocol has a msg_id, task_id or ACK, this is %s; send it with --type, which builds a protocol message", ErrNotProtocol, d.Kind)
 	}
 	if d.Kind == KindProtocol && d.MsgID == "" {

@@ -50,6 +50,26 @@
 // [RenderPrompt] is the block section 12 of the prompt shows, with the payload
 // exactly as stored and what the recipient is expected to do by when.
 //
+// # One answer per request
+//
+// A task_result answers a task_dispatch and a review_verdict answers a
+// review_request ([Type.Answers]). An agent answers a request once: a
+// session redelivered after a crash sees the request again and may answer
+// it again, and a second answer would be counted twice (a second review,
+// a verdict counted against the next round). So a second answer from the
+// same sender to the same request is refused, not stored, and the refusal
+// names the answer that stands ("already answered as #12"); the sender has
+// nothing to do. The request an answer answers is the first context_ref
+// naming a request of the right type addressed to the sender (what
+// --reply-to fills in), else the newest such request of the same task.
+// A task_result about a subtask ([AnswerKey]: "<msg_id>#<subtask_id>")
+// answers that subtask only, so each subtask and the whole task are
+// answered once each. A new round is a new request (a workflow's next
+// dispatch has a new msg_id), which takes a new answer. The rule is the
+// store's: a unique index on (sender, answer key), so two processes racing
+// with the same answer cannot both store it (mailbox.ErrAlreadyAnswered).
+// An answer to no stored request has no key and is stored as before.
+//
 // Not checked here, because they need the mail service's view: that the
 // sender and recipient are known agents and different (message.Validate),
 // that an ACK or task_result comes from the recipient's current session, and

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -113,7 +114,15 @@ func RenderPrompt(e Envelope, ack AckState, now time.Time) string {
 func expected(e Envelope) string {
 	switch e.Type {
 	case TypeTaskDispatch:
-		return fmt.Sprintf("Then: do the task on the branch it names, and report with `swarm send %s --type task_result --reply-to %s --payload '{\"status\":\"completed\",\"summary\":\"...\"}'` (status completed, failed or blocked; add \"commit_hash\" once you have committed).", e.From, e.MsgID)
+		then := fmt.Sprintf("Then: do the task on the branch it names, and report with `swarm send %s --type task_result --reply-to %s --payload '{\"status\":\"completed\",\"summary\":\"...\"}'` (status completed, failed or blocked; add \"commit_hash\" once you have committed).", e.From, e.MsgID)
+		var d struct {
+			TimeoutMinutes int `json:"timeout_minutes"`
+		}
+		if json.Unmarshal(e.Payload, &d) == nil && d.TimeoutMinutes > 0 {
+			// The workflow engine escalates a result later than this.
+			then += fmt.Sprintf(" Your task_result is due within %s of your ACK.", Age(time.Duration(d.TimeoutMinutes)*time.Minute))
+		}
+		return then
 	case TypeReviewRequest:
 		return fmt.Sprintf("Then: review the result against every criterion, and answer with `swarm send %s --type review_verdict --reply-to %s --payload '{\"verdict\":\"approved\"}'`, or {\"verdict\":\"rejected\",\"issues\":[\"...\"]} listing what must change.", e.From, e.MsgID)
 	case TypePing:

@@ -127,3 +127,17 @@ func TestRenderPromptAckOnAnyType(t *testing.T) {
 		t.Fatalf("an escalation asking for an ACK:\n%s", got)
 	}
 }
+
+// A dispatch with timeout_minutes (the workflow engine's result deadline)
+// tells its recipient when the result is due.
+func TestRenderPromptResultDue(t *testing.T) {
+	s, _ := seeded(t)
+	e, _, err := newBuilder(s).Build(ctx, Draft{Type: TypeTaskDispatch, From: "swarm", To: "backend", TaskID: "bd-a1b2",
+		Payload: []byte(`{"description":"d","branch":"swarm/backend","acceptance_criteria":["a"],"risk_level":"low","timeout_minutes":120}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := RenderPrompt(e, AckState{}, t0); !strings.Contains(got, "Your task_result is due within 2h of your ACK.") {
+		t.Fatalf("prompt of a dispatch with timeout_minutes 120:\n%s", got)
+	}
+}

@@ -54,6 +54,40 @@ func (t Type) DefaultAck() (requires bool, timeout time.Duration) {
 	return false, 0
 }
 
+// Answers is the type of request a message of type t answers: a
+// task_result answers a task_dispatch, a review_verdict a review_request.
+// "" for the other types, which are not answers (see the package doc's
+// "One answer per request").
+func (t Type) Answers() Type {
+	switch t {
+	case TypeTaskResult:
+		return TypeTaskDispatch
+	case TypeReviewVerdict:
+		return TypeReviewRequest
+	}
+	return ""
+}
+
+// AnswerKey names what an answer answers, for the store's rule of one
+// answer per request and sender: the request's msg_id, and for a
+// task_result about one subtask, "#" and its subtask_id (each subtask may
+// be answered once, and the whole task once). "" when env is not an answer
+// or request is "".
+func AnswerKey(env Envelope, request string) string {
+	if request == "" || env.Type.Answers() == "" {
+		return ""
+	}
+	if env.Type == TypeTaskResult {
+		var r struct {
+			SubtaskID string `json:"subtask_id"`
+		}
+		if json.Unmarshal(env.Payload, &r) == nil && r.SubtaskID != "" {
+			return request + "#" + r.SubtaskID
+		}
+	}
+	return request
+}
+
 func typeList() string {
 	s := make([]string, len(Types))
 	for i, t := range Types {

@@ -18,7 +18,13 @@
 //	            down --merge/--squash` (merge, squash, its commit, worktree
 //	            remove) and of a first `swarm up` (worktree add, checkout),
 //	            each followed by `swarm down` until it succeeds: every
-//	            original file intact, the agents' work on main, no git lock
+//	            original file intact, the agents' work on main, no git lock;
+//	            the MERGE_HEAD window of `git merge` hit on purpose; and
+//	            kill -9 and SIGINT of `swarm workflow merge` (1,300 files
+//	            changed) at random moments and inside the landing's git
+//	            commands: main at its old commit or the merge, the item
+//	            merged only when main holds it, the next run finishing it
+//	            (RELIABILITY_MERGE_ROUNDS per signal, default 6)
 //	R2 senders: 8 sender processes × 1,000 messages while a swarm runs
 //	R4 escapes: through `swarm up --engine script`, agents that commit on
 //	            the base branch (as themselves, and under another name),

@@ -120,6 +120,9 @@ type Extra struct {
 	// ReadOnly are host paths to show at the same path, read-only (a
 	// private settings file in the host's /tmp, say).
 	ReadOnly []string
+	// Writable are host paths to show at the same path, writable: a
+	// directory made for this session alone (gemini-cli's home).
+	Writable []string
 	// State are directories relative to $HOME (or absolute) that the
 	// command writes (a CLI's ~/.claude): each gets a per-session
 	// directory of its own at that path, empty but for StateFiles.
@@ -156,6 +159,9 @@ func (b *Box) Command(argv []string, x Extra) ([]string, error) {
 		}
 	}
 	a = append(a, "--bind", s.Worktree, s.Worktree)
+	for _, p := range x.Writable {
+		a = append(a, "--bind", p, p)
+	}
 	a = append(a, b.git...)
 	if s.Door != "" {
 		d := filepath.Dir(s.Door)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"os"
 	"strings"
 
@@ -103,6 +104,11 @@ func (s *Supervisor) command(ctx context.Context, r *runner, c command) error {
 // handle answers control socket requests: each wire operation becomes one
 // typed call.
 func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(any) error) control.Response {
+	if req.Op != control.OpPing {
+		if why := s.fromSession(ctx, req.Op); why != "" {
+			return control.Response{Error: why}
+		}
+	}
 	switch req.Op {
 	case control.OpPoke:
 		if len(req.Mail) > 0 {
@@ -153,7 +159,14 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		if s.opts.RunCommand == nil || req.Run == nil {
 			return control.Response{Error: control.RunUnsupported}
 		}
-		return answer(s.opts.RunCommand(ctx, *req.Run))
+		// The operator's door: the operator's authority, and no request
+		// field can claim another.
+		for _, k := range identityVars {
+			if v := req.Run.Env[k]; v != "" {
+				return refused(identity.Operator(), "a run naming "+k+"="+v, "the operator's door takes no identity", "a session sends its commands to its own door ($"+control.DoorEnv+")")
+			}
+		}
+		return answer(s.opts.RunCommand(ctx, identity.Operator(), *req.Run))
 	}
 	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"strings"
 	"time"
 
@@ -81,7 +82,7 @@ var ErrDecided = errors.New("nothing to decide")
 // decision and the operator's note, as one event. A running supervisor
 // learns of it from a poke or its change feed and releases the hold; with
 // none running, the next `swarm up` finds the hold gone.
-func Decide(ctx context.Context, st mailbox.Store, id int64, action escalation.Event, note string) (escalation.Escalation, error) {
+func Decide(ctx context.Context, st mailbox.Store, caller identity.Caller, id int64, action escalation.Event, note string) (escalation.Escalation, error) {
 	note = strings.TrimSpace(note)
 	if len(note) > escalation.MaxNote {
 		return escalation.Escalation{}, fmt.Errorf("the note is %d bytes, more than %d: say the rest in a message ('swarm send')", len(note), escalation.MaxNote)
@@ -102,13 +103,26 @@ func Decide(ctx context.Context, st mailbox.Store, id int64, action escalation.E
 		if err != nil {
 			return err
 		}
+		// The rule: deciding is the operator's; a session may only ack an
+		// escalation about its own agent.
+		if action == escalation.Ack {
+			err = caller.ForAgent(e.AgentName(), fmt.Sprintf("swarm escalation ack %d", id))
+			if err == nil && caller.IsSession() && e.AgentName() == "" {
+				err = caller.OperatorOnly(fmt.Sprintf("swarm escalation ack %d (about no agent)", id))
+			}
+		} else {
+			err = caller.OperatorOnly(fmt.Sprintf("swarm escalation %s %d", action, id))
+		}
+		if err != nil {
+			return err
+		}
 		switch {
 		case e.State == escalation.Resolved:
 			return fmt.Errorf("escalation %d was resolved already (%s): %w", id, *e.Decision, ErrDecided)
 		case e.State == escalation.Acked && action == escalation.Ack:
 			return fmt.Errorf("escalation %d is acked already: %w; resolve it with resume, abort, approve or reject", id, ErrDecided)
 		}
-		cause := fmt.Sprintf("%s by operator", action)
+		cause := fmt.Sprintf("%s by %s", action, caller.By())
 		if note != "" {
 			cause += ": " + note
 		}
@@ -150,7 +164,7 @@ func (s *Supervisor) Raise(ctx context.Context, d escalation.Draft) (escalation.
 // Decide acks or resolves an escalation from inside the supervisor (the
 // live view), releasing a hold at once.
 func (s *Supervisor) Decide(ctx context.Context, id int64, action escalation.Event, note string) (escalation.Escalation, error) {
-	e, err := Decide(ctx, s.store, id, action, note)
+	e, err := Decide(ctx, s.store, identity.Operator(), id, action, note)
 	if err != nil {
 		return e, err
 	}

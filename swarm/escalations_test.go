@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"errors"
+	"github.com/swarmhq/swarm/identity"
 	"strings"
 	"testing"
 	"time"
@@ -169,7 +170,7 @@ func TestHoldFromAnotherProcessAndAbort(t *testing.T) {
 	if n := h.waitFor("alpha", lifecycle.Held); n.From != lifecycle.Idle {
 		t.Fatalf("hold = %+v", n)
 	}
-	if _, err := Decide(ctx, other, esc.ID, escalation.Event(escalation.Abort), "drop it"); err != nil {
+	if _, err := Decide(ctx, other, identity.Operator(), esc.ID, escalation.Event(escalation.Abort), "drop it"); err != nil {
 		t.Fatal(err)
 	}
 	h.sup.handle(ctx, control.Request{Op: control.OpEscalation, Escalation: esc.ID}, nil)
@@ -186,10 +187,10 @@ func TestHoldFromAnotherProcessAndAbort(t *testing.T) {
 	r.finish <- engine.Result{Outcome: engine.Success}
 	h.waitFor("alpha", lifecycle.Idle)
 	// A second decision is refused, naming the first.
-	if _, err := Decide(ctx, h.store, esc.ID, escalation.Event(escalation.Resume), ""); !errors.Is(err, ErrDecided) || !strings.Contains(err.Error(), "resolved already (abort)") {
+	if _, err := Decide(ctx, h.store, identity.Operator(), esc.ID, escalation.Event(escalation.Resume), ""); !errors.Is(err, ErrDecided) || !strings.Contains(err.Error(), "resolved already (abort)") {
 		t.Fatalf("second decision: %v", err)
 	}
-	if _, err := Decide(ctx, h.store, 99, escalation.Ack, ""); err == nil || !strings.Contains(err.Error(), "no escalation 99") {
+	if _, err := Decide(ctx, h.store, identity.Operator(), 99, escalation.Ack, ""); err == nil || !strings.Contains(err.Error(), "no escalation 99") {
 		t.Fatalf("missing escalation: %v", err)
 	}
 }
@@ -214,7 +215,7 @@ func TestHoldSurvivesCrashAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Decide(ctx, h.store, esc.ID, escalation.Ack, "looking"); err != nil {
+	if _, err := Decide(ctx, h.store, identity.Operator(), esc.ID, escalation.Ack, "looking"); err != nil {
 		t.Fatal(err)
 	}
 	h.send(message.Draft{From: "operator", To: "alpha", Body: "waiting mail"})

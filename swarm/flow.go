@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"os"
 	"strings"
 	"sync"
@@ -177,7 +178,7 @@ func (f *flow) review(ctx context.Context, w config.Workflow, it workflow.Item) 
 			return err
 		}
 		if !found {
-			return nil
+			return f.resultDeadline(ctx, w, it, d)
 		}
 		if len(w.CI) == 0 {
 			return f.toReview(ctx, w, it, res, "not configured")
@@ -221,6 +222,83 @@ func (f *flow) review(ctx context.Context, w config.Workflow, it workflow.Item) 
 	return nil
 }
 
+// resultDue is when dev's task_result answering dispatch d is due: d's
+// ACK plus its timeout_minutes, else the workflow's result_timeout. Both
+// come from stored rows, so a restarted supervisor finds a deadline that
+// passed while it was down. ok is false while d is not acknowledged (its
+// ACK deadline covers that time).
+func resultDue(w config.Workflow, d message.Message) (due time.Time, timeout time.Duration, ok bool) {
+	if d.Ack == nil || d.Ack.AckedAt == nil {
+		return time.Time{}, 0, false
+	}
+	timeout = w.ResultTimeout
+	if env, err := mailbox.Envelope(d); err == nil {
+		var p protocol.TaskDispatch
+		if json.Unmarshal(env.Payload, &p) == nil && p.TimeoutMinutes > 0 {
+			timeout = time.Duration(p.TimeoutMinutes) * time.Minute
+		}
+	}
+	if timeout <= 0 {
+		return time.Time{}, 0, false
+	}
+	return d.Ack.AckedAt.Add(timeout), timeout, true
+}
+
+// resultTimeoutKey is the dedupe key of a round's result timeout: one per
+// dispatch, so each round raises at most one.
+func resultTimeoutKey(item, dispatch string) string {
+	return "stage_timeout:item:" + item + ":result:" + dispatch
+}
+
+// resultDeadline raises a stage_timeout escalation when dev acknowledged
+// the round's dispatch d and its task_result is past due: once per round,
+// whatever became of the escalation since (it is looked up by its key among
+// all escalations, resolved ones too). The operator's abort on it ends the
+// item; resume (or ack) keeps the item waiting for the late result.
+func (f *flow) resultDeadline(ctx context.Context, w config.Workflow, it workflow.Item, d message.Message) error {
+	due, timeout, ok := resultDue(w, d)
+	if !ok || f.s.clock.Now().Before(due) {
+		return nil
+	}
+	key := resultTimeoutKey(it.ID, d.MsgID)
+	e, found, err := escalationByKey(ctx, f.s.store, key)
+	if err != nil {
+		return err
+	}
+	if !found {
+		f.s.log.Warn("workflow result past due", "workflow", w.Name, "item", it.ID, "agent", w.Dev, "dispatch", d.MsgID, "due_at", due)
+		f.s.raise(ctx, escalation.Draft{Kind: escalation.KindStageTimeout, Agent: w.Dev, Ref: itemRef(it.ID),
+			Summary: truncate(fmt.Sprintf("item %s (%s): %s acknowledged dispatch #%d at %s and sent no task_result within %s; the item stays %s. Remind %s ('swarm send %s \"...\"'); resume keeps waiting for the result, abort ends the item",
+				it.ID, it.Title, w.Dev, d.ID, d.Ack.AckedAt.UTC().Format(time.RFC3339), protocol.Age(timeout), it.State, w.Dev, w.Dev), 500),
+			Details: details(map[string]any{"item": it.ID, "workflow": w.Name, "stage": it.State, "dispatch": d.MsgID,
+				"acked_at": d.Ack.AckedAt.UTC().Format(time.RFC3339Nano), "due_at": due.UTC().Format(time.RFC3339Nano), "timeout": timeout.String()}),
+			DedupeKey: key})
+		return nil
+	}
+	if e.State != escalation.Resolved || e.Decision == nil || e.Decision.Releases() {
+		return nil
+	}
+	cause := fmt.Sprintf("%s by operator (escalation %d: no task_result within %s)", *e.Decision, e.ID, protocol.Age(timeout))
+	return f.s.store.InTx(bg(ctx), func(tx mailbox.Tx) error { return abortTx(tx, it, cause, message.Operator) })
+}
+
+// escalationByKey finds the newest escalation with a dedupe key, in any
+// state.
+func escalationByKey(ctx context.Context, st mailbox.Store, key string) (escalation.Escalation, bool, error) {
+	es, err := st.Escalations(ctx, mailbox.EscalationFilter{All: true})
+	if err != nil {
+		return escalation.Escalation{}, false, err
+	}
+	var best escalation.Escalation
+	found := false
+	for _, e := range es {
+		if e.DedupeKey == key && (!found || e.ID > best.ID) {
+			best, found = e, true
+		}
+	}
+	return best, found, nil
+}
+
 // byMsgID finds a message by its msg_id.
 func byMsgID(ms []message.Message, msgID string) (message.Message, bool) {
 	for _, m := range ms {
@@ -252,14 +330,15 @@ func (f *flow) send(ctx context.Context, t protocol.Type, to, task string, paylo
 	if err != nil {
 		return message.Message{}, protocol.Envelope{}, err
 	}
-	return f.s.protocol.Send(bg(ctx), SendRequest{Draft: protocol.Draft{Type: t, From: message.Swarm, To: to, TaskID: task, Payload: body, ContextRef: refs}})
+	return f.s.protocol.Send(bg(ctx), SendRequest{Draft: protocol.Draft{Type: t, From: message.Swarm, To: to, TaskID: task, Payload: body, ContextRef: refs}, Caller: identity.Runtime()})
 }
 
 // dispatch sends dev the item's task_dispatch: the criteria verbatim, and
 // what the last round left (the reviewer's issues, CI's output) verbatim
 // as subtasks.
 func (f *flow) dispatch(ctx context.Context, w config.Workflow, it workflow.Item) error {
-	p := protocol.TaskDispatch{Description: it.Title, Branch: "swarm/" + w.Dev, AcceptanceCriteria: it.Criteria, RiskLevel: string(it.Risk)}
+	p := protocol.TaskDispatch{Description: it.Title, Branch: "swarm/" + w.Dev, AcceptanceCriteria: it.Criteria, RiskLevel: string(it.Risk),
+		TimeoutMinutes: int((w.ResultTimeout + time.Minute - 1) / time.Minute)}
 	if len(it.Inputs) > 0 {
 		p.Description = fmt.Sprintf("%s\n\nThis task comes back to you (rejections so far: %d of %d). Fix every point listed under subtasks: they are quoted verbatim. Then commit and send a new task_result.",
 			it.Title, it.RejectCount, w.MaxRejects)

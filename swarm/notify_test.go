@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/swarmhq/swarm/identity"
 	"io"
 	"log/slog"
 	"net/http"
@@ -219,7 +220,7 @@ func TestNotifyOnceThenRemindUntilAcked(t *testing.T) {
 	}
 
 	// A restart sends nothing again; what happened meanwhile is sent.
-	if _, err := Decide(ctx, h.store, esc.ID, escalation.Event(escalation.Resume), "fixed"); err != nil {
+	if _, err := Decide(ctx, h.store, identity.Operator(), esc.ID, escalation.Event(escalation.Resume), "fixed"); err != nil {
 		t.Fatal(err)
 	}
 	h2 := &harness{t: t, store: h.store, layout: h.layout, notices: make(chan lifecycle.Notice, 1000), eng: h.eng, wt: h.wt, prompts: h.prompts}

@@ -10,9 +10,12 @@ import (
 
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/protocol"
+	"github.com/swarmhq/swarm/workflow"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -51,10 +54,13 @@ type SendRequest struct {
 	// ReplyTo names the message answered: its number (12 or #12) or its
 	// msg_id. It fills task_id, to (when not given) and context_ref.
 	ReplyTo string
-	// Session is the sender's $SWARM_SESSION_ID, "" outside a session.
-	// An ack or a task_result from an agent must come from its current
-	// session.
-	Session string
+	// Caller is who sends, as the door established it (DESIGN §13.1):
+	// Draft.From must name the caller unless the caller is the operator
+	// or the runtime; a session needs can_message (can_dispatch for a
+	// dispatch); an ack or a task_result from an agent must come from its
+	// current session; a workflow item's review_verdict only from the
+	// reviewer's current session, as a reply to the open review request.
+	Caller identity.Caller
 }
 
 // BranchViolationError is a dispatch refused for naming a protected
@@ -130,12 +136,32 @@ func (p *Protocol) Builder(ctx context.Context) (*protocol.Builder, error) {
 // (an unknown recipient).
 func (p *Protocol) Send(ctx context.Context, req SendRequest) (message.Message, protocol.Envelope, error) {
 	d := req.Draft
+	c := req.Caller
+	from, err := c.Sender(d.From)
+	if err != nil {
+		return message.Message{}, protocol.Envelope{}, err
+	}
+	d.From = from
+	if err := c.Require(mode.CanMessage, "swarm send --type "+string(d.Type)); err != nil {
+		return message.Message{}, protocol.Envelope{}, err
+	}
+	if d.Type == protocol.TypeTaskDispatch {
+		if err := c.Require(mode.CanDispatch, "swarm send --type task_dispatch (a dispatch)"); err != nil {
+			return message.Message{}, protocol.Envelope{}, err
+		}
+	}
+	var answered protocol.Envelope
 	if req.ReplyTo != "" {
-		answered, err := p.envelopeOf(ctx, req.ReplyTo)
+		answered, err = p.envelopeOf(ctx, req.ReplyTo)
 		if err != nil {
 			return message.Message{}, protocol.Envelope{}, err
 		}
 		if err := d.ReplyTo(answered); err != nil {
+			return message.Message{}, protocol.Envelope{}, err
+		}
+	}
+	if d.Type == protocol.TypeReviewVerdict {
+		if err := p.checkVerdict(ctx, c, d, req.ReplyTo != "", answered); err != nil {
 			return message.Message{}, protocol.Envelope{}, err
 		}
 	}
@@ -144,7 +170,7 @@ func (p *Protocol) Send(ctx context.Context, req SendRequest) (message.Message, 
 		if d.Type == protocol.TypeAck {
 			what = "acknowledge"
 		}
-		if err := p.CheckSession(ctx, d.From, req.Session, what); err != nil {
+		if err := p.CheckSession(ctx, d.From, c.SessionID(), what); err != nil {
 			return message.Message{}, protocol.Envelope{}, err
 		}
 	}
@@ -183,6 +209,39 @@ func (p *Protocol) branchViolation(ctx context.Context, d protocol.Draft, bv *pr
 	return out
 }
 
+// checkVerdict is the rule of a workflow item's review_verdict: only the
+// reviewer the open review request went to, from its current session, as
+// a reply to that request. Anyone else (the dev with or without --from,
+// the operator, a leftover of an earlier session) is refused and nothing
+// is stored. A verdict about anything but a work item is not checked here.
+func (p *Protocol) checkVerdict(ctx context.Context, c identity.Caller, d protocol.Draft, replied bool, answered protocol.Envelope) error {
+	it, err := p.Store.Item(ctx, d.TaskID)
+	switch {
+	case errors.Is(err, mailbox.ErrNoSuchItem):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read work item %s: %w", d.TaskID, err)
+	}
+	refuse := func(why, hint string) error {
+		return &identity.Refusal{Rule: identity.RuleVerdict, Caller: c, What: "a review_verdict for item " + it.ID, Why: why, Hint: hint}
+	}
+	if it.State != workflow.InReview || it.Request == "" {
+		return refuse(fmt.Sprintf("the item is %s, with no review open", it.State), "'swarm workflow status' shows where it is")
+	}
+	reqMsg, err := p.Store.ProtocolMessage(ctx, it.Request)
+	if err != nil {
+		return fmt.Errorf("read the review request %s of item %s: %w", it.Request, it.ID, err)
+	}
+	reviewer := reqMsg.To
+	if !c.IsSession() || c.Agent() != reviewer {
+		return refuse("only the reviewer the request went to ("+reviewer+") gives this item's verdict, from its own session", "")
+	}
+	if !replied || answered.MsgID != it.Request {
+		return refuse("a verdict answers the open review request", "send it with --reply-to "+it.Request)
+	}
+	return p.CheckSession(ctx, reviewer, c.SessionID(), "give the verdict of item "+it.ID)
+}
+
 // CheckSession refuses an agent's ACK or task_result from anything but
 // its current session: session must be its latest session (running or
 // last ended). Operator and swarm have no sessions and are not checked.
@@ -205,9 +264,14 @@ func (p *Protocol) CheckSession(ctx context.Context, agent, session, what string
 	return nil
 }
 
-// Ack acknowledges one message (ref: 12, #12 or a msg_id) as agent, from
-// session.
-func (p *Protocol) Ack(ctx context.Context, agent, session, ref string) (message.Message, error) {
+// Ack acknowledges one message (ref: 12, #12 or a msg_id) as the caller:
+// an agent's current session (with can_message), or the operator for mail
+// to operator.
+func (p *Protocol) Ack(ctx context.Context, c identity.Caller, ref string) (message.Message, error) {
+	if err := c.Require(mode.CanMessage, "swarm ack"); err != nil {
+		return message.Message{}, err
+	}
+	agent, session := c.Name(), c.SessionID()
 	m, err := ResolveMessage(ctx, p.Store, ref)
 	if err != nil {
 		return message.Message{}, err
@@ -240,9 +304,13 @@ func (p *Protocol) Ack(ctx context.Context, agent, session, ref string) (message
 	return sent, err
 }
 
-// AckAll acknowledges every message that awaits agent's ACK and has been
-// delivered to it, oldest first, and returns the ACKs it sent.
-func (p *Protocol) AckAll(ctx context.Context, agent, session string) ([]message.Message, error) {
+// AckAll acknowledges every message that awaits the caller's ACK and has
+// been delivered to it, oldest first, and returns the ACKs it sent.
+func (p *Protocol) AckAll(ctx context.Context, c identity.Caller) ([]message.Message, error) {
+	if err := c.Require(mode.CanMessage, "swarm ack"); err != nil {
+		return nil, err
+	}
+	agent, session := c.Name(), c.SessionID()
 	if err := p.CheckSession(ctx, agent, session, "acknowledge"); err != nil {
 		return nil, err
 	}
@@ -252,7 +320,7 @@ func (p *Protocol) AckAll(ctx context.Context, agent, session string) ([]message
 	}
 	var sent []message.Message
 	for _, m := range owed {
-		a, err := p.Ack(ctx, agent, session, m.MsgID)
+		a, err := p.Ack(ctx, c, m.MsgID)
 		if errors.Is(err, mailbox.ErrAckClosed) {
 			continue // acknowledged (or cancelled) meanwhile
 		}
@@ -315,12 +383,13 @@ type protocolTool struct {
 	p       *Protocol
 	agent   string
 	session string
+	caller  identity.Caller // the running session
 }
 
 func (t protocolTool) Send(ctx context.Context, pm engine.ProtocolMessage) (engine.ProtocolSent, error) {
 	d := protocol.Draft{Type: protocol.Type(pm.Type), From: t.agent, To: pm.To, TaskID: pm.TaskID, Payload: pm.Payload,
 		ContextRef: pm.ContextRef, AckTimeout: pm.AckTimeout, NoAck: pm.NoAck}
-	m, env, err := t.p.Send(ctx, SendRequest{Draft: d, ReplyTo: pm.ReplyTo, Session: t.session})
+	m, env, err := t.p.Send(ctx, SendRequest{Draft: d, ReplyTo: pm.ReplyTo, Caller: t.caller})
 	var bv *BranchViolationError
 	if errors.As(err, &bv) && bv.Note() != "" {
 		return engine.ProtocolSent{}, fmt.Errorf("%w\n%s", err, bv.Note())
@@ -335,11 +404,11 @@ func (t protocolTool) Ack(ctx context.Context, ref string, all bool) ([]engine.P
 	var acks []message.Message
 	if all {
 		var err error
-		if acks, err = t.p.AckAll(ctx, t.agent, t.session); err != nil {
+		if acks, err = t.p.AckAll(ctx, t.caller); err != nil {
 			return nil, err
 		}
 	} else {
-		m, err := t.p.Ack(ctx, t.agent, t.session, ref)
+		m, err := t.p.Ack(ctx, t.caller, ref)
 		if err != nil {
 			return nil, err
 		}

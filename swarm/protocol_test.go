@@ -3,6 +3,8 @@ package swarm
 import (
 	"context"
 	"errors"
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/mode"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,6 +85,9 @@ func startSession(t *testing.T, st mailbox.Store, agent string, seq int64) []mes
 
 func send(t *testing.T, p *Protocol, req SendRequest) (message.Message, protocol.Envelope) {
 	t.Helper()
+	if !req.Caller.Known() {
+		req.Caller = identity.Operator()
+	}
 	m, env, err := p.Send(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +97,7 @@ func send(t *testing.T, p *Protocol, req SendRequest) (message.Message, protocol
 
 func dispatchTo(to string, ack time.Duration) SendRequest {
 	return SendRequest{Draft: protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: to, TaskID: "T-42",
-		Payload: []byte(dispatch), AckTimeout: ack}}
+		Payload: []byte(dispatch), AckTimeout: ack}, Caller: identity.Operator()}
 }
 
 func escalations(t *testing.T, st mailbox.Store) []escalation.Escalation {
@@ -114,7 +119,7 @@ func TestProtocolChainAckAndSessionBinding(t *testing.T) {
 		t.Fatalf("dispatch = %+v, envelope %+v", d, env)
 	}
 	// Nothing to acknowledge before it is delivered.
-	if _, err := p.Ack(ctx, "backend", "backend-1", d.MsgID); err == nil || !strings.Contains(err.Error(), "not been delivered") {
+	if _, err := p.Ack(ctx, sessionOf("backend", 1), d.MsgID); err == nil || !strings.Contains(err.Error(), "not been delivered") {
 		t.Fatalf("ACK before delivery: %v", err)
 	}
 	startSession(t, st, "backend", 1)
@@ -127,42 +132,42 @@ func TestProtocolChainAckAndSessionBinding(t *testing.T) {
 
 	// A leftover of session 1 cannot act for session 2; nor can a process
 	// outside any session.
-	for _, session := range []string{"backend-1", "", "lead-2"} {
-		_, err := p.AckAll(ctx, "backend", session)
+	for _, c := range []identity.Caller{sessionOf("backend", 1)} {
+		_, err := p.AckAll(ctx, c)
 		var stale *StaleSessionError
 		if !errors.As(err, &stale) || stale.Current != "backend-2" {
-			t.Fatalf("ACK from %q: %v, want a StaleSessionError naming backend-2", session, err)
+			t.Fatalf("ACK from %s: %v, want a StaleSessionError naming backend-2", c, err)
 		}
 	}
 	if !strings.Contains((&StaleSessionError{Agent: "backend", Given: "backend-1", Current: "backend-2", What: "acknowledge"}).Error(), "session backend-1, but backend's current session is backend-2") {
 		t.Fatal("the refusal does not name both sessions")
 	}
-	if _, err := p.Ack(ctx, "critic", "critic-1", d.MsgID); err == nil || !strings.Contains(err.Error(), "sent to backend") {
+	if _, err := p.Ack(ctx, sessionOf("critic", 1), d.MsgID); err == nil || !strings.Contains(err.Error(), "sent to backend") {
 		t.Fatalf("an ACK by someone else: %v", err)
 	}
 
 	clk.Add(time.Second)
-	acks, err := p.AckAll(ctx, "backend", "backend-2")
+	acks, err := p.AckAll(ctx, sessionOf("backend", 2))
 	if err != nil || len(acks) != 1 || acks[0].To != "lead" || acks[0].TaskID != "T-42" {
 		t.Fatalf("AckAll = %+v, %v", acks, err)
 	}
 	if got, _ := st.ProtocolMessage(ctx, d.MsgID); got.Ack.State != message.AckAcked {
 		t.Fatalf("after the ACK: %+v", got.Ack)
 	}
-	if _, err := p.Ack(ctx, "backend", "backend-2", "#"+itoa(d.ID)); err == nil || !strings.Contains(err.Error(), "acknowledged already") {
+	if _, err := p.Ack(ctx, sessionOf("backend", 2), "#"+itoa(d.ID)); err == nil || !strings.Contains(err.Error(), "acknowledged already") {
 		t.Fatalf("a second ACK: %v", err)
 	}
 
 	// A result answering the dispatch by its number: task and context come
 	// from it, and it goes back to its sender; a stale session is refused.
 	result := SendRequest{Draft: protocol.Draft{Type: protocol.TypeTaskResult, From: "backend",
-		Payload: []byte(`{"status":"completed","summary":"paginated"}`)}, ReplyTo: "#" + itoa(d.ID), Session: "backend-1"}
+		Payload: []byte(`{"status":"completed","summary":"paginated"}`)}, ReplyTo: "#" + itoa(d.ID), Caller: identity.Session("backend", 1, mode.Vector{mode.CanMessage: true})}
 	var stale *StaleSessionError
 	if _, _, err := p.Send(ctx, result); !errors.As(err, &stale) {
 		t.Fatalf("a result from session 1: %v", err)
 	}
 	clk.Add(time.Second)
-	result.Session = "backend-2"
+	result.Caller = identity.Session("backend", 2, mode.Vector{mode.CanMessage: true})
 	r, renv := send(t, p, result)
 	if r.To != "lead" || renv.TaskID != "T-42" || len(renv.ContextRef) != 1 || renv.ContextRef[0] != d.MsgID || r.ThreadID != d.ThreadID {
 		t.Fatalf("result = %+v, envelope %+v", r, renv)
@@ -183,7 +188,7 @@ func TestProtocolChainAckAndSessionBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain, _ := sup.poster.Post(ctx, message.Draft{From: "operator", To: "backend", Body: "hi"})
-	_, _, err = p.Send(ctx, SendRequest{Draft: protocol.Draft{Type: protocol.TypeTaskResult, From: "backend", Payload: []byte(`{}`)}, ReplyTo: itoa(plain.ID), Session: "backend-2"})
+	_, _, err = p.Send(ctx, SendRequest{Draft: protocol.Draft{Type: protocol.TypeTaskResult, From: "backend", Payload: []byte(`{}`)}, ReplyTo: itoa(plain.ID), Caller: identity.Session("backend", 2, mode.Vector{mode.CanMessage: true})})
 	if err == nil || !strings.Contains(err.Error(), "plain mail") {
 		t.Fatalf("a reply to plain mail: %v", err)
 	}
@@ -233,7 +238,7 @@ func TestAckDeadlinesAreSwept(t *testing.T) {
 	// A review request needs a stored dispatch and result of its task.
 	startSession(t, st, "backend", 1)
 	res, _ := send(t, p, SendRequest{Draft: protocol.Draft{Type: protocol.TypeTaskResult, From: "backend", Payload: []byte(`{"status":"completed","summary":"done"}`)},
-		ReplyTo: d.MsgID, Session: "backend-1"})
+		ReplyTo: d.MsgID, Caller: identity.Session("backend", 1, mode.Vector{mode.CanMessage: true})})
 	rr, _ := send(t, p, SendRequest{Draft: protocol.Draft{Type: protocol.TypeReviewRequest, From: "lead", To: "critic", TaskID: "T-42",
 		Payload:    []byte(`{"original_dispatch_ref":"` + d.MsgID + `","task_result_ref":"` + res.MsgID + `","reject_count":0,"acceptance_criteria":["pages"]}`),
 		AckTimeout: 3 * time.Second}})
@@ -293,7 +298,7 @@ func TestAckDeadlinesAreSwept(t *testing.T) {
 		t.Fatalf("%d escalations after a second sweep", n)
 	}
 	// A late ACK is still taken.
-	if _, err := p.Ack(ctx, "critic", "critic-1", rr.MsgID); err != nil {
+	if _, err := p.Ack(ctx, sessionOf("critic", 1), rr.MsgID); err != nil {
 		t.Fatalf("a late ACK: %v", err)
 	}
 
@@ -418,7 +423,7 @@ func TestAbortCancelsTheDispatch(t *testing.T) {
 	}
 	// Cancelled: nothing to acknowledge, and no session for it (Idle means
 	// the runner found no work).
-	if _, err := h.sup.Protocol().Ack(context.Background(), "backend", "backend-2", d.MsgID); err == nil || !strings.Contains(err.Error(), "cancelled") {
+	if _, err := h.sup.Protocol().Ack(context.Background(), sessionOf("backend", 2), d.MsgID); err == nil || !strings.Contains(err.Error(), "cancelled") {
 		t.Fatalf("ACK of a cancelled dispatch: %v", err)
 	}
 	select {
@@ -466,3 +471,52 @@ func TestProtocolMailJoinsARunningSession(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestSendChecksTheCaller: the protocol verb's rules come from the caller
+// the door established, whatever the draft says: the sender, the
+// capabilities, and nobody at all.
+func TestSendChecksTheCaller(t *testing.T) {
+	clk := &manualClock{t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	sup := clockedSupervisor(t, clk)
+	p, ctx := sup.Protocol(), context.Background()
+	coder := identity.Session("backend", 1, mode.Vector{mode.CanMessage: true})
+	lead := identity.Session("lead", 1, mode.Vector{mode.CanMessage: true, mode.CanDispatch: true})
+	mute := identity.Session("backend", 1, mode.Vector{})
+	for _, tc := range []struct {
+		name   string
+		caller identity.Caller
+		from   string
+		rule   identity.Rule
+	}{
+		{"a coder dispatches", coder, "", identity.RuleCapability},
+		{"a coder dispatches as lead", coder, "lead", identity.RuleSender},
+		{"a coder dispatches as the operator", coder, "operator", identity.RuleSender},
+		{"a session without can_message", mute, "", identity.RuleCapability},
+		{"nobody", identity.Caller{}, "lead", identity.RuleSender},
+		{"the lead dispatches", lead, "", ""},
+		{"the operator dispatches as lead", identity.Operator(), "lead", ""},
+	} {
+		req := dispatchTo("backend", 0)
+		req.Draft.From, req.Caller = tc.from, tc.caller
+		m, _, err := p.Send(ctx, req)
+		r, refused := identity.IsRefusal(err)
+		switch {
+		case tc.rule == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.rule == "" && m.From != tc.caller.Name() && m.From != tc.from:
+			t.Errorf("%s: sent as %q", tc.name, m.From)
+		case tc.rule != "" && (!refused || r.Rule != tc.rule):
+			t.Errorf("%s: %v, want rule %s", tc.name, err, tc.rule)
+		}
+	}
+}
+
+// sessionOf is session seq of agent with every capability: the tests of
+// the protocol's own rules.
+func sessionOf(agent string, seq int64) identity.Caller {
+	v := mode.Vector{}
+	for _, c := range mode.Capabilities {
+		v[c] = true
+	}
+	return identity.Session(agent, seq, v)
+}

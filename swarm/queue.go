@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/mode"
 	"slices"
 	"strings"
 
@@ -15,6 +17,12 @@ import (
 // start claims, complete closes, fail gives a task back as blocked.
 type Queue struct {
 	Client *beads.Client // runs as the agent (Actor), in its worktree
+	// Caller uses the queue: a session needs can_use_queue.
+	Caller identity.Caller
+}
+
+func (q Queue) allowed(op string) error {
+	return q.Caller.Require(mode.CanUseQueue, "swarm queue "+op)
 }
 
 // ErrQueueEmpty means no ready task is left.
@@ -23,6 +31,9 @@ var ErrQueueEmpty = errors.New("the queue is empty: no ready task")
 // Top is the next task: the ready task of highest priority (then lowest
 // id), epics left out (an epic is a container, not work).
 func (q Queue) Top(ctx context.Context) (beads.Issue, error) {
+	if err := q.allowed("top"); err != nil {
+		return beads.Issue{}, err
+	}
 	ready, err := q.Client.Ready(ctx)
 	if err != nil {
 		return beads.Issue{}, queueError(err)
@@ -39,12 +50,18 @@ func (q Queue) Top(ctx context.Context) (beads.Issue, error) {
 
 // Start claims task id for the agent.
 func (q Queue) Start(ctx context.Context, id string) error {
+	if err := q.allowed("start"); err != nil {
+		return err
+	}
 	_, err := q.Client.Claim(ctx, id)
 	return queueError(err)
 }
 
 // Complete closes task id.
 func (q Queue) Complete(ctx context.Context, id, reason string) error {
+	if err := q.allowed("complete"); err != nil {
+		return err
+	}
 	if reason == "" {
 		reason = "done"
 	}
@@ -54,6 +71,9 @@ func (q Queue) Complete(ctx context.Context, id, reason string) error {
 
 // Fail gives task id back as blocked, so the queue moves on.
 func (q Queue) Fail(ctx context.Context, id string) error {
+	if err := q.allowed("fail"); err != nil {
+		return err
+	}
 	_, err := q.Client.SetStatus(ctx, id, "blocked")
 	return queueError(err)
 }

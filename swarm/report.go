@@ -3,6 +3,8 @@ package swarm
 import (
 	"context"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/mode"
 	"slices"
 	"strings"
 
@@ -14,10 +16,12 @@ import (
 // ReportRequest is one `swarm report`: an agent says how a task or its
 // session goes (DESIGN §9.4).
 type ReportRequest struct {
-	Store   mailbox.Store
-	Poster  *mailbox.Poster
-	Agent   string
-	Seq     int64 // the session it came from; 0 outside one
+	Store  mailbox.Store
+	Poster *mailbox.Poster
+	// Caller reports: a session for its own agent (with can_report_*),
+	// the operator for the agent Agent names.
+	Caller  identity.Caller
+	Agent   string // the operator's; a session's own agent when empty
 	Kind    mailbox.ReportKind
 	Task    string // task-level kinds only
 	Message string
@@ -34,10 +38,26 @@ type ReportResult struct {
 // an idle agent) to the agent's coordinator.
 func Report(ctx context.Context, req ReportRequest) (ReportResult, error) {
 	var res ReportResult
+	need := mode.CanReportTaskLevel
+	if !req.Kind.TaskLevel() {
+		need = mode.CanReportSessionLevel
+	}
+	if err := req.Caller.Require(need, "swarm report "+string(req.Kind)); err != nil {
+		return res, err
+	}
+	if err := req.Caller.ForAgent(req.Agent, "swarm report --agent "+req.Agent); err != nil {
+		return res, err
+	}
+	if req.Caller.IsSession() {
+		req.Agent = req.Caller.Agent()
+	}
+	if req.Agent == "" {
+		return res, fmt.Errorf("who reports? run it from an agent's session, or pass --agent <name>")
+	}
 	if strings.TrimSpace(req.Message) == "" {
 		return res, fmt.Errorf("empty report: say what happened, such as \"tests pass, 2 of 3 endpoints done\"")
 	}
-	r, err := req.Store.AddReport(ctx, mailbox.Report{Agent: req.Agent, SessionSeq: req.Seq, Kind: req.Kind, Task: req.Task, Message: req.Message})
+	r, err := req.Store.AddReport(ctx, mailbox.Report{Agent: req.Agent, SessionSeq: req.Caller.Seq(), Kind: req.Kind, Task: req.Task, Message: req.Message})
 	if err != nil {
 		return res, err
 	}

@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"github.com/swarmhq/swarm/identity"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestReportGoesToTheDispatcher(t *testing.T) {
 	// lead nothing, so lead's own report on T-42 still goes to operator.
 	startSession(t, st, "backend", 1)
 	clk.Add(time.Second)
-	if _, err := p.Ack(ctx, "backend", "backend-1", d.MsgID); err != nil {
+	if _, err := p.Ack(ctx, sessionOf("backend", 1), d.MsgID); err != nil {
 		t.Fatal(err)
 	}
 	if c := who("lead", "T-42"); c != message.Operator {
@@ -55,7 +56,7 @@ func TestReportGoesToTheDispatcher(t *testing.T) {
 		t.Fatalf("after critic's task mail: %s", c)
 	}
 	// The report is stored and mailed as status (which wakes nobody).
-	res, err := Report(ctx, ReportRequest{Store: st, Poster: sup.poster, Agent: "backend", Seq: 1,
+	res, err := Report(ctx, ReportRequest{Store: st, Poster: sup.poster, Caller: sessionOf("backend", 1),
 		Kind: mailbox.ReportProgress, Task: "T-42", Message: "half done"})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestReportGoesToTheDispatcher(t *testing.T) {
 	if res.Coordinator != "lead" || res.Mail.To != "lead" || res.Mail.Kind != message.KindStatus || res.Mail.Body != "[report progress T-42] half done" {
 		t.Fatalf("report = %+v", res)
 	}
-	if _, err := Report(ctx, ReportRequest{Store: st, Poster: sup.poster, Agent: "backend", Kind: mailbox.ReportProgress, Task: "T-42", Message: "  "}); err == nil {
+	if _, err := Report(ctx, ReportRequest{Store: st, Poster: sup.poster, Caller: identity.Operator(), Agent: "backend", Kind: mailbox.ReportProgress, Task: "T-42", Message: "  "}); err == nil {
 		t.Fatal("an empty report was accepted")
 	}
 }

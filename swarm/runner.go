@@ -191,6 +191,14 @@ func (r *runner) run(ctx context.Context) (err error) {
 			// transition, say) has a reason too.
 			r.stopReason, r.stopErr = err.Error(), err
 		}
+		if errors.Is(err, mailbox.ErrLeaseLost) {
+			// Another supervisor runs the agent now: its rows are that
+			// supervisor's, so this runner stops without a word to the
+			// store (the store would refuse it anyway).
+			r.sup.log.Info("lease lost; runner stops and leaves the agent to its new supervisor", "agent", r.agent.Name, "err", err)
+			err = nil
+			return
+		}
 		if err != nil && r.state != lifecycle.Stopped {
 			if merr := r.inTx(ctx, func(tx mailbox.Tx) error {
 				if err := r.settleUnstarted(tx, "stopped: "+err.Error()); err != nil {

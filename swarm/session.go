@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -116,8 +117,19 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	return nil
 }
 
+// caller is the identity of the runner's next session: its agent, number
+// and the capability vector stored for it.
+func (r *runner) caller() identity.Caller {
+	caps := r.sessionCaps
+	if caps == nil {
+		caps = r.agent.Spec().Vector()
+	}
+	return identity.Session(r.agent.Name, r.seq, caps)
+}
+
 // session is one running engine session.
 type session struct {
+	door   *door // closed when the session has ended
 	seq    int64
 	cancel context.CancelCauseFunc
 	done   chan engine.Result
@@ -140,6 +152,7 @@ func (r *runner) spawn(ctx context.Context) error {
 	if err := r.move(ctx, lifecycle.SessionStarted, lifecycle.Running, ""); err != nil {
 		sess.cancel(err)
 		<-sess.done
+		sess.door.close()
 		sess.log.Close()
 		r.sup.book.close(r.agent.Name, sess.seq)
 		return err
@@ -185,14 +198,21 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		logf.Close()
 		return nil, err
 	}
+	caller := r.caller()
+	dr, err := r.openDoor(ctx, caller)
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &session{seq: r.seq, cancel: cancel, done: make(chan engine.Result, 1), guard: guard, tick: tick, prior: priorKeys, log: logf, pgids: make(chan int, 64)}
+	s := &session{door: dr, seq: r.seq, cancel: cancel, done: make(chan engine.Result, 1), guard: guard, tick: tick, prior: priorKeys, log: logf, pgids: make(chan int, 64)}
 	es := &engine.Session{
 		Agent:     r.agent.Name,
 		ID:        SessionID(r.agent.Name, r.seq),
 		Seq:       r.seq,
 		Root:      r.sup.opts.Layout.Root,
 		DB:        absPath(r.sup.opts.Layout.DB),
+		Door:      dr.path(),
 		Agents:    r.sup.poster.Names(),
 		Worktree:  r.worktree,
 		Branch:    r.branch,
@@ -207,7 +227,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		Mail:      mail,
 		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name},
 		Escalator: escalator{sup: r.sup, agent: r.agent.Name},
-		Protocol:  protocolTool{p: r.sup.protocol, agent: r.agent.Name, session: SessionID(r.agent.Name, r.seq)},
+		Protocol:  protocolTool{p: r.sup.protocol, agent: r.agent.Name, session: SessionID(r.agent.Name, r.seq), caller: caller},
 		Log:       activityLog{w: logf, touch: r.touch},
 		OnProcess: func(pgid int) {
 			r.sup.book.addGroup(r.agent.Name, s.seq, pgid)
@@ -239,10 +259,9 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		boundary := r.agent.Interrupt == config.InterruptBoundary
 		es.Interject = func(ictx context.Context) []string { return r.interject(ictx, s.seq, boundary) }
 	}
-	es.Env = engine.SessionEnv(os.Environ(), es)
-	if r.sup.opts.RunCommand != nil {
-		es.Env = viaSupervisor(es.Env)
-	}
+	// No database credential enters a session: its commands go through
+	// its door.
+	es.Env = withoutCredentials(engine.SessionEnv(os.Environ(), es))
 	es.EnvPass = r.sup.cfg.Env.Pass
 	box, err := r.sup.sandboxFor(r, es)
 	if err != nil {
@@ -373,6 +392,7 @@ func absPath(p string) string {
 // mail, and settles it.
 func (r *runner) follow(ctx context.Context, s *session) error {
 	defer func() {
+		s.door.close()
 		s.log.Close()
 		r.sup.book.close(r.agent.Name, s.seq)
 		// The last tool call belongs to the session that ended.
@@ -708,24 +728,20 @@ func (r *runner) publish(ctx context.Context, s *session) {
 	}
 }
 
-// ViaSupervisorEnv, set in a session's environment, tells the swarm
-// commands run there to have the supervisor run them (control.OpRun).
-const ViaSupervisorEnv = "SWARM_VIA_SUPERVISOR"
-
-// viaSupervisor is a session environment whose swarm commands go through
-// the supervisor: without the database's URL or the PostgreSQL client's
-// variables (PGPASSWORD, PGPASSFILE, PGSERVICE...), so nothing in the
-// session can reach the database by itself.
-func viaSupervisor(env []string) []string {
-	out := make([]string, 0, len(env)+1)
+// withoutCredentials is a session environment without the database's URL
+// or the PostgreSQL client's variables (PGPASSWORD, PGPASSFILE,
+// PGSERVICE...): a session reaches the swarm through its door, never the
+// database by itself.
+func withoutCredentials(env []string) []string {
+	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "SWARM_DB_URL" || k == ViaSupervisorEnv || strings.HasPrefix(k, "PG") {
+		if k == "SWARM_DB_URL" || strings.HasPrefix(k, "PG") {
 			continue
 		}
 		out = append(out, kv)
 	}
-	return append(out, ViaSupervisorEnv+"=1")
+	return out
 }
 
 // pushTimeout bounds one push to [worktree] push.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/mode"
 	"slices"
 	"strings"
 	"time"
@@ -91,8 +93,9 @@ func WithSpawned(ctx context.Context, cfg *config.Config, st mailbox.Store) ([]s
 type SpawnRequest struct {
 	Name, Role, Mode, Strategy, Engine, Task string
 	Ephemeral                                bool
-	// By is who spawns: an agent, or operator.
-	By string
+	// Caller spawns: a session needs can_spawn_sessions; the spawned
+	// agent records its name (an agent, or operator).
+	Caller identity.Caller
 	// Running reports whether a configured agent runs now (spawning it
 	// again is refused).
 	Running func(name string) bool
@@ -114,8 +117,11 @@ func (e *TooManyAgentsError) Error() string {
 // and the row are one transaction, so two spawns cannot both take the
 // last place.
 func Spawn(ctx context.Context, cfg *config.Config, st mailbox.Store, poster *mailbox.Poster, req SpawnRequest, now time.Time) (mailbox.Spawned, message.Message, error) {
+	if err := req.Caller.Require(mode.CanSpawnSessions, "swarm spawn"); err != nil {
+		return mailbox.Spawned{}, message.Message{}, err
+	}
 	sp := mailbox.Spawned{Name: req.Name, Role: strings.TrimSpace(req.Role), Mode: req.Mode, Strategy: req.Strategy, Engine: req.Engine,
-		Task: req.Task, Ephemeral: req.Ephemeral, SpawnedBy: req.By, SpawnedAt: now}
+		Task: req.Task, Ephemeral: req.Ephemeral, SpawnedBy: req.Caller.Name(), SpawnedAt: now}
 	configured := slices.ContainsFunc(cfg.Agents, func(a config.Agent) bool {
 		return a.Name == req.Name && (a.Spawned == nil || a.Spawned.Configured)
 	})
@@ -170,7 +176,7 @@ func Spawn(ctx context.Context, cfg *config.Config, st mailbox.Store, poster *ma
 		poster.SetNames(append(names, req.Name))
 	}
 	body := spawnBody(sp)
-	m, err := poster.Post(ctx, message.Draft{From: req.By, To: req.Name, Kind: message.KindTask, Body: body})
+	m, err := poster.Post(ctx, message.Draft{From: req.Caller.Name(), To: req.Name, Kind: message.KindTask, Body: body})
 	if err != nil {
 		return sp, m, fmt.Errorf("%s is spawned, but its task mail was not sent: %w; send it with 'swarm send %s ...'", req.Name, err, req.Name)
 	}

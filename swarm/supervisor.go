@@ -97,11 +97,14 @@ type Options struct {
 	// Holder names this supervisor in the agents' leases (DESIGN §12);
 	// the zero value means this host's name and this process's pid.
 	Holder mailbox.Holder
-	// RunCommand, when set, runs the swarm commands of sessions for them
-	// (control.OpRun), and sessions are told to send their commands here
-	// ($SWARM_VIA_SUPERVISOR) rather than open the database: on
-	// PostgreSQL, the database credential stays out of the sessions.
-	RunCommand func(ctx context.Context, req control.RunRequest) control.RunResult
+	// RunCommand runs a swarm command as caller (control.OpRun): the
+	// session whose door it came through, or the operator on the
+	// operator's socket. Sessions send every swarm command to their door
+	// and never open the database, so no credential enters them. Nil
+	// refuses OpRun.
+	RunCommand RunFunc
+	// ListenDoor opens a session's door; nil means control.ListenDoor.
+	ListenDoor func(l repo.Layout, session string) (*control.Server, error)
 	// PingTimeout is told of a ping whose ACK deadline passed (its ACK is
 	// marked overdue; no ack_timeout is raised): the team launch's hook.
 	// Nil logs it.
@@ -166,6 +169,9 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	if opts.Listen == nil {
 		opts.Listen = control.Listen
+	}
+	if opts.ListenDoor == nil {
+		opts.ListenDoor = control.ListenDoor
 	}
 	s := &Supervisor{
 		opts:      opts,
@@ -342,6 +348,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	srv, err := s.opts.Listen(s.opts.Layout)
 	if err != nil {
 		return err
+	}
+	// The doors a crashed supervisor left: their sessions ended with it.
+	if err := control.RemoveDoors(s.opts.Layout); err != nil {
+		s.log.Warn("remove stale session doors", "err", err)
 	}
 	// The control socket outlives the supervisor's context: while the
 	// agents stop, it still answers (swarm down waits on it) and watchers

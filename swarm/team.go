@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"maps"
 	"slices"
 	"strings"
@@ -291,7 +292,7 @@ func (l *launch) ping(ctx context.Context, agents []string, urgent bool) (map[st
 	out := map[string]team.Ping{}
 	payload, _ := json.Marshal(protocol.Ping{Code: team.PingCode})
 	for _, a := range agents {
-		m, _, err := l.s.protocol.Send(bg(ctx), SendRequest{Draft: protocol.Draft{Type: protocol.TypePing, From: message.Swarm, To: a,
+		m, _, err := l.s.protocol.Send(bg(ctx), SendRequest{Caller: identity.Runtime(), Draft: protocol.Draft{Type: protocol.TypePing, From: message.Swarm, To: a,
 			TaskID: team.TaskID(l.cfg.Name), Payload: payload, AckTimeout: l.cfg.ReadyTimeout, Urgent: urgent}})
 		if err != nil {
 			return nil, fmt.Errorf("team %s: ping %s: %w", l.cfg.Name, a, err)

@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"github.com/swarmhq/swarm/identity"
 	"slices"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestTeamLaunchWaitsForCore(t *testing.T) {
 	default:
 	}
 	ctx := context.Background()
-	if _, err := h.sup.Protocol().Ack(ctx, "alpha", SessionID("alpha", 1), ping.MsgID); err != nil {
+	if _, err := h.sup.Protocol().Ack(ctx, sessionOf("alpha", 1), ping.MsgID); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor("bravo", lifecycle.BuildingPrompt)
@@ -65,7 +66,7 @@ func TestSpawnStartsAndRetires(t *testing.T) {
 	lead := h.nextRun()
 	ctx := context.Background()
 	sp, m, err := Spawn(ctx, h.sup.cfg, h.store, h.sup.Poster(), SpawnRequest{Name: "worker-1", Role: "write the tests", Task: "T-1",
-		Ephemeral: true, By: "lead"}, time.Now())
+		Ephemeral: true, Caller: sessionOf("lead", 1)}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestSpawnStartsAndRetires(t *testing.T) {
 	if err != nil || len(rows) != 1 || !rows[0].Retired() {
 		t.Fatalf("spawned rows = %+v, %v", rows, err)
 	}
-	if _, _, err := Spawn(ctx, h.sup.cfg, h.store, h.sup.Poster(), SpawnRequest{Name: "lead", By: "operator",
+	if _, _, err := Spawn(ctx, h.sup.cfg, h.store, h.sup.Poster(), SpawnRequest{Name: "lead", Caller: identity.Operator(),
 		Running: func(string) bool { return true }}, time.Now()); err == nil {
 		t.Fatal("spawning a running configured agent was accepted")
 	}

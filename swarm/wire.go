@@ -241,7 +241,7 @@ func EngineFactory(cfg *config.Config, override string) Engines {
 	}
 }
 
-// Tip, ReviewDiff, MergeCommit and Path serve the workflows (WorkflowGit).
+// Tip, ReviewDiff, Land, ForgetLanding and Path serve the workflows (WorkflowGit).
 func (w GitWorktrees) Tip(ctx context.Context, agent string) (string, error) {
 	return w.M.Tip(ctx, agent)
 }
@@ -251,10 +251,13 @@ func (w GitWorktrees) ReviewDiff(ctx context.Context, commit string, max int) (s
 	return w.M.ReviewDiff(ctx, commit, max)
 }
 
-// MergeCommit merges commit of swarm/<agent> into the base branch.
-func (w GitWorktrees) MergeCommit(ctx context.Context, agent, commit, subject string) (string, error) {
-	return w.M.MergeCommit(ctx, agent, commit, subject)
+// Land lands a commit of swarm/<agent> on the base branch, journaled.
+func (w GitWorktrees) Land(ctx context.Context, req worktree.LandRequest) (worktree.Landing, error) {
+	return w.M.Land(ctx, req)
 }
+
+// ForgetLanding drops a recorded landing's journal entry.
+func (w GitWorktrees) ForgetLanding(key string) error { return w.M.ForgetLanding(key) }
 
 // Path is the agent's worktree.
 func (w GitWorktrees) Path(agent string) string { return w.M.Path(agent) }

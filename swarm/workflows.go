@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/mode"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
 	"github.com/swarmhq/swarm/workflow"
+	"github.com/swarmhq/swarm/worktree"
 )
 
 // This file is the workflows' use cases (DESIGN §9.3) that the CLI runs
@@ -29,9 +32,13 @@ type WorkflowGit interface {
 	Tip(ctx context.Context, agent string) (string, error)
 	// ReviewDiff is git diff <base>...<commit>, cut at max bytes.
 	ReviewDiff(ctx context.Context, commit string, max int) (string, error)
-	// MergeCommit merges commit of swarm/<agent> into the base branch,
-	// keeping the agent's worktree and branch.
-	MergeCommit(ctx context.Context, agent, commit, subject string) (string, error)
+	// Land puts a commit of swarm/<agent> on the base branch, journaled
+	// so that an interrupted run is finished or dropped by the next one
+	// (worktree.Land); the agent's worktree and branch stay.
+	Land(ctx context.Context, req worktree.LandRequest) (worktree.Landing, error)
+	// ForgetLanding drops the journal entry of a landing whose outcome is
+	// recorded.
+	ForgetLanding(key string) error
 	// Path is the agent's worktree.
 	Path(agent string) string
 }
@@ -44,7 +51,9 @@ type StartRequest struct {
 	Criteria []string
 	Risk     string
 	Complex  bool
-	By       string // operator, or $SWARM_AGENT
+	// Caller starts the item: a session needs can_dispatch; the history
+	// records it as the trigger.
+	Caller identity.Caller
 }
 
 // UsageError is invalid input to a workflow command (exit 2).
@@ -92,7 +101,10 @@ func StartItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req St
 	case workflow.DevQA:
 		it.State = workflow.Start
 	}
-	by := req.By
+	if err := req.Caller.Require(mode.CanDispatch, "swarm workflow start"); err != nil {
+		return workflow.Item{}, err
+	}
+	by := req.Caller.By()
 	if by == "" {
 		by = message.Operator
 	}
@@ -118,7 +130,8 @@ func StartItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req St
 
 // SignalRequest is `swarm workflow signal`, from the stage's agent.
 type SignalRequest struct {
-	Agent     string // $SWARM_AGENT: the signal's sender
+	// Caller sends the signal: only the stage's agent's session may.
+	Caller    identity.Caller
 	Item      string // "" means the agent's live item
 	Status    string
 	Next      string
@@ -158,24 +171,25 @@ func SignalItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req S
 	if err != nil {
 		return workflow.Item{}, usage("%v", err)
 	}
-	if req.Agent == "" || message.Reserved(req.Agent) {
-		return workflow.Item{}, errors.New("only the stage's agent signals its stage, and $SWARM_AGENT is not set: run it from inside the agent's session")
+	if !req.Caller.IsSession() {
+		return workflow.Item{}, req.Caller.Stage("the stage's agent", "swarm workflow signal")
 	}
-	it, w, err := signalled(ctx, st, cfg, req)
+	agent := req.Caller.Agent()
+	it, w, err := signalled(ctx, st, cfg, agent, req.Item)
 	if err != nil {
 		return workflow.Item{}, err
 	}
 	role, working := workflow.Stage(it.State)
-	if !working || w.Role(role) != req.Agent {
-		owner := w.Role(role)
-		if owner == "" {
-			owner = "nobody"
-		}
-		return workflow.Item{}, fmt.Errorf("item %s is in %s, whose stage belongs to %s, not %s: only the stage's agent may signal it", it.ID, it.State, owner, req.Agent)
+	owner := w.Role(role)
+	if !working || owner == "" {
+		owner = "nobody"
+	}
+	if err := req.Caller.Stage(owner, fmt.Sprintf("signalling item %s (in %s)", it.ID, it.State)); err != nil {
+		return workflow.Item{}, err
 	}
 	if status != workflow.StatusComplete {
-		_, _, rerr := Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Agent: req.Agent, Ref: "item:" + it.ID,
-			Summary:   truncate(fmt.Sprintf("%s signalled %s for item %s in %s: %s", req.Agent, status, it.ID, it.State, orNone(req.Message)), 500),
+		_, _, rerr := Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Agent: agent, Ref: "item:" + it.ID,
+			Summary:   truncate(fmt.Sprintf("%s signalled %s for item %s in %s: %s", agent, status, it.ID, it.State, orNone(req.Message)), 500),
 			DedupeKey: fmt.Sprintf("signal:%s:%s:%s", it.ID, it.State, status)})
 		if rerr != nil {
 			return it, rerr
@@ -198,14 +212,14 @@ func SignalItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req S
 		if err != nil {
 			return err
 		}
-		if _, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, it.ID, cur.State, workflow.Signal, next, truncate(cause, 500), req.Agent); err != nil {
+		if _, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, it.ID, cur.State, workflow.Signal, next, truncate(cause, 500), req.Caller.By()); err != nil {
 			return err
 		}
 		nextRole, _ := workflow.Stage(next)
 		cur.Agent, cur.StageAt, cur.Notified = w.Role(nextRole), nil, ""
 		var inputs []string
 		if m := strings.TrimSpace(req.Message); m != "" {
-			inputs = append(inputs, fmt.Sprintf("%s (%s) says: %s", req.Agent, it.State, m))
+			inputs = append(inputs, fmt.Sprintf("%s (%s) says: %s", agent, it.State, m))
 		}
 		for _, a := range req.Artifacts {
 			inputs = append(inputs, "artifact: "+a)
@@ -232,11 +246,11 @@ func legalNext(s workflow.State) string {
 
 // signalled finds the item a signal is about: the named one, or the live
 // dev-qa item whose stage belongs to the agent.
-func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, req SignalRequest) (workflow.Item, config.Workflow, error) {
-	if req.Item != "" {
-		it, err := st.Item(ctx, req.Item)
+func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, agent, id string) (workflow.Item, config.Workflow, error) {
+	if id != "" {
+		it, err := st.Item(ctx, id)
 		if errors.Is(err, mailbox.ErrNoSuchItem) {
-			return it, config.Workflow{}, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", req.Item)
+			return it, config.Workflow{}, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", id)
 		}
 		if err != nil {
 			return it, config.Workflow{}, err
@@ -251,7 +265,7 @@ func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, req Si
 		return it, w, nil
 	}
 	for _, w := range cfg.Workflows {
-		if w.Kind != workflow.DevQA || w.RoleOf(req.Agent) == "" {
+		if w.Kind != workflow.DevQA || w.RoleOf(agent) == "" {
 			continue
 		}
 		items, err := st.Items(ctx, w.Name)
@@ -259,12 +273,12 @@ func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, req Si
 			return workflow.Item{}, w, err
 		}
 		if it, ok := activeQA(items); ok {
-			if role, _ := workflow.Stage(it.State); w.Role(role) == req.Agent {
+			if role, _ := workflow.Stage(it.State); w.Role(role) == agent {
 				return it, w, nil
 			}
 		}
 	}
-	return workflow.Item{}, config.Workflow{}, fmt.Errorf("%s has no item in a stage of its own; name one with --item (see 'swarm workflow status')", req.Agent)
+	return workflow.Item{}, config.Workflow{}, fmt.Errorf("%s has no item in a stage of its own; name one with --item (see 'swarm workflow status')", agent)
 }
 
 // activeQA is the dev-qa item being worked: the oldest live one that has
@@ -331,65 +345,101 @@ func abortTx(tx mailbox.Tx, it workflow.Item, cause, by string) error {
 // operator's approval.
 var ErrNeedsApproval = errors.New("needs the operator's approval")
 
+// itemLanding is the journal key of an item's landing.
+func itemLanding(id string) string { return "item-" + id }
+
 // MergeItem merges an approved dev-review item: the commit the review was
 // computed at goes into the base branch; dev's worktree and branch stay.
 // An item that needs approval merges only once its approval escalation
-// was approved.
+// was approved. It returns the merge commit ("" when the reviewed commit
+// was on the base branch already).
 func MergeItem(ctx context.Context, st mailbox.Store, cfg *config.Config, git WorkflowGit, id string) (workflow.Item, string, error) {
+	it, l, err := MergeItemLanding(ctx, st, cfg, git, id)
+	return it, l.Commit, err
+}
+
+// MergeItemLanding is MergeItem returning the whole landing: what was
+// recovered first and what became of the operator's checkout.
+//
+// The merge is a journaled landing (worktree.Land): built aside, the base
+// branch moved by compare-and-set, the operator's clean checkout brought
+// forward, and the item recorded merged before the journal entry goes. So
+// an interrupted merge (kill -9, Ctrl-C) never leaves a half-merge in the
+// checkout, and running the command again finishes it (the base holds the
+// commit: the item is recorded) or starts afresh (it does not): never twice.
+func MergeItemLanding(ctx context.Context, st mailbox.Store, cfg *config.Config, git WorkflowGit, id string) (workflow.Item, worktree.Landing, error) {
+	var l worktree.Landing
 	it, err := st.Item(ctx, id)
 	if errors.Is(err, mailbox.ErrNoSuchItem) {
-		return it, "", fmt.Errorf("no item %s: 'swarm workflow status' lists the items", id)
+		return it, l, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", id)
 	}
 	if err != nil {
-		return it, "", err
+		return it, l, err
 	}
 	w, ok := cfg.Workflow(it.Workflow)
 	switch {
 	case !ok:
-		return it, "", fmt.Errorf("item %s belongs to workflow %s, which swarm.toml no longer has", id, it.Workflow)
+		return it, l, fmt.Errorf("item %s belongs to workflow %s, which swarm.toml no longer has", id, it.Workflow)
 	case it.Kind != workflow.DevReview:
-		return it, "", fmt.Errorf("item %s is a %s item: only dev-review items are merged by the workflow; merge the agents' branches with 'swarm down --merge'", id, it.Kind)
+		return it, l, fmt.Errorf("item %s is a %s item: only dev-review items are merged by the workflow; merge the agents' branches with 'swarm down --merge'", id, it.Kind)
 	case it.State == workflow.Merged:
-		return it, "", fmt.Errorf("item %s is merged already", id)
+		// A run killed after recording it may have left its journal entry.
+		if err := git.ForgetLanding(itemLanding(id)); err != nil {
+			return it, l, err
+		}
+		return it, l, fmt.Errorf("item %s is merged already", id)
 	case it.State != workflow.Approved:
-		return it, "", fmt.Errorf("item %s is %s: only an approved item merges (the reviewer approves it with a review_verdict)", id, it.State)
+		return it, l, fmt.Errorf("item %s is %s: only an approved item merges (the reviewer approves it with a review_verdict)", id, it.State)
 	case it.ReviewCommit == "":
-		return it, "", fmt.Errorf("item %s has no reviewed commit recorded; start it again", id)
+		return it, l, fmt.Errorf("item %s has no reviewed commit recorded; start it again", id)
 	}
 	if needsApproval(w, it) {
 		e, found, err := itemEscalation(ctx, st, it, escalation.KindApproval)
 		if err != nil {
-			return it, "", err
+			return it, l, err
 		}
 		switch {
 		case !found:
-			return it, "", fmt.Errorf("item %s (risk %s) %w, and its approval escalation is not raised yet: start the supervisor ('swarm up'), then 'swarm escalation approve <id>'", id, it.Risk, ErrNeedsApproval)
+			return it, l, fmt.Errorf("item %s (risk %s) %w, and its approval escalation is not raised yet: start the supervisor ('swarm up'), then 'swarm escalation approve <id>'", id, it.Risk, ErrNeedsApproval)
 		case e.State != escalation.Resolved:
-			return it, "", fmt.Errorf("item %s (risk %s) %w: 'swarm escalation approve %d' merges it", id, it.Risk, ErrNeedsApproval, e.ID)
+			return it, l, fmt.Errorf("item %s (risk %s) %w: 'swarm escalation approve %d' merges it", id, it.Risk, ErrNeedsApproval, e.ID)
 		case e.Decision == nil || *e.Decision != escalation.Approve:
-			return it, "", fmt.Errorf("item %s: the operator decided %s on its approval (escalation %d); it is not merged", id, decisionText(e), e.ID)
+			return it, l, fmt.Errorf("item %s: the operator decided %s on its approval (escalation %d); it is not merged", id, decisionText(e), e.ID)
 		}
 	}
 	subject := fmt.Sprintf("swarm: merge %s (%s, reviewed at %s)", it.ID, truncate(it.Title, 80), short(it.ReviewCommit))
-	commit, err := git.MergeCommit(ctx, w.Dev, it.ReviewCommit, subject)
+	l, err = git.Land(ctx, worktree.LandRequest{Key: itemLanding(id), Agent: w.Dev, Commit: it.ReviewCommit, Subject: subject,
+		Record: func(ctx context.Context, l worktree.Landing) error {
+			return recordMerged(ctx, st, id, it.ReviewCommit, l.Commit)
+		}})
 	if err != nil {
-		return it, "", fmt.Errorf("merge item %s: %w", id, err)
+		return it, l, fmt.Errorf("merge item %s: %w", id, err)
 	}
-	cause := fmt.Sprintf("merged %s", short(it.ReviewCommit))
+	// Landed and recorded: a Ctrl-C meanwhile does not make it a failure.
+	it, err = st.Item(context.WithoutCancel(ctx), id)
+	return it, l, err
+}
+
+// recordMerged moves the item to merged, once: the landing calls it again
+// when an interrupted run had recorded it already.
+func recordMerged(ctx context.Context, st mailbox.Store, id, reviewed, commit string) error {
+	cause := fmt.Sprintf("merged %s", short(reviewed))
 	if commit == "" {
 		cause += " (on the base branch already)"
 	} else {
 		cause += " as " + short(commit)
 	}
-	err = st.InTx(ctx, func(tx mailbox.Tx) error {
-		_, err := fsm.ApplyBy(tx, workflow.ReviewTable, fsm.SubjectItem, it.ID, workflow.Approved, workflow.Merge, workflow.Merged, cause, message.Operator)
+	return st.InTx(ctx, func(tx mailbox.Tx) error {
+		cur, err := tx.Item(id)
+		if err != nil {
+			return err
+		}
+		if cur.State == workflow.Merged {
+			return nil
+		}
+		_, err = fsm.ApplyBy(tx, workflow.ReviewTable, fsm.SubjectItem, id, workflow.Approved, workflow.Merge, workflow.Merged, cause, message.Operator)
 		return err
 	})
-	if err != nil {
-		return it, commit, fmt.Errorf("item %s is merged (%s) but recording it failed: %w", id, short(commit), err)
-	}
-	it, err = st.Item(ctx, id)
-	return it, commit, err
 }
 
 func decisionText(e escalation.Escalation) string {

@@ -95,7 +95,16 @@ func (m *Manager) CheckBase(ctx context.Context) error {
 	}
 	err = m.checkBase(ctx, base)
 	if errors.Is(err, ErrBaseDirty) {
+		// An interrupted landing's half-done update, or the MERGE_HEAD of
+		// a merge that committed before git could clear it: the recovery
+		// that runs first finishes either.
+		if m.landingExplains(ctx, base) {
+			return nil
+		}
 		if h, herr := readHead(m.root); herr == nil {
+			if _, ok := m.leftoverMergeHead(ctx, base, h.Hash); ok {
+				return nil
+			}
 			ok, unexplained := m.interruptedMerge(ctx, base, h.Hash)
 			if ok {
 				return nil

@@ -71,6 +71,10 @@ func (rs *recoveries) alreadyMerged(j journal) {
 //     the base tip recorded before it started (only when every change
 //     there is the merge's), or, when it had committed, recorded as done,
 //     so the agent's worktree is not auto-committed and merged again;
+//   - a merge whose commit landed before git cleared MERGE_HEAD gets its
+//     MERGE_HEAD cleared (committing "again" would merge twice);
+//   - a landing (land.go) that had not moved the base branch is dropped;
+//     one that had gets the operator's checkout brought forward;
 //   - files that an interrupted `git worktree remove` deleted are put back
 //     from the index, so they do not look like the agent's deletions;
 //   - stale index.lock files, of those worktrees and of the main checkout,
@@ -94,6 +98,9 @@ func (m *Manager) Recover(ctx context.Context, agents ...string) ([]Recovery, er
 		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
 	}
 	if err := m.recoverBase(ctx, &rec); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := m.recoverLandings(ctx, &rec, ""); err != nil {
 		errs = append(errs, err)
 	}
 	names, err := m.journaledAgents()
@@ -418,6 +425,18 @@ func (m *Manager) recoverMerge(ctx context.Context, j journal, rec *recoveries) 
 			return err
 		}
 		if done {
+			// git writes MERGE_HEAD before its merge commit and removes it
+			// after: killed in between, it leaves the merge "in progress"
+			// although HEAD holds it, and committing again would merge
+			// twice. It is git's leftover, cleared here.
+			if h, err := readHead(m.root); err == nil && h.Ref == baseRef {
+				if mh, ok := m.leftoverMergeHead(ctx, j.Base, h.Hash); ok && mh == j.Tip {
+					if err := m.clearMergeState(ctx); err != nil {
+						return err
+					}
+					rec.add(agent, "%s: cleared the MERGE_HEAD that an interrupted run's merge of %s left in %s after its commit (HEAD holds it)", agent, j.Branch, m.root)
+				}
+			}
 			j.Merged, j.Commit = true, commit
 			if _, err := m.setState(ctx, j, stateMerged); err != nil {
 				return err
@@ -623,6 +642,11 @@ func (m *Manager) mergeLeftovers(ctx context.Context, j journal) (leftovers, err
 			// start of the agent's version. Both versions are in git, so
 			// the rollback loses nothing.
 			lo.tracked = append(lo.tracked, p)
+		case allowed[idx] && base[p] != tip[p] && work[p] == "":
+			// git replaces a file by unlinking it and writing the new one:
+			// killed in between, the file is missing. Both versions are
+			// in git.
+			lo.tracked = append(lo.tracked, p)
 		default:
 			lo.foreign = append(lo.foreign, c.String())
 		}
@@ -771,6 +795,55 @@ func (m *Manager) removeMergeMsgs(ctx context.Context) error {
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
+		}
+	}
+	return nil
+}
+
+// leftoverMergeHead reports whether the main checkout's MERGE_HEAD (also
+// returned) is what a swarm merge left after committing: an interrupted
+// merge is journaled (merging into base) with that tip, HEAD (at head)
+// already holds it, and no tracked file differs from HEAD. Only then is
+// the "merge in progress" over in all but name.
+func (m *Manager) leftoverMergeHead(ctx context.Context, base, head string) (string, bool) {
+	mh, err := m.resolveRef(ctx, "MERGE_HEAD")
+	if err != nil || mh == "" || head == "" {
+		return "", false
+	}
+	agents, err := m.journaledAgents()
+	if err != nil {
+		return "", false
+	}
+	ours := false
+	for _, a := range agents {
+		j, ok, err := m.readJournal(a)
+		if err == nil && ok && j.State == stateMerging && j.Base == base && j.Tip == mh && j.Op != opSquash {
+			ours = true
+		}
+	}
+	if !ours {
+		return "", false
+	}
+	if in, err := m.isAncestor(ctx, mh, head); err != nil || !in {
+		return "", false
+	}
+	if clean, err := m.ok(ctx, m.root, "diff-index", "--quiet", "HEAD", "--"); err != nil || !clean {
+		return "", false
+	}
+	return mh, true
+}
+
+// clearMergeState removes what git keeps for a merge in progress, as
+// `git merge --quit` would (git 2.23 and later), leaving the index and the
+// files as they are.
+func (m *Manager) clearMergeState(ctx context.Context) error {
+	for _, name := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR"} {
+		p, err := m.gitPath(ctx, name)
+		if err != nil {
+			return err
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("clear the finished merge's %s: %w", name, err)
 		}
 	}
 	return nil

@@ -38,6 +38,16 @@ func TestHelperProcess(t *testing.T) {
 		_, err = m.Merge(ctx, "alpha")
 	case "squash":
 		_, err = m.Squash(ctx, "alpha")
+	case "land":
+		if step := os.Getenv("SWARM_WT_LAND_KILL"); step != "" {
+			landStep = func(s string) {
+				if s == step {
+					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {} // the signal is on its way
+				}
+			}
+		}
+		_, err = m.Land(ctx, helperLanding(os.Getenv("SWARM_WT_LAND_COMMIT"), os.Getenv("SWARM_WT_LAND_RECORD")))
 	}
 	// The wrapper should have killed this process before it got here.
 	fmt.Fprintf(os.Stderr, "helper %s finished: %v\n", op, err)
@@ -65,7 +75,7 @@ die() { kill -9 $PPID; exit 1; }
 // child process whose git is the wrapper: wrapperHead, then trigger (sh
 // that calls die at the chosen git call), then the real git. It expects
 // the child to be killed.
-func interrupt(t *testing.T, f *fixture, op, trigger string) {
+func interrupt(t *testing.T, f *fixture, op, trigger string, extraEnv ...string) {
 	t.Helper()
 	realGit, err := exec.LookPath("git")
 	if err != nil {
@@ -86,6 +96,7 @@ func interrupt(t *testing.T, f *fixture, op, trigger string) {
 	}
 	cmd.Env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"REAL_GIT="+realGit, "SWARM_WT_HELPER="+op, "SWARM_WT_ROOT="+f.root)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
@@ -629,5 +640,94 @@ func TestEnsureAfterWorktreeAddKilled(t *testing.T) {
 	}
 	if f.git(path, "rev-parse", "--abbrev-ref", "HEAD") != "swarm/alpha" || f.git(path, "status", "--porcelain") != "" || !exists(filepath.Join(path, "README.md")) {
 		t.Fatal("the worktree was not made again")
+	}
+}
+
+// Issue 28 item 2: git writes MERGE_HEAD before its merge commit and
+// removes it after; a kill in between left the commit on main and
+// MERGE_HEAD behind, and the re-run refused ("a merge is in progress;
+// finish it (git commit)"), advice that would merge twice. CheckBase lets
+// it through, and the recovery clears it.
+func TestMergeKilledBeforeGitClearedMergeHead(t *testing.T) {
+	t.Parallel()
+	f, wt, before := mergeFixture(t)
+	ctx := context.Background()
+	interrupt(t, f, "merge", `
+if [ "$sub $next" = "merge --no-ff" ]; then
+	"$REAL_GIT" "$@" || exit $?
+	"$REAL_GIT" rev-parse "$last" > "$("$REAL_GIT" rev-parse --git-path MERGE_HEAD)"
+	echo "swarm: merge agent alpha" > "$("$REAL_GIT" rev-parse --git-path MERGE_MSG)"
+	die
+fi`)
+	merged := f.git(".", "rev-parse", "main")
+	if merged == before || !exists(filepath.Join(f.root, ".git", "MERGE_HEAD")) {
+		t.Fatal("the helper was not killed between the merge commit and MERGE_HEAD's removal")
+	}
+	m := f.manager(Options{})
+	if err := m.CheckBase(ctx); err != nil {
+		t.Fatalf("CheckBase = %v, want nil: HEAD holds MERGE_HEAD", err)
+	}
+	rec, err := m.Recover(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(recoveredText(rec), "cleared the MERGE_HEAD") {
+		t.Fatalf("Recover said:\n%s", recoveredText(rec))
+	}
+	if exists(filepath.Join(f.root, ".git", "MERGE_HEAD")) || exists(filepath.Join(f.root, ".git", "MERGE_MSG")) {
+		t.Fatal("MERGE_HEAD or MERGE_MSG is still there")
+	}
+	res, err := m.Merge(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commit != merged || f.git(".", "rev-parse", "main") != merged || exists(wt.Path) {
+		t.Fatalf("Merge = %+v; main %s, want the interrupted run's merge %s, finished", res, f.git(".", "rev-parse", "main"), merged)
+	}
+	if n := f.git(".", "rev-list", "--count", "--merges", before+"..main"); n != "1" {
+		t.Fatalf("%s merge commits on main, want 1", n)
+	}
+}
+
+// A MERGE_HEAD swarm did not leave (the operator's own merge) is still
+// refused.
+func TestCheckBaseRefusesTheOperatorsMerge(t *testing.T) {
+	t.Parallel()
+	f, _, _ := mergeFixture(t)
+	f.git(".", "switch", "-q", "-c", "side")
+	writeFile(t, filepath.Join(f.root, "side.txt"), "side\n")
+	f.git(".", "add", "side.txt")
+	f.git(".", "commit", "-q", "-m", "side")
+	f.git(".", "switch", "-q", "main")
+	f.git(".", "merge", "-q", "--no-ff", "--no-commit", "side")
+	if err := f.manager(Options{}).CheckBase(context.Background()); !errors.Is(err, ErrBaseDirty) || !strings.Contains(err.Error(), "a merge is in progress") {
+		t.Fatalf("CheckBase = %v, want the merge in progress refused", err)
+	}
+}
+
+// git replaces a file by unlinking it and writing the new one: a merge
+// killed in between leaves the file missing. That is the merge's doing,
+// rolled back like the rest, not a change of the operator's to refuse.
+func TestMergeRollsBackAFileUnlinkedMidWrite(t *testing.T) {
+	t.Parallel()
+	f, _, before := mergeFixture(t)
+	interrupt(t, f, "merge", `
+if [ "$sub" = merge ]; then
+	rm f1.txt
+	: > "$("$REAL_GIT" rev-parse --git-dir)/index.lock"
+	die
+fi`)
+	if exists(filepath.Join(f.root, "f1.txt")) {
+		t.Fatal("the wrapper did not unlink f1.txt")
+	}
+	res, err := f.manager(Options{}).Merge(context.Background(), "alpha")
+	if err != nil {
+		t.Fatalf("Merge: %v\n%s", err, recoveredText(res.Recovered))
+	}
+	if !strings.Contains(recoveredText(res.Recovered), "rolled back the merge") || f.git(".", "rev-parse", "main^1") != before {
+		t.Fatalf("Recovered:\n%s", recoveredText(res.Recovered))
+	}
+	if readFile(t, filepath.Join(f.root, "f1.txt")) != "alpha's f1\n" || f.git(".", "status", "--porcelain") != "" {
+		t.Fatal("main does not hold alpha's work, clean")
 	}
 }

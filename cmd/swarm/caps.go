@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"os"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
-	"github.com/swarmhq/swarm/swarm"
 )
 
 // modeJSON is how --json shows an agent's mode contract (DESIGN §9.4):
@@ -39,73 +39,62 @@ func modeOf(a config.Agent, caps mode.Vector) modeJSON {
 	return out
 }
 
-// caller is who runs a command: an agent's session, or the operator.
-type caller struct {
-	Agent string // "" for the operator
-	Seq   int64
-	Caps  mode.Vector
+// callerOf is who runs this command (DESIGN §13): the session whose door
+// the supervisor ran it for, else the operator. The caller is never read
+// from a flag or a variable: a CLI process outside the supervisor is the
+// operator, and one that runs inside a session of this swarm without going
+// through its door (it cleared $SWARM_DOOR) is refused.
+func (a *App) callerOf(ctx context.Context, st mailbox.Store, cfg *config.Config) (identity.Caller, error) {
+	if a.caller != nil {
+		return *a.caller, nil
+	}
+	if err := a.outsideSessions(); err != nil {
+		return identity.Caller{}, err
+	}
+	return identity.Operator(), nil
 }
 
-// InSession reports whether the command runs inside an agent's session.
-func (c caller) InSession() bool { return c.Agent != "" }
+// outsideSessions refuses a CLI process that runs inside a session of this
+// swarm (it or an ancestor was started with the session's door in its
+// environment) but did not come through that door: a session acts as
+// itself, through its door, and never opens the store.
+func (a *App) outsideSessions() error {
+	if a.inProcess || a.caller != nil {
+		return nil
+	}
+	l, err := a.layout()
+	if err != nil {
+		return nil // no repository: nothing to guard
+	}
+	m, in := proc.InSession(os.Getpid(), l.Root)
+	if !in {
+		return nil
+	}
+	return &identity.Refusal{Rule: identity.RuleDoor, What: "swarm " + a.command,
+		Why:  fmt.Sprintf("this process runs inside session %s of this swarm (process %d carries its door) but did not come through the door", orUnknown(m.Session), m.Pid),
+		Hint: "sessions reach the swarm only through their own door ($" + control.DoorEnv + "); run swarm commands with your session's environment unchanged"}
+}
 
-// callerOf finds the session a command runs in, from $SWARM_AGENT and
-// $SWARM_SESSION_ID (its number from $SWARM_SESSION_SEQ, else from the id),
-// and reads its capability vector from the stored session row, never from
-// a flag. A session recorded before capabilities were stored, or not
-// recorded at all, has its agent's configured vector. Outside a session
-// (either variable unset) the caller is the operator, who may do
-// everything.
-func (a *App) callerOf(ctx context.Context, st mailbox.Store, cfg *config.Config) (caller, error) {
-	agent, id := a.Env.Getenv("SWARM_AGENT"), a.Env.Getenv("SWARM_SESSION_ID")
-	if agent == "" || id == "" {
-		return caller{}, nil
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
 	}
-	seqText := a.Env.Getenv("SWARM_SESSION_SEQ")
-	if seqText == "" {
-		seqText, _ = strings.CutPrefix(id, agent+"-")
-	}
-	seq, err := strconv.ParseInt(seqText, 10, 64)
-	if err != nil || swarm.SessionID(agent, seq) != id {
-		return caller{}, fmt.Errorf("this command runs inside session %q, which is not a session of %s ($SWARM_AGENT) numbered $SWARM_SESSION_SEQ (%q); do not change the SWARM_* variables", id, agent, a.Env.Getenv("SWARM_SESSION_SEQ"))
-	}
-	sess, err := st.Session(ctx, agent, seq)
-	if err != nil && !errors.Is(err, mailbox.ErrNoSuchSession) {
-		return caller{}, err
-	}
-	caps := sess.Capabilities
-	if caps == nil {
-		ag, ok := cfg.Agent(agent)
-		if !ok {
-			return caller{}, fmt.Errorf("this command runs inside session %s of %s, which swarm.toml does not have, so its capabilities are unknown; run swarm commands from a session swarm started", id, agent)
-		}
-		caps = ag.Spec().Vector()
-	}
-	return caller{Agent: agent, Seq: seq, Caps: caps}, nil
+	return s
 }
 
 // openCaller opens swarm.toml and its store and finds the calling session,
 // for the commands an agent runs: the store is the caller's to close.
-func (a *App) openCaller(ctx context.Context) (repo.Layout, *config.Config, mailbox.Store, caller, error) {
+func (a *App) openCaller(ctx context.Context) (repo.Layout, *config.Config, mailbox.Store, identity.Caller, error) {
 	l, cfg, st, err := a.openConfigured(ctx)
 	if err != nil {
-		return l, nil, nil, caller{}, err
+		return l, nil, nil, identity.Caller{}, err
 	}
 	who, err := a.callerOf(ctx, st, cfg)
 	if err != nil {
 		st.Close()
-		return l, nil, nil, caller{}, err
+		return l, nil, nil, identity.Caller{}, err
 	}
 	return l, cfg, st, who, nil
-}
-
-// require refuses what the caller's session may not do: the error names
-// the capability and what to do instead. The operator may do everything.
-func (c caller) require(cap mode.Capability, what string) error {
-	if !c.InSession() || c.Caps.Has(cap) {
-		return nil
-	}
-	return fmt.Errorf("%s is not allowed for %s: session %s lacks %s (see Mode Instructions in your prompt for what you may run; ask operator if you need it)", what, c.Agent, swarm.SessionID(c.Agent, c.Seq), cap)
 }
 
 // requireCap refuses, from inside a session, a command whose capability
@@ -115,5 +104,30 @@ func (a *App) requireCap(ctx context.Context, st mailbox.Store, cfg *config.Conf
 	if err != nil {
 		return err
 	}
-	return who.require(cap, what)
+	return who.Require(cap, what)
+}
+
+// operatorOnly refuses a command the operator alone may run (starting and
+// stopping the swarm, deciding escalations, pausing agents) from a session.
+func (a *App) operatorOnly(command string) error {
+	who, err := a.callerOf(context.Background(), nil, nil)
+	if err != nil {
+		return err
+	}
+	return who.OperatorOnly("'" + command + "'")
+}
+
+// callerFile resolves a file argument of the caller (--payload @file,
+// --details @file): relative to the command's directory, and for a
+// session only inside its agent's worktree.
+func (a *App) callerFile(ctx context.Context, st mailbox.Store, who identity.Caller, name string) (string, error) {
+	worktree := ""
+	if who.IsSession() {
+		ag, err := st.Agent(ctx, who.Agent())
+		if err != nil {
+			return "", fmt.Errorf("read %s's worktree: %w", who.Agent(), err)
+		}
+		worktree = ag.Worktree
+	}
+	return who.File(worktree, a.Cwd, name)
 }

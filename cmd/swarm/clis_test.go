@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,24 +12,40 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/swarmhq/swarm/internal/fakeapi"
 )
 
 // TestRealCLIJourneys runs testdata/clis: swarm up with the real agent
 // CLIs (make presets installs them) through their presets, against local
-// fake model servers. Set SWARM_TEST_CLIS=1 with the CLIs on PATH.
+// fake model servers: Anthropic's for claude, OpenAI's Responses API for
+// codex, Gemini's for gemini-cli (internal/fakeapi). Set SWARM_TEST_CLIS=1
+// with the CLIs on PATH. make presets runs it as root and as a user that
+// is not (gemini-cli treats root differently). The fakes' request logs are
+// printed at the end: the evidence that each CLI called swarm's tool.
 func TestRealCLIJourneys(t *testing.T) {
 	if os.Getenv("SWARM_TEST_CLIS") != "1" {
 		t.Skip("set SWARM_TEST_CLIS=1 (make presets does) to run the real CLIs against local fake APIs")
 	}
-	if _, err := exec.LookPath("claude"); err != nil {
-		t.Fatal("claude is not on PATH: make presets installs it")
+	for _, cli := range []string{"claude", "codex", "gemini"} {
+		if _, err := exec.LookPath(cli); err != nil {
+			t.Fatalf("%s is not on PATH: make presets installs it", cli)
+		}
 	}
 	anthropic := newFakeAnthropic(t)
+	openai := fakeapi.NewOpenAI(t)
+	gemini := fakeapi.NewGemini(t)
+	t.Cleanup(func() {
+		t.Logf("uid %d: the fake OpenAI API's requests (codex):\n%s", os.Geteuid(), openai.Log())
+		t.Logf("uid %d: the fake Gemini API's requests (gemini-cli):\n%s", os.Geteuid(), gemini.Log())
+	})
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "clis"),
 		RequireExplicitExec: true,
@@ -37,13 +54,37 @@ func TestRealCLIJourneys(t *testing.T) {
 				return err
 			}
 			env.Setenv("FAKE_ANTHROPIC_URL", anthropic.URL)
+			env.Setenv("FAKE_GEMINI_URL", gemini.URL)
+			// codex reaches the fake through a model provider of its
+			// config (its built-in OpenAI provider takes a WebSocket).
+			codexHome := filepath.Join(env.WorkDir, "codex-home")
+			if err := os.MkdirAll(codexHome, 0o700); err != nil {
+				return err
+			}
+			config := fmt.Sprintf(`model_provider = "fake"
+check_for_update_on_startup = false
+[model_providers.fake]
+name = "fake"
+base_url = %q
+env_key = "OPENAI_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+`, openai.URL+"/v1")
+			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+				return err
+			}
+			env.Setenv("CODEX_HOME", codexHome)
 			env.Setenv("PATH", os.Getenv("PATH")+string(os.PathListSeparator)+env.Getenv("PATH"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"jsonq":        cmdJSONQ,
-			"waitstate":    cmdWaitState,
 			"sessionprocs": cmdSessionProcs,
+			// waitstate as in the up scripts, with more time: two real
+			// CLIs start at once (node, MCP servers, a probe), on a
+			// loaded machine in 10-30 s each.
+			"waitstate": cmdWaitCLIState,
 			// anthropic <agent> <field>: what the fake Anthropic API saw from
 			// an agent's requests, on stdout: "model", "tools" (one per
 			// line) or "requests" (how many).
@@ -65,8 +106,75 @@ func TestRealCLIJourneys(t *testing.T) {
 					}
 				}
 			},
+			// fakeapi openai|gemini <agent> <field>: the same for the other
+			// fakes, plus "calls" (the tools their answers called, one
+			// per line) and "log" (every request of the agent).
+			"fakeapi": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 3 || neg {
+					ts.Fatalf("usage: fakeapi openai|gemini <agent> model|tools|requests|calls|log")
+				}
+				srv := map[string]*fakeapi.Server{"openai": openai, "gemini": gemini}[args[0]]
+				if srv == nil {
+					ts.Fatalf("no fake API %q", args[0])
+				}
+				reqs := srv.From(args[1])
+				for i, r := range reqs {
+					switch args[2] {
+					case "requests":
+						if i == 0 {
+							fmt.Fprintf(ts.Stdout(), "%d\n", len(reqs))
+						}
+					case "model":
+						fmt.Fprintln(ts.Stdout(), r.Model)
+					case "tools":
+						// The request that called the tool offered the
+						// session's tools (gemini-cli's router asks first,
+						// with none).
+						if r.Called != "" {
+							fmt.Fprintln(ts.Stdout(), strings.Join(r.Tools, "\n"))
+						}
+					case "calls":
+						if r.Called != "" {
+							fmt.Fprintln(ts.Stdout(), r.Called)
+						}
+					case "log":
+						fmt.Fprintln(ts.Stdout(), r)
+					}
+				}
+				if len(reqs) == 0 && args[2] == "requests" {
+					fmt.Fprintln(ts.Stdout(), 0)
+				}
+			},
 		},
 	})
+}
+
+// cliWaitLimit bounds a real CLI journey's waits.
+const cliWaitLimit = 3 * time.Minute
+
+// cmdWaitCLIState is waitstate <agent> <state> [session_seq] with
+// cliWaitLimit.
+func cmdWaitCLIState(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || len(args) > 3 || neg {
+		ts.Fatalf("usage: waitstate <agent> <state> [session_seq]")
+	}
+	st := openScriptStore(ts)
+	defer st.Close()
+	deadline := time.Now().Add(cliWaitLimit)
+	last := ""
+	for time.Now().Before(deadline) {
+		a, err := st.Agent(context.Background(), args[0])
+		if err == nil {
+			if string(a.State) == args[1] && (len(args) < 3 || strconv.FormatInt(a.SessionSeq, 10) == args[2]) {
+				return
+			}
+			last = fmt.Sprintf("%s session %d", a.State, a.SessionSeq)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("timed out after %s waiting for %s in %s (last seen: %s)", cliWaitLimit, args[0], args[1], last)
 }
 
 // fakeAnthropic is the Messages API as Claude Code streams it: a request

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 )
 
 // AckOptions are the inputs of `swarm ack`.
@@ -67,22 +66,19 @@ func runAck(ctx context.Context, opts *AckOptions) error {
 	if !opts.All && strings.TrimSpace(opts.Ref) == "" {
 		return usagef("give the msg_id (or #number) of the message to acknowledge, or --all")
 	}
-	agent, session := app.identity("")
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := app.requireCap(ctx, st, cfg, mode.CanMessage, "swarm ack"); err != nil {
-		return err
-	}
+	agent := who.Name()
 	p := app.protocol(st, l, cfg)
 	var acks []message.Message
 	if opts.All {
-		acks, err = p.AckAll(ctx, agent, session)
+		acks, err = p.AckAll(ctx, who)
 	} else {
 		var a message.Message
-		a, err = p.Ack(ctx, agent, session, opts.Ref)
+		a, err = p.Ack(ctx, who, opts.Ref)
 		acks = []message.Message{a}
 	}
 	if err != nil {

@@ -58,6 +58,9 @@ anything missing:
               ~/.codex/auth.json for codex, GEMINI_API_KEY, GOOGLE_API_KEY
               or ~/.gemini/oauth_creds.json for gemini-cli): a warning when
               none is found
+  mcp         gemini-cli: whether it loads swarm's MCP server (and so the
+              session's limits) from the settings swarm writes for a
+              session, by 'gemini mcp list'
   supervisor  when one runs, that its control socket answers (none running
               is fine)
   database    .swarm/swarm.db passes PRAGMA integrity_check
@@ -348,6 +351,9 @@ func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *con
 		if e, err := cfg.EngineFor(agents[0], override); err == nil && e.Kind == config.EngineExec && e.Preset != "" {
 			doctorLogin(r, e)
 		}
+		if ee, ok := eng.(*execengine.Engine); ok {
+			doctorGemini(ctx, r, ee, agents[0], cfg.Root)
+		}
 		if c, ok := eng.(engine.CLI); ok {
 			doctorLimits(r, c, agents)
 		}
@@ -376,6 +382,26 @@ func doctorLimits(r *doctorReport, c engine.CLI, agents []config.Agent) {
 		}
 		r.add("limits "+a.Name, checkWarn, "its mode turns off %s, which %s cannot keep off (%s); only the swarm commands and MCP tools enforce its capabilities",
 			strings.Join(off, " and "), cli, why)
+	}
+}
+
+// doctorGemini says what a gemini-cli preset's CLI really loads from the
+// settings swarm gives its sessions (`gemini mcp list` with them): a
+// settings file gemini-cli skips would leave its agents without swarm's
+// tools and their limits off, while the log claimed them.
+func doctorGemini(ctx context.Context, r *doctorReport, e *execengine.Engine, a config.Agent, root string) {
+	loaded, ok, err := e.ProbeGemini(ctx, root, os.Environ(), a.Name, a.Spec().Vector())
+	label := "mcp " + e.Name()
+	switch {
+	case !ok:
+	case err != nil:
+		r.add(label, checkWarn, "could not ask gemini-cli what it loads: %v", err)
+	case !loaded.Listed:
+		r.add(label, checkFail, "%s: its agents would have no swarm tools and their limits off; report it with gemini --version", loaded)
+	case loaded.Status != "Connected":
+		r.add(label, checkWarn, "%s: check that `swarm mcp --help` runs", loaded)
+	default:
+		r.add(label, checkOK, "%s, with the sessions' limits, from the settings swarm writes for each session", loaded)
 	}
 }
 
@@ -533,7 +559,7 @@ func doctorDatabase(ctx context.Context, r *doctorReport, app *App, l repo.Layou
 	}
 	name := rel(l.Root, l.DB)
 	if _, err := os.Stat(l.DB); errors.Is(err, os.ErrNotExist) {
-		r.add("database", checkFail, "%s does not exist yet; any swarm command creates it once swarm.toml reads (try 'swarm status')", name)
+		r.add("database", checkFail, "%s does not exist yet; 'swarm init' (or 'swarm up') creates it", name)
 		return
 	}
 	st, err := target.Open(ctx)

@@ -125,7 +125,7 @@ var stdinIsTerminal = func(r io.Reader) bool {
 
 func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error {
 	app := opts.App
-	if err := operatorOnly(app, "swarm down"); err != nil {
+	if err := app.operatorOnly("swarm down"); err != nil {
 		return err
 	}
 	l, cfg, err := app.loadRunning(ctx)

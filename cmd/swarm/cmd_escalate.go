@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/escalation"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -88,9 +87,18 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 	if strings.TrimSpace(opts.Summary) == "" {
 		return usagef("the summary is empty: say in one line what you need from the operator")
 	}
+	l, cfg, st, who, err := app.openCaller(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	if opts.Details != "" {
 		raw := []byte(opts.Details)
-		if path, ok := strings.CutPrefix(opts.Details, "@"); ok {
+		if name, ok := strings.CutPrefix(opts.Details, "@"); ok {
+			path, err := app.callerFile(ctx, st, who, name)
+			if err != nil {
+				return err
+			}
 			b, err := os.ReadFile(path)
 			if err != nil {
 				return fmt.Errorf("--details: %w", err)
@@ -103,13 +111,11 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 		}
 		d.Details = raw
 	}
-	l, cfg, err := app.loadConfig()
-	if err != nil {
-		return err
-	}
+	// An escalation is about the caller's own agent unless the operator
+	// names one; an agent may name a teammate, but hold only itself.
 	d.Agent = opts.Agent
 	if d.Agent == "" {
-		d.Agent = app.Env.Getenv("SWARM_AGENT")
+		d.Agent = who.Agent()
 	}
 	if d.Agent != "" {
 		if _, err := agentIn(cfg, d.Agent); err != nil {
@@ -118,15 +124,7 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 	} else if d.Hold {
 		return usagef("--hold needs an agent to hold: run it inside the agent's session, or pass --agent NAME")
 	}
-	st, err := app.openStore(ctx, l, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := app.requireCap(ctx, st, cfg, mode.CanEscalate, "swarm escalate"); err != nil {
-		return err
-	}
-	e, created, err := swarm.Raise(ctx, st, d)
+	e, created, err := swarm.Escalate(ctx, st, who, d)
 	if err != nil {
 		return err
 	}

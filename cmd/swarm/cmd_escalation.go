@@ -95,12 +95,7 @@ agent's mistake, not against a same-user attacker.
 
 func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 	app := opts.App
-	if opts.Action != "show" && opts.Action != "ack" {
-		if err := operatorOnly(app, "swarm escalation "+opts.Action); err != nil {
-			return err
-		}
-	}
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
@@ -112,7 +107,7 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 			return fmt.Errorf("no escalation %d: 'swarm escalations --all' lists them", opts.ID)
 		}
 	} else {
-		e, err = swarm.Decide(ctx, st, opts.ID, escalation.Event(opts.Action), opts.Note)
+		e, err = swarm.Decide(ctx, st, who, opts.ID, escalation.Event(opts.Action), opts.Note)
 		if err == nil {
 			pokeEscalation(ctx, l, e.ID)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/swarmhq/swarm/swarm"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -104,13 +105,17 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	}
 	marked := int64(0)
 	if opts.MarkRead {
+		who, err := app.callerOf(ctx, st, cfg)
+		if err != nil {
+			return err
+		}
 		var ids []int64
 		for _, m := range ms {
 			if m.State != message.Done {
 				ids = append(ids, m.ID)
 			}
 		}
-		if marked, err = st.MarkOperatorDone(ctx, ids); err != nil {
+		if marked, err = swarm.MarkRead(ctx, st, who, opts.Name, ids); err != nil {
 			return err
 		}
 		for i := range ms {

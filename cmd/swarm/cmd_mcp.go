@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/control"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,10 +67,30 @@ error with the command's message.`,
 
 func runMCP(ctx context.Context, opts *MCPOptions) error {
 	app := opts.App
-	agent, session := app.Env.Getenv("SWARM_AGENT"), app.Env.Getenv("SWARM_SESSION_ID")
-	if agent == "" || session == "" {
-		return usagef("swarm mcp serves an agent's session: run it with $SWARM_AGENT and $SWARM_SESSION_ID set (the exec presets do); the operator uses the swarm commands directly")
+	door := app.Env.Getenv(control.DoorEnv)
+	if door == "" && app.Env.Getenv(MCPProbeEnv) == "1" {
+		// swarm doctor asks whether a CLI loads the server at all: it
+		// starts and offers nothing, since no door says whose it is.
+		return serveMCP(ctx, opts, mcp.NewServer(&mcp.Implementation{Name: "swarm", Version: version}, nil))
 	}
+	if door == "" {
+		return usagef("swarm mcp serves an agent's session: run it with its door, $%s, set (the exec presets do); the operator uses the swarm commands directly", control.DoorEnv)
+	}
+	// The door says whose session this is; its tools run as that session
+	// whatever they are asked.
+	pctx, cancel := context.WithTimeout(ctx, doorTimeout)
+	resp, err := control.CallAt(pctx, door, control.Request{Op: control.OpPing})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("swarm mcp: this session's door (%s) did not answer: %w; the session may have ended", door, err)
+	}
+	var who struct {
+		Agent string `json:"agent"`
+	}
+	if err := json.Unmarshal(resp.Data, &who); err != nil || who.Agent == "" {
+		return fmt.Errorf("swarm mcp: this session's door (%s) gave no agent: %s", door, resp.Data)
+	}
+	agent := who.Agent
 	s := &mcpServer{app: app, agent: agent}
 	caps, err := s.capabilities(ctx)
 	if err != nil {
@@ -77,6 +98,16 @@ func runMCP(ctx context.Context, opts *MCPOptions) error {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "swarm", Version: version}, nil)
 	s.register(srv, caps)
+	return serveMCP(ctx, opts, srv)
+}
+
+// MCPProbeEnv set to 1 makes `swarm mcp` without a door start with no
+// tools: swarm doctor's check that a CLI loads the server.
+const MCPProbeEnv = "SWARM_MCP_PROBE"
+
+// serveMCP serves srv on the options' transport (stdio by default) until
+// the client goes or ctx ends.
+func serveMCP(ctx context.Context, opts *MCPOptions, srv *mcp.Server) error {
 	t := opts.Transport
 	if t == nil {
 		t = &mcp.StdioTransport{}
@@ -157,10 +188,23 @@ func result(stdout, stderr string, code int) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil, nil
 	}
 	text := strings.TrimSpace(stdout)
+	res := &mcp.CallToolResult{}
+	// JSON output is also the structured result, always an object: some
+	// clients (gemini-cli) read a JSON text as structured content and
+	// reject anything but an object, which turned a stored message into a
+	// "failed" call the model would retry.
+	var v any
+	if json.Unmarshal([]byte(text), &v) == nil {
+		if _, isObject := v.(map[string]any); !isObject {
+			v = map[string]any{"result": v}
+		}
+		res.StructuredContent = v
+	}
 	if w := strings.TrimSpace(stderr); w != "" {
 		text += "\n" + w // warnings the command printed
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+	res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
+	return res, nil, nil
 }
 
 // The tools' inputs. Field docs become the schema's descriptions; fields

@@ -68,6 +68,13 @@ The supervisor must be running ('swarm up'). --json prints
 
 func runPause(ctx context.Context, opts *PauseOptions) error {
 	app := opts.App
+	action := "pause"
+	if opts.Resume {
+		action = "resume"
+	}
+	if err := app.operatorOnly("swarm " + action); err != nil {
+		return err
+	}
 	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
@@ -78,10 +85,6 @@ func runPause(ctx context.Context, opts *PauseOptions) error {
 	effect, err := pauseAgent(ctx, l, opts.Agent, !opts.Resume)
 	if err != nil {
 		return err
-	}
-	action := "pause"
-	if opts.Resume {
-		action = "resume"
 	}
 	if app.JSON {
 		return app.printJSON(map[string]any{"agent": opts.Agent, "action": action, "ok": true, "effect": effect})

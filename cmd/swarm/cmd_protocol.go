@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -207,19 +206,6 @@ func protocolRefusal(w io.Writer, err error) error {
 		fmt.Fprintf(w, "swarm: %s\n", bv.Note())
 	}
 	return &codeError{code: exitUsage}
-}
-
-// identity is who runs this command: --from, else $SWARM_AGENT, else
-// operator; and the session it runs in.
-func (a *App) identity(from string) (name, session string) {
-	name = strings.TrimSpace(from)
-	if name == "" {
-		name = a.Env.Getenv("SWARM_AGENT")
-	}
-	if name == "" {
-		name = config.Operator
-	}
-	return name, a.Env.Getenv("SWARM_SESSION_ID")
 }
 
 // ackOf is the msg_id an ACK's payload acknowledges.

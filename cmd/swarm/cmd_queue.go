@@ -9,7 +9,6 @@ import (
 
 	"github.com/swarmhq/swarm/beads"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -83,17 +82,14 @@ func runQueue(ctx context.Context, opts *QueueOptions) error {
 		return err
 	}
 	defer st.Close()
-	if err := who.require(mode.CanUseQueue, "swarm queue "+opts.Op); err != nil {
-		return err
-	}
 	// In a session bd runs in its worktree as the agent (also when the
 	// supervisor runs the command for the session: its own environment
 	// has no BD_ACTOR of the agent's).
 	dir, actor := l.Root, app.Env.Getenv("BD_ACTOR")
-	if who.InSession() {
-		dir, actor = app.Cwd, who.Agent
+	if who.IsSession() {
+		dir, actor = app.Cwd, who.Agent()
 	}
-	q := swarm.Queue{Client: &beads.Client{Dir: dir, Actor: actor, Timeout: cfg.Prompt.BDTimeout}}
+	q := swarm.Queue{Client: &beads.Client{Dir: dir, Actor: actor, Timeout: cfg.Prompt.BDTimeout}, Caller: who}
 	switch opts.Op {
 	case "top":
 		t, err := q.Top(ctx)
@@ -117,8 +113,8 @@ func runQueue(ctx context.Context, opts *QueueOptions) error {
 	case "complete":
 		err = q.Complete(ctx, opts.ID, opts.Reason)
 	case "fail":
-		if err = q.Fail(ctx, opts.ID); err == nil && who.InSession() {
-			_, err = swarm.Report(ctx, swarm.ReportRequest{Store: st, Poster: app.poster(st, l, cfg), Agent: who.Agent, Seq: who.Seq,
+		if err = q.Fail(ctx, opts.ID); err == nil && who.IsSession() {
+			_, err = swarm.Report(ctx, swarm.ReportRequest{Store: st, Poster: app.poster(st, l, cfg), Caller: who,
 				Kind: mailbox.ReportBlocked, Task: opts.ID, Message: opts.Reason})
 		}
 	}

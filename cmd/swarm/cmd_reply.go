@@ -10,7 +10,6 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -68,18 +67,12 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 		}
 		body = strings.TrimRight(string(b), "\n")
 	}
-	from := app.Env.Getenv("SWARM_AGENT")
-	if from == "" {
-		from = config.Operator
-	}
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := app.requireCap(ctx, st, cfg, mode.CanMessage, "swarm reply"); err != nil {
-		return err
-	}
+	from := who.Name()
 	if opts.ID == 0 {
 		m, err := swarm.ResolveMessage(ctx, st, opts.Ref) // a protocol msg_id
 		if err != nil {
@@ -95,7 +88,7 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 	if opts.Urgent {
 		d.Urgency = message.Urgent
 	}
-	m, err := app.poster(st, l, cfg).Reply(ctx, opts.ID, d)
+	m, err := swarm.ReplyMail(ctx, app.poster(st, l, cfg), who, opts.ID, d)
 	if err != nil {
 		return err
 	}

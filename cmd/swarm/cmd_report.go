@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -105,22 +104,11 @@ func runReport(ctx context.Context, opts *ReportOptions) error {
 		return err
 	}
 	defer st.Close()
-	need := mode.CanReportTaskLevel
-	if !opts.Kind.TaskLevel() {
-		need = mode.CanReportSessionLevel
-	}
-	if err := who.require(need, "swarm report "+string(opts.Kind)); err != nil {
-		return err
-	}
-	agent := who.Agent
-	switch {
-	case agent != "" && opts.Agent != "" && opts.Agent != agent:
-		return usagef("--agent %s: a session reports only for its own agent (%s)", opts.Agent, agent)
-	case agent == "":
-		agent = opts.Agent
-	}
+	// Who may report for whom is the verb's rule; this only finds the
+	// agent to name in the usage error.
+	agent := opts.Agent
 	if agent == "" {
-		agent = app.Env.Getenv("SWARM_AGENT")
+		agent = who.Agent()
 	}
 	if agent == "" {
 		return usagef("who reports? run it from an agent's session, or pass --agent <name>")
@@ -128,7 +116,7 @@ func runReport(ctx context.Context, opts *ReportOptions) error {
 	if _, err := agentIn(cfg, agent); err != nil {
 		return err
 	}
-	res, err := swarm.Report(ctx, swarm.ReportRequest{Store: st, Poster: app.poster(st, l, cfg), Agent: agent, Seq: who.Seq,
+	res, err := swarm.Report(ctx, swarm.ReportRequest{Store: st, Poster: app.poster(st, l, cfg), Caller: who, Agent: agent,
 		Kind: opts.Kind, Task: opts.Task, Message: opts.Message})
 	if err != nil {
 		return err

@@ -62,7 +62,7 @@ prints for one agent (null when kept).`,
 
 func runRetire(ctx context.Context, opts *RetireOptions) error {
 	app := opts.App
-	if err := operatorOnly(app, "swarm retire"); err != nil {
+	if err := app.operatorOnly("swarm retire"); err != nil {
 		return err
 	}
 	mode := swarm.DownKeep

@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/protocol"
 	"github.com/swarmhq/swarm/swarm"
 )
@@ -165,29 +165,20 @@ func runSendProtocol(ctx context.Context, opts *SendOptions) error {
 	if !t.Valid() {
 		return usagef("--type %q is not a protocol type: use task_dispatch, task_result, review_request, review_verdict, escalation or ping", opts.Type)
 	}
-	payload, err := readPayload(app, opts.Payload)
-	if err != nil {
-		return err
-	}
-	from, session := app.identity(opts.From)
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := app.requireCap(ctx, st, cfg, mode.CanMessage, "swarm send --type "+string(t)); err != nil {
+	payload, err := readPayload(ctx, app, st, who, opts.Payload)
+	if err != nil {
 		return err
 	}
-	if t == protocol.TypeTaskDispatch {
-		if err := app.requireCap(ctx, st, cfg, mode.CanDispatch, "swarm send --type task_dispatch (a dispatch)"); err != nil {
-			return err
-		}
-	}
 	req := swarm.SendRequest{
-		Draft: protocol.Draft{Type: t, From: from, To: opts.To, TaskID: opts.Task, Payload: payload,
+		Draft: protocol.Draft{Type: t, From: strings.TrimSpace(opts.From), To: opts.To, TaskID: opts.Task, Payload: payload,
 			ContextRef: opts.ContextRef, AckTimeout: opts.AckTimeout, NoAck: opts.NoAck},
 		ReplyTo: strings.TrimSpace(opts.ReplyTo),
-		Session: session,
+		Caller:  who,
 	}
 	m, _, err := app.protocol(st, l, cfg).Send(ctx, req)
 	if err != nil {
@@ -200,8 +191,9 @@ func runSendProtocol(ctx context.Context, opts *SendOptions) error {
 	return nil
 }
 
-// readPayload reads --payload: JSON as given, @file, or - for stdin.
-func readPayload(app *App, v string) ([]byte, error) {
+// readPayload reads --payload: JSON as given, @file (inside the caller's
+// worktree for a session), or - for stdin.
+func readPayload(ctx context.Context, app *App, st mailbox.Store, who identity.Caller, v string) ([]byte, error) {
 	switch {
 	case v == "-":
 		b, err := io.ReadAll(io.LimitReader(app.Stdin, protocol.MaxPayload+1))
@@ -210,9 +202,9 @@ func readPayload(app *App, v string) ([]byte, error) {
 		}
 		return b, nil
 	case strings.HasPrefix(v, "@"):
-		path := v[1:]
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(app.Cwd, path)
+		path, err := app.callerFile(ctx, st, who, v[1:])
+		if err != nil {
+			return nil, err
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -266,26 +258,28 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		}
 		body = strings.TrimRight(string(b), "\n")
 	}
-	from := opts.From
-	if from == "" {
-		from = app.Env.Getenv("SWARM_AGENT")
-	}
-	if from == "" {
-		from = config.Operator
-	}
-	d := message.Draft{From: from, To: opts.To, Kind: message.Kind(opts.Kind), Body: body}
-	if opts.Urgent {
-		d.Urgency = message.Urgent
-	}
 	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
 	}
 	st, err := app.openStore(ctx, l, cfg) // with the spawned agents
+	if full := (*mailbox.DiskFullError)(nil); errors.As(err, &full) {
+		return fmt.Errorf("send to %s: %w", opts.To, err) // say what was not stored
+	}
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// The caller is who the door says; the verb checks --from.
+	who, err := app.callerOf(ctx, st, cfg)
+	if err != nil {
+		return err
+	}
+	from := strings.TrimSpace(opts.From)
+	d := message.Draft{From: from, To: opts.To, Kind: message.Kind(opts.Kind), Body: body}
+	if opts.Urgent {
+		d.Urgency = message.Urgent
+	}
 	// A near miss ("Backend") is answered with the name meant; anything
 	// else is the poster's to judge.
 	for _, n := range []struct{ what, name string }{{"sender", from}, {"recipient", opts.To}} {
@@ -309,29 +303,8 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 		}
 	}
 
-	// From inside a session, the session's stored capabilities decide.
-	who, err := app.callerOf(ctx, st, cfg)
-	if err != nil {
-		return err
-	}
-	if err := who.require(mode.CanMessage, "swarm send"); err != nil {
-		return err
-	}
-	if d.Kind == message.KindTask {
-		if err := who.require(mode.CanDispatch, "swarm send --kind task (a dispatch)"); err != nil {
-			return err
-		}
-	}
-
 	poster, an := app.announcingPoster(st, l, cfg)
-	var sent []message.Message
-	if opts.All {
-		sent, err = poster.Broadcast(ctx, d)
-	} else {
-		var m message.Message
-		m, err = poster.Post(ctx, d)
-		sent = []message.Message{m}
-	}
+	sent, err := swarm.SendMail(ctx, poster, who, d, opts.All)
 	if err != nil {
 		return err
 	}

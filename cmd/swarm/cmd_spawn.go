@@ -7,9 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/lifecycle"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/worktree"
 )
@@ -83,13 +81,6 @@ func runSpawn(ctx context.Context, opts *SpawnOptions) error {
 		return err
 	}
 	defer st.Close()
-	if err := who.require(mode.CanSpawnSessions, "swarm spawn"); err != nil {
-		return err
-	}
-	by := who.Agent
-	if by == "" {
-		by = config.Operator
-	}
 	if opts.Engine != "" {
 		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
 			return err
@@ -109,7 +100,7 @@ func runSpawn(ctx context.Context, opts *SpawnOptions) error {
 		return false
 	}
 	sp, m, err := swarm.Spawn(ctx, cfg, st, app.poster(st, l, cfg), swarm.SpawnRequest{Name: opts.Name, Role: opts.Role, Mode: opts.Mode,
-		Strategy: opts.Strategy, Engine: opts.Engine, Task: opts.Task, Ephemeral: opts.Ephemeral, By: by, Running: isRunning}, time.Now())
+		Strategy: opts.Strategy, Engine: opts.Engine, Task: opts.Task, Ephemeral: opts.Ephemeral, Caller: who, Running: isRunning}, time.Now())
 	if err != nil {
 		return err
 	}

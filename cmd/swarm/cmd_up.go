@@ -90,7 +90,7 @@ agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 
 func runUp(ctx context.Context, opts *UpOptions) error {
 	app := opts.App
-	if err := operatorOnly(app, "swarm up"); err != nil {
+	if err := app.operatorOnly("swarm up"); err != nil {
 		return err
 	}
 	l, cfg, err := app.loadConfig()
@@ -146,6 +146,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	slog.SetDefault(logger)
 	defer slog.SetDefault(prev)
 
+	app.supervising = true // it holds the lock: the database is its to create
 	st, err := app.openStore(ctx, l, cfg)
 	if err != nil {
 		return err
@@ -160,13 +161,10 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if useTUI {
 		lineOut = io.Discard
 	}
-	// On PostgreSQL the sessions get no database credential: their swarm
-	// commands are run here.
+	// The sessions' swarm commands come through their doors and run here,
+	// as the session; on PostgreSQL the operator's `swarm send` too.
 	target := open.Choose(app.Env.Getenv, cfg.Mailbox.URL, l.DB)
-	var via *swarmCommands
-	if target.Backend() == "postgres" {
-		via = &swarmCommands{store: st, target: target.String()}
-	}
+	via := &swarmCommands{store: st, target: target.String(), root: l.Root}
 	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(lineOut, app.JSON, logger), via)
 	if err != nil {
 		return err

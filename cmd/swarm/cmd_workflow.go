@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/control"
-	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
@@ -139,7 +137,7 @@ merge and abort are the operator's (refused inside a session).`,
 func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 	app := opts.App
 	if opts.Action == "merge" || opts.Action == "abort" {
-		if err := operatorOnly(app, "swarm workflow "+opts.Action); err != nil {
+		if err := app.operatorOnly("swarm workflow " + opts.Action); err != nil {
 			return err
 		}
 	}
@@ -150,15 +148,8 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 	defer st.Close()
 	switch opts.Action {
 	case "start":
-		if err := who.require(mode.CanDispatch, "swarm workflow start"); err != nil {
-			return err
-		}
-		by := who.Agent
-		if by == "" {
-			by = message.Operator
-		}
 		it, err := swarm.StartItem(ctx, st, cfg, swarm.StartRequest{Workflow: opts.Name, Item: opts.Item, Title: opts.Title,
-			Criteria: opts.Criteria, Risk: opts.Risk, Complex: opts.Complex, By: by})
+			Criteria: opts.Criteria, Risk: opts.Risk, Complex: opts.Complex, Caller: who})
 		if err != nil {
 			return workflowErr(err)
 		}
@@ -210,11 +201,8 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		}
 		return tw.Flush()
 	case "signal":
-		agent := who.Agent
-		if agent == "" {
-			agent = app.Env.Getenv("SWARM_AGENT")
-		}
-		it, err := swarm.SignalItem(ctx, st, cfg, swarm.SignalRequest{Agent: agent, Item: opts.Item, Status: opts.Status, Next: opts.Next,
+		agent := who.Agent()
+		it, err := swarm.SignalItem(ctx, st, cfg, swarm.SignalRequest{Caller: who, Item: opts.Item, Status: opts.Status, Next: opts.Next,
 			Message: opts.Message, Artifacts: opts.Artifacts})
 		var ill *swarm.IllegalSignalError
 		if errors.As(err, &ill) {
@@ -245,15 +233,34 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		if err != nil {
 			return err
 		}
-		it, commit, err := swarm.MergeItem(ctx, st, cfg, git, opts.Item)
+		// What was recovered is printed below; the worktree package's log
+		// line of each would say it twice.
+		prevLog := slog.Default()
+		slog.SetDefault(slog.New(dropMessage{prevLog.Handler(), worktree.RecoveredLogMessage}))
+		defer slog.SetDefault(prevLog)
+		it, landing, err := swarm.MergeItemLanding(ctx, st, cfg, git, opts.Item)
+		if !app.JSON {
+			// What an interrupted merge left was finished or dropped
+			// first, whether or not this one then succeeded.
+			for _, r := range landing.Recovered {
+				fmt.Fprintf(app.Stdout, "recovered: %s\n", termsafe.String(r.Text))
+			}
+		}
 		if err != nil {
 			return err
 		}
 		pokeSupervisor(l)
 		if app.JSON {
-			return app.printJSON(map[string]any{"item": it, "merge_commit": commit})
+			recovered := []string{}
+			for _, r := range landing.Recovered {
+				recovered = append(recovered, r.Text)
+			}
+			return app.printJSON(map[string]any{"item": it, "merge_commit": landing.Commit, "checkout": landing.Checkout, "recovered": recovered})
 		}
-		printMerged(app, it.ID, it.ReviewCommit, commit)
+		printMerged(app, it.ID, it.ReviewCommit, landing.Commit)
+		if landing.Checkout != "" {
+			fmt.Fprintln(app.Stdout, termsafe.String(landing.Checkout))
+		}
 		return nil
 	}
 	return fmt.Errorf("unknown workflow action %q", opts.Action)

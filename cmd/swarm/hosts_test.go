@@ -1,9 +1,13 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -70,6 +74,66 @@ func runPostgresScripts(t *testing.T, dir string) {
 					ts.Fatalf("pg_ctl restart: %v", restartErr)
 				}
 			},
+			// pgcut ends every connection to the script's database, as a
+			// network cut of the hosts connected would: their lease locks
+			// go, and so does any transaction a frozen one left open.
+			"pgcut": func(ts *testscript.TestScript, neg bool, args []string) {
+				u, err := url.Parse(ts.Getenv("SWARM_DB_URL"))
+				if err != nil {
+					ts.Fatalf("SWARM_DB_URL: %v", err)
+				}
+				out, err := c.Psql(strings.TrimPrefix(u.Path, "/"), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+					WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+				if err != nil {
+					ts.Fatalf("%v", err)
+				}
+				if out == "0" {
+					ts.Fatalf("no connection to cut")
+				}
+			},
+			"freeze":  cmdFreeze,
+			"thaw":    cmdThaw,
+			"lockpid": cmdLockPid,
 		},
 	})
+}
+
+// cmdFreeze stops (SIGSTOP) the supervisor whose pid is in a clone's lock
+// file, as a frozen VM or a long GC pause would: freeze <lockfile>. The
+// script thaws it with thaw; the end of the script does too.
+func cmdFreeze(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: freeze <lockfile>")
+	}
+	pid := lockPid(ts, args[0])
+	ts.Check(syscall.Kill(pid, syscall.SIGSTOP))
+	ts.Defer(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+}
+
+// cmdThaw resumes (SIGCONT) a supervisor freeze stopped: thaw <lockfile>.
+func cmdThaw(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: thaw <lockfile>")
+	}
+	ts.Check(syscall.Kill(lockPid(ts, args[0]), syscall.SIGCONT))
+}
+
+// cmdLockPid sets a variable to the pid in a clone's lock file:
+// lockpid <lockfile> <name>.
+func cmdLockPid(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: lockpid <lockfile> <name>")
+	}
+	ts.Setenv(args[1], strconv.Itoa(lockPid(ts, args[0])))
+}
+
+// lockPid is the pid a supervisor wrote into its clone's lock file.
+func lockPid(ts *testscript.TestScript, file string) int {
+	b, err := os.ReadFile(ts.MkAbs(file))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		ts.Fatalf("no supervisor pid in %s: %q", file, b)
+	}
+	return pid
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/swarmhq/swarm/identity"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
@@ -55,11 +57,16 @@ func mcpRepo(t *testing.T) string {
 // in-memory transport, and returns the client's session.
 func mcpSession(t *testing.T, root, agent string) *mcp.ClientSession {
 	t.Helper()
+	door, _, stopDoor, err := openTestDoor(root, overlayEnv{set: map[string]string{"SWARM_ROOT": "", "SWARM_DB": "", "SWARM_DB_URL": ""}}, agent, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopDoor)
 	ctx, cancel := context.WithCancel(context.Background())
 	serverT, clientT := mcp.NewInMemoryTransports()
 	var errOut bytes.Buffer
 	app := &App{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &errOut, Cwd: root, nested: true,
-		Env: overlayEnv{set: map[string]string{"SWARM_AGENT": agent, "SWARM_SESSION_ID": agent + "-1", "SWARM_SESSION_SEQ": "1", "SWARM_ROOT": root, "SWARM_DB_URL": "", "SWARM_VIA_SUPERVISOR": ""}}}
+		Env: overlayEnv{set: map[string]string{"SWARM_AGENT": agent, "SWARM_SESSION_ID": agent + "-1", "SWARM_SESSION_SEQ": "1", "SWARM_ROOT": root, "SWARM_DB_URL": "", control.DoorEnv: door}}}
 	done := make(chan error, 1)
 	go func() { done <- runMCP(ctx, &MCPOptions{App: app, Transport: serverT}) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
@@ -204,7 +211,7 @@ func TestMCPWorkflowSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := swarm.StartItem(ctx, st, cfg, swarm.StartRequest{Workflow: "qa", Item: "F-1", Title: "login"}); err != nil {
+	if _, err := swarm.StartItem(ctx, st, cfg, swarm.StartRequest{Workflow: "qa", Item: "F-1", Title: "login", Caller: identity.Operator()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.InTx(ctx, func(tx mailbox.Tx) error {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/open"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
@@ -53,10 +54,19 @@ type App struct {
 	// tools): it leaves the process's default logger alone too, but goes
 	// through the supervisor as a session's command would.
 	nested bool
+	// caller is who runs the command when a door established it: the
+	// session whose door the supervisor ran it for, or the operator for
+	// the operator's door. nil in a CLI process (see callerOf).
+	caller *identity.Caller
+	// command is the running command's path ("swarm send"), for refusals.
+	command string
 	// shared is the supervisor's own store, which a command it runs for a
 	// session or the operator uses instead of opening one (and does not
 	// close): its connections are warm.
 	shared mailbox.Store
+	// supervising is set by swarm up once it holds the lock: the one
+	// command that may create the database while a supervisor runs.
+	supervising bool
 }
 
 // commands are the subcommands. Each command's file registers itself in an
@@ -87,6 +97,7 @@ func newRootCmd(app *App) *cobra.Command {
 		SilenceErrors: true,
 		Version:       versionString(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			app.command = strings.TrimPrefix(cmd.CommandPath(), "swarm ")
 			level := slog.LevelWarn
 			if app.Verbose > 0 {
 				level = slog.LevelDebug
@@ -326,12 +337,27 @@ func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) 
 	if a.shared != nil {
 		st = unclosed{a.shared}
 	} else {
+		// The one place a CLI process opens the store: never from inside
+		// a session, which reaches the swarm through its door.
+		if err := a.outsideSessions(); err != nil {
+			return nil, err
+		}
 		t := a.storeTarget(l, cfg)
 		if t.URL == "" {
 			a.db = t.Path
 		}
+		// While a supervisor runs, its database exists: one missing now was
+		// deleted under it, and a fresh one would take mail it never reads.
+		pid, running := 0, false
+		if t.URL == "" && !a.supervising {
+			pid, running = swarm.LockHolder(l.Lock())
+			t.NoCreate = running
+		}
 		var err error
 		if st, err = t.Open(ctx); err != nil {
+			if errors.Is(err, open.ErrNoDatabase) && running {
+				return nil, fmt.Errorf("%w, yet the supervisor (pid %d) runs: the database was deleted under it, and it stops once it notices; then run 'swarm init' and 'swarm up' again", err, pid)
+			}
 			return nil, err
 		}
 	}

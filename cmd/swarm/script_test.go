@@ -19,7 +19,8 @@ var update = flag.Bool("update", false, "rewrite golden files and testscript exp
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"swarm": func() { os.Exit(Main()) },
+		"swarm":   func() { os.Exit(Main()) },
+		"rawsock": func() { os.Exit(rawSock(os.Args[1:])) },
 	})
 }
 
@@ -44,6 +45,7 @@ func TestScripts(t *testing.T) {
 			"msgid":        cmdMsgID,
 			"waitmsg":      cmdWaitMsg,
 			"exitcode":     cmdExitCode,
+			"door":         cmdDoor,
 		},
 	})
 }

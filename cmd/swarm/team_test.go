@@ -31,6 +31,7 @@ func TestTeam(t *testing.T) {
 			"waitjson":  cmdWaitJSON,
 			"waitmatch": cmdWaitMatch,
 			"exitcode":  cmdExitCode,
+			"door":      cmdDoor,
 			"waitevent": cmdWaitEvent,
 			"waitstate": cmdWaitState,
 			"escid":     cmdEscID,

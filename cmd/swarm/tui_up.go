@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"io"
 	"os"
 	"slices"
@@ -247,7 +248,7 @@ func (s *storeSource) Decide(ctx context.Context, id int64, action escalation.Ev
 	var err error
 	if s.decide != nil {
 		e, err = s.decide(ctx, id, action, "")
-	} else if e, err = swarm.Decide(ctx, s.st, id, action, ""); err == nil {
+	} else if e, err = swarm.Decide(ctx, s.st, identity.Operator(), id, action, ""); err == nil {
 		pokeEscalation(ctx, s.l, id)
 	}
 	if err != nil || action != escalation.Event(escalation.Approve) || e.Kind != escalation.KindApproval {

@@ -50,6 +50,12 @@ func TestUpScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "up"),
 		RequireExplicitExec: true,
+		Condition: func(cond string) (bool, error) {
+			if cond == "tmpfs" {
+				return canMountTmpfs(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			if err := setupRepo(env); err != nil {
 				return err
@@ -66,6 +72,10 @@ func TestUpScripts(t *testing.T) {
 			"waitup":    cmdWaitUp,
 			"pidgone":   cmdPidGone,
 			"waitwatch": cmdWaitWatchers,
+			"mounttiny": cmdMountTiny,
+			"freeze":    cmdFreeze,
+			"thaw":      cmdThaw,
+			"fillfs":    cmdFillFS,
 			// escalate_test.go
 			"webhook":     hooks.cmdWebhook,
 			"hookline":    cmdHookLine,
@@ -217,4 +227,52 @@ func alive(pid int) bool {
 	}
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// cmdMountTiny mounts a small tmpfs on a directory, unmounted when the
+// script ends: mounttiny <dir> <size>. Scripts guard it with [tmpfs].
+func cmdMountTiny(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: mounttiny <dir> <size>")
+	}
+	dir := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+args[1]); err != nil {
+		ts.Fatalf("mount a tmpfs on %s: %v", dir, err)
+	}
+	ts.Defer(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+}
+
+// cmdFillFS fills the file system holding a directory with one file until
+// it has no space left: fillfs <dir>.
+func cmdFillFS(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: fillfs <dir>")
+	}
+	f, err := os.Create(filepath.Join(ts.MkAbs(args[0]), "filler"))
+	ts.Check(err)
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return
+			}
+			ts.Fatalf("fill: %v", err)
+		}
+	}
+}
+
+// canMountTmpfs is the [tmpfs] condition: this process may mount a tmpfs
+// (root, and a mount namespace that allows it).
+func canMountTmpfs() bool {
+	dir, err := os.MkdirTemp("", "swarm-tmpfs-probe")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(dir)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		return false
+	}
+	return syscall.Unmount(dir, 0) == nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -21,18 +20,6 @@ func isNotFound(err error) bool {
 }
 
 func filepathJoin(elem ...string) string { return filepath.Join(elem...) }
-
-// operatorOnly refuses a command inside an agent session ($SWARM_SESSION_ID
-// set): starting and stopping the swarm and deciding escalations are the
-// operator's. It guards against an agent's mistake, not against a
-// same-user attacker, who can unset the variable.
-func operatorOnly(app *App, command string) error {
-	sid := app.Env.Getenv("SWARM_SESSION_ID")
-	if sid == "" {
-		return nil
-	}
-	return fmt.Errorf("'%s' is for the operator, and this runs inside agent session %s ($SWARM_SESSION_ID is set); ask the operator instead: swarm escalate \"<what you need>\"", command, sid)
-}
 
 // pokeEscalation tells a running supervisor that escalation id was raised
 // or decided, so it holds, releases and notifies now. Without a supervisor

@@ -8,52 +8,56 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/repo"
-	"github.com/swarmhq/swarm/swarm"
 )
 
-// On a PostgreSQL swarm the sessions hold no database credential: the
-// supervisor sets $SWARM_VIA_SUPERVISOR in their environment, and the
-// commands an agent runs there (swarm send, inbox, ack, escalate, ...)
-// are run by the supervisor, which has one, through the control socket.
-// The answer is printed as the command would have printed it, with its
-// exit code.
+// A session reaches the swarm only through its door (DESIGN §13.2): the
+// supervisor puts the door's socket in the session's environment
+// ($SWARM_DOOR), and every swarm command run there is sent through it, on
+// SQLite as on PostgreSQL. The supervisor runs the command as that
+// session, whatever the request says, with its own store, and the answer
+// is printed as the command would have printed it, with its exit code. A
+// session never opens the database.
 
-// viaSupervisorCommands are the commands a session may have the
-// supervisor run: the ones that read or post mail and escalations. The
-// others (up, down, init, watch, logs -f, mcp) either must not run inside
-// the supervisor or run fine where they are.
-var viaSupervisorCommands = []string{"send", "inbox", "ack", "escalate", "status", "escalations", "escalation", "events", "prompt", "tasks", "queue", "report", "workflow", "spawn", "team"}
+// localCommands run in the session's own process: they reach no swarm
+// state (swarm mcp is the MCP server whose tools come back through here).
+var localCommands = []string{"version", "completion", "help", "mcp", "__complete", "__completeNoDesc"}
 
-// viaSupervisorTimeout bounds one command run by the supervisor.
-const viaSupervisorTimeout = 2 * time.Minute
+// operatorCommands are the operator's terminal commands: starting,
+// stopping and watching the swarm, its health and its setup. A session is
+// refused them where it runs, and the door refuses them too.
+var operatorCommands = []string{"up", "down", "init", "watch", "doctor", "web", "reload", "logs"}
 
-// forwarded reports whether app runs inside a session whose commands go
-// through the supervisor, and if args name one of those commands, runs it
-// there and returns its exit code.
+// doorTimeout bounds one command run through a door.
+const doorTimeout = 2 * time.Minute
+
+// forwarded reports whether app runs inside a session, and if so sends
+// the command to the session's door and returns its exit code.
 func forwarded(ctx context.Context, app *App, args []string) (int, bool) {
 	if app.inProcess {
 		return 0, false
 	}
-	if app.Env.Getenv(swarm.ViaSupervisorEnv) != "1" || app.Env.Getenv("SWARM_SESSION_ID") == "" {
+	door := app.Env.Getenv(control.DoorEnv)
+	if door == "" {
 		return operatorSend(ctx, app, args)
 	}
-	if len(args) == 0 || !slices.Contains(viaSupervisorCommands, args[0]) || slices.Contains(args, "--help") || slices.Contains(args, "-h") {
+	name := commandName(args)
+	if slices.Contains(localCommands, name) || slices.Contains(args, "--help") || slices.Contains(args, "-h") {
 		return 0, false
 	}
-	root := app.Env.Getenv("SWARM_ROOT")
-	if root == "" {
-		return 0, false
+	if slices.Contains(operatorCommands, name) {
+		fmt.Fprintf(app.Stderr, "swarm: 'swarm %s' is the operator's, and this runs inside an agent's session; ask the operator instead: swarm escalate \"<what you need>\"\n", name)
+		return exitError, true
 	}
-	req := control.RunRequest{Args: args, Dir: app.Cwd,
-		Env: sessionVars(app, "SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ", "SWARM_ROOT", "SWARM_AGENTS")}
+	req := control.RunRequest{Args: args, Dir: app.Cwd}
 	// Input only from a pipe or a file: a terminal, or the /dev/null the
 	// tools give commands, has nothing to send.
 	if f, ok := app.Stdin.(*os.File); ok {
@@ -62,15 +66,39 @@ func forwarded(ctx context.Context, app *App, args []string) (int, bool) {
 				req.Stdin = b
 			}
 		}
+	} else if app.Stdin != nil {
+		if b, err := io.ReadAll(io.LimitReader(app.Stdin, 1<<20)); err == nil {
+			req.Stdin = b
+		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, viaSupervisorTimeout)
+	cctx, cancel := context.WithTimeout(ctx, doorTimeout)
 	defer cancel()
-	res, err := control.Run(cctx, repo.At(root, app.Env.Getenv("SWARM_DB")), req)
+	res, err := control.RunAt(cctx, door, req)
 	if err != nil {
-		fmt.Fprintf(app.Stderr, "swarm: this session's commands go through the supervisor, which did not answer: %v; try again in a moment (the supervisor may be restarting)\n", err)
+		if errors.Is(err, control.ErrNoSupervisor) {
+			fmt.Fprintf(app.Stderr, "swarm: this session's door (%s) is closed: the session has ended, or the supervisor stopped; nothing was done\n", door)
+			return exitError, true
+		}
+		fmt.Fprintf(app.Stderr, "swarm: this session's commands go through its door, and the supervisor refused or did not answer: %v\n", err)
 		return exitError, true
 	}
 	return relay(app, res), true
+}
+
+// commandName is the subcommand args name: the first argument that is not
+// a flag (the global flags before it take no value but --dir's).
+func commandName(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--dir":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 // relay prints what the supervisor's run of a command printed, and returns
@@ -81,43 +109,52 @@ func relay(app *App, res control.RunResult) int {
 	return res.Code
 }
 
-// sessionVars copies the named variables of app's environment into a run
-// request: the identity the supervisor runs the command with.
-func sessionVars(app *App, keys ...string) map[string]string {
-	env := make(map[string]string, len(keys))
-	for _, k := range keys {
-		env[k] = app.Env.Getenv(k)
-	}
-	return env
-}
-
 // swarmCommands runs swarm commands inside the supervisor (control.OpRun)
-// for its sessions, and for the operator's `swarm send` on this host: with
-// the supervisor's own store, whose connections are open and warm (a fresh
-// PostgreSQL connection costs tens of milliseconds before its first
-// insert).
+// for its sessions, through their doors, and for the operator's `swarm
+// send` on this host: with the supervisor's own store, whose connections
+// are open and warm (a fresh PostgreSQL connection costs tens of
+// milliseconds before its first insert).
 type swarmCommands struct {
 	store  mailbox.Store
 	target string // the database, as open.Target.String names it
+	root   string // the repository
 }
 
-// run runs one command: in the caller's directory, with its identity.
-func (c *swarmCommands) run(ctx context.Context, req control.RunRequest) control.RunResult {
+// run runs one command as caller, in the caller's directory. A session's
+// command sees the session's variables as the door established them,
+// whatever its request said.
+func (c *swarmCommands) run(ctx context.Context, caller identity.Caller, req control.RunRequest) control.RunResult {
 	// The operator's command names the database it would have opened; a
 	// different one (another SWARM_DB_URL) is not this supervisor's to
 	// write, so the caller runs the command itself.
 	if req.Target != "" && req.Target != c.target {
 		return control.RunResult{Declined: true}
 	}
+	if caller.IsSession() && slices.Contains(operatorCommands, commandName(req.Args)) {
+		err := caller.OperatorOnly("'swarm " + commandName(req.Args) + "'")
+		return control.RunResult{Stderr: "swarm: " + err.Error() + "\n", Code: exitError}
+	}
+	env := overlayEnv{set: map[string]string{}, drop: map[string]bool{"SWARM_DB_URL": true, control.DoorEnv: true}}
+	for _, k := range []string{"SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ"} {
+		env.drop[k] = true
+	}
+	if caller.IsSession() {
+		env.set["SWARM_AGENT"] = caller.Agent()
+		env.set["SWARM_SESSION_ID"] = caller.SessionID()
+		env.set["SWARM_SESSION_SEQ"] = strconv.FormatInt(caller.Seq(), 10)
+		env.set["BD_ACTOR"] = caller.Agent()
+	}
+	env.set["SWARM_ROOT"] = c.root
 	var stdout, stderr bytes.Buffer
 	app := &App{
 		Stdin:     bytes.NewReader(req.Stdin),
 		Stdout:    &stdout,
 		Stderr:    &stderr,
-		Env:       overlayEnv{set: req.Env, drop: swarm.ViaSupervisorEnv},
+		Env:       env,
 		Cwd:       req.Dir,
 		inProcess: true,
 		shared:    c.store,
+		caller:    &caller,
 	}
 	code := run(ctx, app, req.Args)
 	return control.RunResult{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
@@ -146,8 +183,7 @@ func operatorSend(ctx context.Context, app *App, args []string) (int, bool) {
 	if t.Backend() != "postgres" {
 		return 0, false
 	}
-	req := control.RunRequest{Args: args, Dir: app.Cwd, Target: t.String(),
-		Env: sessionVars(app, "SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ", "SWARM_ROOT")}
+	req := control.RunRequest{Args: args, Dir: app.Cwd, Target: t.String()}
 	if slices.Contains(args, "-") {
 		b, err := io.ReadAll(io.LimitReader(app.Stdin, message.MaxBody+1))
 		if err != nil {
@@ -156,7 +192,7 @@ func operatorSend(ctx context.Context, app *App, args []string) (int, bool) {
 		req.Stdin = b
 		app.Stdin = bytes.NewReader(b) // still there if the command runs here
 	}
-	cctx, cancel := context.WithTimeout(ctx, viaSupervisorTimeout)
+	cctx, cancel := context.WithTimeout(ctx, doorTimeout)
 	defer cancel()
 	res, err := control.Run(cctx, l, req)
 	switch {
@@ -169,15 +205,18 @@ func operatorSend(ctx context.Context, app *App, args []string) (int, bool) {
 	return relay(app, res), true
 }
 
-// overlayEnv is the process environment with the session's variables set
-// over it and one removed.
+// overlayEnv is the process environment with the caller's variables set
+// over it and others removed.
 type overlayEnv struct {
 	set  map[string]string
-	drop string
+	drop map[string]bool
 }
 
 func (e overlayEnv) Getenv(k string) string {
-	if k == e.drop {
+	if v, ok := e.set[k]; ok {
+		return v
+	}
+	if e.drop[k] {
 		return ""
 	}
 	if v, ok := e.set[k]; ok {

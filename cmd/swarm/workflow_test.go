@@ -25,6 +25,8 @@ func TestWorkflowScripts(t *testing.T) {
 			"waitjson":  cmdWaitJSON,
 			"waitmatch": cmdWaitMatch,
 			"exitcode":  cmdExitCode,
+			"door":      cmdDoor,
+			"waitfile":  cmdWaitFile,
 			"alone":     cmdAlone,
 		},
 	})

@@ -5,7 +5,8 @@
 //
 //	P1  mailbox Send rate next to a raw modernc insert of the same row with
 //	    the same pragmas, in this process; Broadcast to 10
-//	P2  urgent-interrupt latency across processes: real `swarm send --urgent`
+//	P2  urgent-interrupt latency across processes (and what a session's door
+//	    costs at its start, in this process): real `swarm send --urgent`
 //	    processes against `swarm up --engine script` whose agent sits in a
 //	    long tool call, from the row's created_at (stamped by the sender just
 //	    before it writes the row) to the Running→Interrupting event (written

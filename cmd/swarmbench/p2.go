@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/repo"
 )
 
 type p2Details struct {
@@ -22,8 +24,11 @@ type p2Details struct {
 	// SendProcess is how long one `swarm send --urgent` process ran.
 	SendProcess dist `json:"send_process"`
 	// BackToRunning is from the interrupt to the next session Running.
-	BackToRunning dist      `json:"back_to_running"`
-	SamplesMs     []float64 `json:"row_to_cancel_samples_ms"`
+	BackToRunning dist `json:"back_to_running"`
+	// Door is what a session's own control socket costs at its start
+	// and end (DESIGN §13.2).
+	Door      dist      `json:"door"`
+	SamplesMs []float64 `json:"row_to_cancel_samples_ms"`
 }
 
 // p2 runs real `swarm send --urgent` processes against a running
@@ -68,7 +73,47 @@ func (b *bench) p2(ctx context.Context) error {
 	b.add(row{ID: "P2", Figure: "urgent interrupt max", Value: r.Max, Unit: "ms", Text: fmt.Sprintf("%.2f ms", r.Max)})
 	b.add(row{ID: "P2", Figure: "  incl. `swarm send` process start, p50 / p99", Value: det.ExecToCancel.P50, Unit: "ms",
 		Text: fmt.Sprintf("%.1f / %.1f ms", det.ExecToCancel.P50, det.ExecToCancel.P99)})
+	door, err := doorCost(ctx, dir, 200)
+	if err != nil {
+		return err
+	}
+	det.Door = door
+	b.details["P2"] = det
+	b.add(row{ID: "P2", Figure: "  a session's door at start: open, serve, first ping, close; p50 / p99", Value: door.P50, Unit: "ms",
+		Text: fmt.Sprintf("%.2f / %.2f ms", door.P50, door.P99)})
 	return nil
+}
+
+// doorCost measures what a session's door adds to its start and end, as
+// the supervisor does it: bind the door, serve it, answer the session's
+// first request, close it and wait for its goroutine.
+func doorCost(ctx context.Context, dir string, trials int) (dist, error) {
+	l := repo.At(dir, "")
+	var took []time.Duration
+	for i := range trials {
+		t0 := time.Now()
+		srv, err := control.ListenDoor(l, fmt.Sprintf("bench-%d", i+1))
+		if err != nil {
+			return dist{}, err
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- srv.Serve(sctx, func(context.Context, control.Request, func(any) error) control.Response {
+				return control.Response{OK: true}
+			})
+		}()
+		if _, err := control.CallAt(ctx, srv.Path(), control.Request{Op: control.OpPing}); err != nil {
+			cancel()
+			return dist{}, err
+		}
+		cancel()
+		if err := <-done; err != nil {
+			return dist{}, err
+		}
+		took = append(took, time.Since(t0))
+	}
+	return summarize(took), nil
 }
 
 // interruptedAt is when the agent moved Running→Interrupting because of

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/swarmhq/swarm/identity"
 	"path/filepath"
 	"strings"
 	"time"
@@ -71,7 +72,7 @@ func (b *bench) p7rate(ctx context.Context, det *p7Details) error {
 	task := 0
 	dispatch := func() error {
 		task++ // one task per dispatch, as a coordinator sends them
-		_, _, err := p.Send(ctx, swarm.SendRequest{Draft: protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: "backend",
+		_, _, err := p.Send(ctx, swarm.SendRequest{Caller: identity.Operator(), Draft: protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: "backend",
 			TaskID: fmt.Sprintf("T-%d", task), Payload: []byte(p7Dispatch)}})
 		return err
 	}

@@ -36,9 +36,10 @@
 //
 // With Session.Sandbox the CLI runs in the session's bubblewrap
 // (sandbox.Box.Command): its command is found as the supervisor would find
-// it and shown read-only inside, with the prompt file and the MCP settings;
-// a preset's state directories (Preset.State) are fresh per session, its
-// login and settings files bound read-only into them. Killing the process
+// it and shown read-only inside, with the prompt file; gemini-cli's
+// per-session home is writable; the other presets' state directories
+// (Preset.State) are fresh per session, their login and settings files
+// bound read-only into them. Killing the process
 // group kills bwrap, and with it the session's PID namespace: whatever the
 // CLI started, setsid'd or not (Claude Code's Bash tool), ends too.
 //
@@ -324,30 +325,30 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	// Every session of a preset can use the swarm's verbs as MCP tools:
 	// `swarm mcp`, with this session's identity.
 	var mcpArgs []string
-	var mcpDir string
 	lim := limitsFor(e.mcp, s.Caps)
 	if lim.tools.How != "" {
 		fmt.Fprintf(lw, "=== limits: %s\n", lim.tools.How)
 	}
+	var gem *geminiHome
 	if e.mcp != "" {
-		dir, err := os.MkdirTemp("", "swarm-mcp-")
-		if err != nil {
-			return fail(fmt.Errorf("exec engine %s: mcp settings: %w", e.name, err))
+		if e.mcp == MCPGemini {
+			dir, err := os.MkdirTemp("", "swarm-gemini-")
+			if err != nil {
+				return fail(fmt.Errorf("exec engine %s: gemini-cli home: %w", e.name, err))
+			}
+			defer os.RemoveAll(dir)
+			gem = &geminiHome{Dir: dir, User: userGeminiDir(env), Trust: s.Worktree, Exclude: lim.exclude}
 		}
-		defer os.RemoveAll(dir)
-		mcpDir = dir
-		settingsPath := filepath.Join(dir, "settings.json")
-		args, menv, settings, err := mcpRegistration(e.mcp, newMCPServer(env), settingsPath, lim.exclude)
+		args, menv, err := mcpRegistration(e.mcp, newMCPServer(env), gem)
 		if err != nil {
 			return fail(fmt.Errorf("exec engine %s: %w", e.name, err))
 		}
-		if settings != nil {
-			if err := os.WriteFile(settingsPath, settings, 0o600); err != nil {
-				return fail(fmt.Errorf("exec engine %s: mcp settings: %w", e.name, err))
-			}
-		}
 		mcpArgs, env = append(lim.args, args...), append(env, menv...)
-		fmt.Fprintf(lw, "=== mcp: swarm mcp registered as %q\n", MCPServerName)
+		where := ""
+		if gem != nil {
+			where = " in " + gem.SettingsPath()
+		}
+		fmt.Fprintf(lw, "=== mcp: swarm mcp registered as %q%s\n", MCPServerName, where)
 	}
 	argv, stdin, err := e.args(s.Model, s.Prompt, promptFile, mcpArgs)
 	if err != nil {
@@ -387,10 +388,12 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 				x.StateFiles = append(x.StateFiles, filepath.Join(d, filepath.Base(f)))
 			}
 		}
-		for _, p := range []string{promptFile, mcpDir} {
-			if p != "" {
-				x.ReadOnly = append(x.ReadOnly, filepath.Dir(p))
-			}
+		if promptFile != "" {
+			x.ReadOnly = append(x.ReadOnly, filepath.Dir(promptFile))
+		}
+		if gem != nil {
+			// gemini-cli's home for this session: it writes there.
+			x.Writable = append(x.Writable, gem.Dir)
 		}
 		var err error
 		if argv, err = s.Sandbox.Command(argv, x); err != nil {
@@ -414,6 +417,22 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 			return stopped(parent, ctx)
 		}
 		return fail(fmt.Errorf("exec engine %s: start %s: %w", e.name, cli, err))
+	}
+	if gem != nil {
+		// What gemini-cli really loaded goes in the log; asked beside the
+		// session, not before it, so the session does not wait for it.
+		probed := make(chan struct{})
+		go func() {
+			defer close(probed)
+			loaded, err := probeGemini(ctx, argv[0], s.Worktree, env)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				fmt.Fprintf(lw, "\n=== mcp: could not ask gemini-cli what it loaded: %v\n", err)
+			case err == nil:
+				fmt.Fprintf(lw, "\n=== mcp: %s%s\n", loaded, geminiLimits(loaded, gem))
+			}
+		}()
+		defer func() { <-probed }()
 	}
 	pgid := cmd.Process.Pid
 	if s.OnProcess != nil {

@@ -14,7 +14,7 @@ import (
 const (
 	MCPClaude = "claude"     // --mcp-config '<json>'
 	MCPCodex  = "codex"      // -c mcp_servers.swarm.<key>=<toml>
-	MCPGemini = "gemini-cli" // a settings file named by GEMINI_CLI_SYSTEM_SETTINGS_PATH
+	MCPGemini = "gemini-cli" // the session's own GEMINI_CLI_HOME, whose .gemini/settings.json names it
 )
 
 // MCPServerName is the name the swarm's MCP server is registered under:
@@ -25,7 +25,7 @@ const MCPServerName = "swarm"
 // starts its servers with a minimal environment, so they are passed
 // explicitly to every CLI.
 var mcpEnvKeys = []string{"SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ", "SWARM_DB", "SWARM_AGENTS", "SWARM_ROOT",
-	"SWARM_VIA_SUPERVISOR", "PATH", "HOME", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"}
+	"SWARM_DOOR", "SWARM_MCP_PROBE", "PATH", "HOME", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"}
 
 // mcpServer is `swarm mcp` as a session's CLI starts it.
 type mcpServer struct {
@@ -52,19 +52,18 @@ func newMCPServer(env []string) mcpServer {
 }
 
 // mcpRegistration returns what registers srv with the CLI: arguments to add
-// after the preset's command, variables to add to its environment, and the
-// content of a settings file to write at settingsPath (gemini-cli, which
-// also takes the tools a session may not use there).
-func mcpRegistration(kind string, srv mcpServer, settingsPath string, exclude []string) (args, env []string, settings []byte, err error) {
+// after the preset's command and variables to add to its environment.
+// gemini-cli is told through files: gem says where (nil for the others).
+func mcpRegistration(kind string, srv mcpServer, gem *geminiHome) (args, env []string, err error) {
 	switch kind {
 	case MCPClaude:
 		cfg := map[string]any{"mcpServers": map[string]any{MCPServerName: map[string]any{
 			"type": "stdio", "command": srv.Command, "args": srv.Args, "env": srv.Env}}}
 		b, err := json.Marshal(cfg)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		return []string{"--mcp-config", string(b)}, nil, nil, nil
+		return []string{"--mcp-config", string(b)}, nil, nil
 	case MCPCodex:
 		// -c values are TOML; a JSON string is a valid TOML basic string.
 		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -86,19 +85,21 @@ func mcpRegistration(kind string, srv mcpServer, settingsPath string, exclude []
 			"-c", p + "command=" + q(srv.Command),
 			"-c", p + "args=[" + strings.Join(items, ", ") + "]",
 			"-c", p + "env={" + strings.Join(pairs, ", ") + "}",
-		}, nil, nil, nil
+			// Under a sandbox (a review session's read-only one) codex
+			// exec asks approval for every MCP call and, never allowed
+			// to ask, refuses it ("MCP tool call requires approval, but
+			// approval policy is never"). swarm's tools check the
+			// session's capabilities themselves.
+			"-c", p + "default_tools_approval_mode=" + q("approve"),
+		}, nil, nil
 	case MCPGemini:
-		cfg := map[string]any{"mcpServers": map[string]any{MCPServerName: map[string]any{
-			"command": srv.Command, "args": srv.Args, "env": srv.Env, "trust": true}}}
-		if len(exclude) > 0 {
-			// The session's limits: gemini-cli never offers these tools.
-			cfg["tools"] = map[string]any{"exclude": exclude}
+		if gem == nil {
+			return nil, nil, fmt.Errorf("gemini-cli needs a home for its settings")
 		}
-		b, err := json.MarshalIndent(cfg, "", "  ")
-		if err != nil {
-			return nil, nil, nil, err
+		if err := gem.write(srv); err != nil {
+			return nil, nil, err
 		}
-		return nil, []string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH=" + settingsPath}, b, nil
+		return nil, []string{"GEMINI_CLI_HOME=" + gem.Dir}, nil
 	}
-	return nil, nil, nil, fmt.Errorf("unknown MCP registration %q", kind)
+	return nil, nil, fmt.Errorf("unknown MCP registration %q", kind)
 }

@@ -160,7 +160,6 @@ var Presets = map[string]Preset{
 		Logins:  []string{".gemini/oauth_creds.json"},
 		Login:   "log in once by running gemini and choosing Login with Google",
 		MCP:     MCPGemini,
-		State: presetState{dirs: []string{".gemini"}, files: []string{".gemini/oauth_creds.json", ".gemini/settings.json",
-			".gemini/google_accounts.json", ".gemini/installation_id"}},
+		// No State: each session has its own GEMINI_CLI_HOME (gemini.go).
 	},
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -74,5 +77,55 @@ func TestCatchesForbiddenImports(t *testing.T) {
 	}
 	if vs := Check(good); len(vs) > 0 {
 		t.Errorf("allowed imports flagged: %v", vs)
+	}
+}
+
+// TestIdentityRules reads the module's production source.
+func TestIdentityRules(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []File
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && p != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(root, p)
+		files = append(files, File{Path: filepath.ToSlash(r), Src: string(b)})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 50 {
+		t.Fatalf("read %d files; the check would prove nothing", len(files))
+	}
+	for _, v := range CheckIdentity(files) {
+		t.Error(v)
+	}
+}
+
+// TestCatchesIdentityClaims shows both identity rules failing.
+func TestCatchesIdentityClaims(t *testing.T) {
+	vs := CheckIdentity([]File{
+		{Path: "cmd/swarm/cmd_x.go", Src: "func f(a *App) { who := a.Env.Getenv(\"SWARM_AGENT\") }\n"},
+		{Path: "cmd/swarm/cmd_y.go", Src: "c := identity.Session(agent, 1, nil)\n"},
+		{Path: "cmd/swarm/cmd_y_test.go", Src: "c := identity.Session(agent, 1, nil)\n"},
+		{Path: "swarm/doors.go", Src: "c := identity.Session(agent, 1, nil)\n"},
+		{Path: "engine/env.go", Src: `set := map[string]string{"SWARM_AGENT": s.Agent}` + "\n"},
+	})
+	if len(vs) != 2 || !strings.HasPrefix(vs[0].Pkg, "cmd/swarm/cmd_x.go:1") || !strings.HasPrefix(vs[1].Pkg, "cmd/swarm/cmd_y.go:1") {
+		t.Errorf("violations: %v", vs)
 	}
 }

@@ -50,11 +50,28 @@ type env struct {
 	p     *mailbox.Poster
 	clk   *Clock
 	other func() mailbox.Store
+	hooks Hooks
 	ctx   context.Context
 }
 
-// Run runs the whole suite against the stores newStore opens.
-func Run(t *testing.T, newStore Factory) {
+// Hooks are what a backend must do for the suite that the Store interface
+// cannot say.
+type Hooks struct {
+	// CutLeaseLocks ends whatever keeps s's leases alive outside the
+	// lease rows (PostgreSQL: the advisory-lock connection), as a network
+	// cut or a frozen process would, so another holder can take them over
+	// while s stays open. Nil: the backend has nothing of the kind
+	// (SQLite), and a takeover needs only a stale heartbeat or Gone.
+	CutLeaseLocks func(t testing.TB, s mailbox.Store)
+}
+
+// Run runs the whole suite against the stores newStore opens; hooks, at
+// most one, are the backend's.
+func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
+	var h Hooks
+	if len(hooks) > 0 {
+		h = hooks[0]
+	}
 	tests := []struct {
 		name string
 		fn   func(e *env)
@@ -90,7 +107,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"AckStoredWithItsMessage", testAckStoredWithItsMessage},
 		{"AckResumeAndAbort", testAckResumeAndAbort},
 		{"PostProtocol", testPostProtocol},
+		{"OneAnswerPerRequest", testOneAnswerPerRequest},
 		{"Leases", testLeases},
+		{"LeaseFence", testLeaseFence},
 		{"SessionCapabilities", testSessionCapabilities},
 		{"Reports", testReports},
 		{"UsageSince", testUsageSince},
@@ -100,7 +119,7 @@ func Run(t *testing.T, newStore Factory) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock()
 			s, other := newStore(t, clk.Now)
-			tc.fn(&env{t: t, s: s, p: mailbox.NewPoster(s, Agents, nil), clk: clk, other: other, ctx: context.Background()})
+			tc.fn(&env{t: t, s: s, p: mailbox.NewPoster(s, Agents, nil), clk: clk, other: other, hooks: h, ctx: context.Background()})
 		})
 	}
 }
@@ -834,6 +853,131 @@ func testLeases(e *env) {
 		t.Fatal(err)
 	}
 	if err := lb.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testLeaseFence: a supervisor that lost an agent's lease cannot write
+// about that agent any more (DESIGN §12). Store o claims backend for
+// holder a and runs a session; the lease is taken over by holder b
+// through the suite's store (a is frozen: its lock cut, its heartbeat
+// stale); then every write o makes about backend fails with ErrLeaseLost
+// and changes nothing, while b moves the agent on and o may still write
+// about agents it never claimed.
+func testLeaseFence(e *env) {
+	t := e.t
+	if e.other == nil {
+		t.Skip("the backend gives no second store")
+	}
+	a := mailbox.Holder{Host: "host-a", PID: 101}
+	b := mailbox.Holder{Host: "host-b", PID: 202}
+	o := e.other()
+	defer o.Close()
+	for _, name := range []string{"backend", "lead"} {
+		if err := o.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: name, Mode: "code", Engine: "script"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	la, err := o.ClaimLeases(e.ctx, mailbox.LeaseClaim{Holder: a, Agents: []string{"backend"}, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Release(e.ctx)
+	move := func(s mailbox.Store, from, to lifecycle.State, seq int64) error {
+		return s.InTx(e.ctx, func(tx mailbox.Tx) error {
+			_, err := tx.Transition(fsm.Change{Kind: fsm.SubjectAgent, Subject: "backend", From: string(from), To: string(to), Cause: "test", Seq: seq})
+			return err
+		})
+	}
+	if err := move(o, lifecycle.Stopped, lifecycle.Running, 1); err != nil {
+		t.Fatalf("the holder's own write: %v", err)
+	}
+	if err := o.InTx(e.ctx, func(tx mailbox.Tx) error {
+		return tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: 1, Engine: "script"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if e.hooks.CutLeaseLocks != nil {
+		e.hooks.CutLeaseLocks(t, o)
+	}
+	lb, err := e.s.ClaimLeases(e.ctx, mailbox.LeaseClaim{Holder: b, Agents: []string{"backend"}, TTL: time.Minute,
+		Gone: func(h mailbox.Holder) bool { return h == a }})
+	if err != nil {
+		t.Fatalf("taking the lease over from a frozen holder: %v", err)
+	}
+	defer lb.Release(e.ctx)
+	ls, err := e.s.AgentLeases(e.ctx)
+	if err != nil || len(ls) != 1 || ls[0].Holder != b || ls[0].Epoch != 2 {
+		t.Fatalf("the lease after the takeover: %+v, %v; want b's at epoch 2", ls, err)
+	}
+	// b's runner recovers the agent and starts session 2.
+	if err := e.s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		if _, err := tx.RecoverAgent("backend"); err != nil {
+			return err
+		}
+		_, err := tx.Transition(fsm.Change{Kind: fsm.SubjectAgent, Subject: "backend", From: string(lifecycle.Running), To: string(lifecycle.Running), Cause: "test", Seq: 2})
+		if err != nil {
+			return err
+		}
+		return tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: 2, Engine: "script"})
+	}); err != nil {
+		t.Fatalf("the new holder's writes: %v", err)
+	}
+	// a resumes: every write about backend is refused.
+	late := map[string]error{
+		"transition": move(o, lifecycle.Running, lifecycle.Stopped, 2),
+		"end session": o.InTx(e.ctx, func(tx mailbox.Tx) error {
+			return tx.EndSession(mailbox.SessionEnd{Agent: "backend", Seq: 2, State: mailbox.SessionCrashed})
+		}),
+		"deliver":      o.InTx(e.ctx, func(tx mailbox.Tx) error { _, err := tx.Deliver("backend", 2, nil); return err }),
+		"reset errors": o.InTx(e.ctx, func(tx mailbox.Tx) error { return tx.ResetErrors("backend") }),
+		"recover":      o.InTx(e.ctx, func(tx mailbox.Tx) error { _, err := tx.RecoverAgent("backend"); return err }),
+		"heartbeat":    o.Heartbeat(e.ctx, []string{"backend"}),
+		"activity":     o.SetActivity(e.ctx, "backend", "stale"),
+		"nudges":       o.SetNudges(e.ctx, "backend", 3),
+		"pgid":         o.AddSessionPgid(e.ctx, "backend", 2, 4242),
+		"register":     o.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend", Mode: "review", Engine: "script"}),
+	}
+	for what, err := range late {
+		if !errors.Is(err, mailbox.ErrLeaseLost) {
+			t.Errorf("the old holder's %s = %v, want ErrLeaseLost", what, err)
+		}
+	}
+	ag, err := e.s.Agent(e.ctx, "backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ag.State != lifecycle.Running || ag.SessionSeq != 2 || ag.Mode != "code" || ag.Activity != "" || ag.Nudges != 0 {
+		t.Fatalf("backend after the old holder's late writes: %+v", ag)
+	}
+	if sess, err := e.s.Session(e.ctx, "backend", 2); err != nil || sess.State != mailbox.SessionRunning || len(sess.Pgids) != 0 {
+		t.Fatalf("session 2 after the old holder's late writes: %+v, %v", sess, err)
+	}
+	// Agents a never claimed are not fenced.
+	if err := o.SetActivity(e.ctx, "lead", "reading"); err != nil {
+		t.Fatalf("a write about an agent the old holder never claimed: %v", err)
+	}
+	// The holder's own claim again, where the backend grants it (SQLite;
+	// PostgreSQL's lock connection refuses a second claim), keeps the
+	// epoch: its earlier claim and its writes stay valid.
+	var he *mailbox.HeldError
+	switch lb2, err := e.s.ClaimLeases(e.ctx, mailbox.LeaseClaim{Holder: b, Agents: []string{"backend"}, TTL: time.Minute}); {
+	case errors.As(err, &he):
+	case err != nil:
+		t.Fatalf("the holder claiming its own lease again: %v", err)
+	default:
+		defer lb2.Release(e.ctx)
+		if ls, err := e.s.AgentLeases(e.ctx); err != nil || len(ls) != 1 || ls[0].Epoch != 2 {
+			t.Fatalf("the lease after its holder claimed it again: %+v, %v; want epoch 2 still", ls, err)
+		}
+	}
+	// The new holder's own writes go on.
+	if err := e.s.InTx(e.ctx, func(tx mailbox.Tx) error {
+		return tx.EndSession(mailbox.SessionEnd{Agent: "backend", Seq: 2, State: mailbox.SessionCompleted})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.Heartbeat(e.ctx, []string{"backend"}); err != nil {
 		t.Fatal(err)
 	}
 }

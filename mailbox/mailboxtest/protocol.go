@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/swarmhq/swarm/mailbox"
@@ -383,5 +384,128 @@ func testPostProtocol(e *env) {
 	chain, _ := s.TaskMessages(e.ctx, "T-1")
 	if len(chain) != 4 {
 		t.Fatalf("chain of T-1 = %v", ids(chain))
+	}
+}
+
+// testOneAnswerPerRequest: a sender answers a request once (package
+// protocol: "One answer per request"). A second answer is refused with the
+// answer that stands, also when two connections race; a new round, a
+// subtask, another sender and a reply without --reply-to are told apart.
+func testOneAnswerPerRequest(e *env) {
+	t, s, b := e.t, e.s, e.builder()
+	newest := func() int64 { n, _ := s.NewestMessageID(e.ctx); return n }
+	send := func(d protocol.Draft) (message.Message, protocol.Envelope, error) {
+		e.t.Helper()
+		return e.p.PostProtocol(e.ctx, b, d)
+	}
+	must := func(m message.Message, env protocol.Envelope, err error) (message.Message, protocol.Envelope) {
+		e.t.Helper()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return m, env
+	}
+	refused := func(name string, first message.Message, d protocol.Draft) {
+		e.t.Helper()
+		before := newest()
+		_, _, err := send(d)
+		var ae *mailbox.AnsweredError
+		if !errors.As(err, &ae) || !errors.Is(err, mailbox.ErrAlreadyAnswered) {
+			t.Fatalf("%s: %v, want an AnsweredError", name, err)
+		}
+		if ae.Answer.ID != first.ID || ae.Answer.MsgID != first.MsgID {
+			t.Fatalf("%s: the answer that stands is #%d %s, want #%d %s", name, ae.Answer.ID, ae.Answer.MsgID, first.ID, first.MsgID)
+		}
+		if want := fmt.Sprintf("as #%d", first.ID); !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %q does not say %q", name, err, want)
+		}
+		if newest() != before {
+			t.Fatalf("%s: the second answer was stored", name)
+		}
+	}
+	result := func(from string, to protocol.Envelope, payload string) protocol.Draft {
+		d := protocol.Draft{Type: protocol.TypeTaskResult, From: from, Payload: []byte(payload)}
+		if err := d.ReplyTo(to); err != nil {
+			e.t.Fatal(err)
+		}
+		return d
+	}
+	const done = `{"status":"completed","summary":"done"}`
+
+	_, disp := must(send(protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: "backend", TaskID: "T-7", Payload: []byte(dispatchPayload)}))
+	first, renv := must(send(result("backend", disp, done)))
+	refused("the same result again", first, result("backend", disp, done))
+	refused("another status", first, result("backend", disp, `{"status":"failed","summary":"it broke after all"}`))
+	// Without --reply-to it answers the newest dispatch of its task to it.
+	refused("no reply-to", first, protocol.Draft{Type: protocol.TypeTaskResult, From: "backend", To: "lead", TaskID: "T-7", Payload: []byte(done)})
+	// A subtask is answered once, apart from the whole task.
+	sub, _ := must(send(result("backend", disp, `{"status":"completed","summary":"part","subtask_id":"s1"}`)))
+	refused("the subtask again", sub, result("backend", disp, `{"status":"completed","summary":"part","subtask_id":"s1"}`))
+	must(send(result("backend", disp, `{"status":"completed","summary":"part","subtask_id":"s2"}`)))
+	// A new round is a new request.
+	_, disp2 := must(send(protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: "backend", TaskID: "T-7", Payload: []byte(dispatchPayload)}))
+	must(send(result("backend", disp2, done)))
+	// Another dev's dispatch of the same task is another request.
+	_, dispF := must(send(protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: "frontend", TaskID: "T-7", Payload: []byte(dispatchPayload)}))
+	must(send(result("frontend", dispF, done)))
+	// A result to no stored dispatch is not an answer: stored as before.
+	must(send(protocol.Draft{Type: protocol.TypeTaskResult, From: "frontend", To: "lead", TaskID: "T-8", Payload: []byte(done)}))
+	must(send(protocol.Draft{Type: protocol.TypeTaskResult, From: "frontend", To: "lead", TaskID: "T-8", Payload: []byte(done)}))
+
+	// A verdict answers its review request once.
+	_, req := must(send(protocol.Draft{Type: protocol.TypeReviewRequest, From: "lead", To: "frontend", TaskID: "T-7",
+		ContextRef: []string{disp.MsgID, renv.MsgID},
+		Payload:    []byte(fmt.Sprintf(`{"original_dispatch_ref":%q,"task_result_ref":%q,"reject_count":0,"acceptance_criteria":["x"]}`, disp.MsgID, renv.MsgID))}))
+	verdict := protocol.Draft{Type: protocol.TypeReviewVerdict, From: "frontend", Payload: []byte(`{"verdict":"approved"}`)}
+	if err := verdict.ReplyTo(req); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := must(send(verdict))
+	rejected := verdict
+	rejected.Payload = []byte(`{"verdict":"rejected","issues":["late second thoughts"]}`)
+	refused("a second verdict", v, rejected)
+
+	// Two connections racing with the same answer: one stores it.
+	if e.other == nil {
+		return
+	}
+	_, disp3 := must(send(protocol.Draft{Type: protocol.TypeTaskDispatch, From: "lead", To: "backend", TaskID: "T-9", Payload: []byte(dispatchPayload)}))
+	stores := []mailbox.Store{s, e.other()}
+	type out struct {
+		m   message.Message
+		err error
+	}
+	outs := make(chan out, len(stores))
+	start := make(chan struct{})
+	for i, st := range stores {
+		d := protocolDraft("backend", "lead", "task_result", "T-9", int64(100+i), 0)
+		d.AnswerKey = protocol.AnswerKey(protocol.Envelope{Type: protocol.TypeTaskResult}, disp3.MsgID)
+		go func() {
+			<-start
+			ms, err := st.InsertMessages(e.ctx, []message.Draft{d})
+			var m message.Message
+			if len(ms) == 1 {
+				m = ms[0]
+			}
+			outs <- out{m, err}
+		}()
+	}
+	close(start)
+	var stored []message.Message
+	var lost []error
+	for range stores {
+		o := <-outs
+		if o.err == nil {
+			stored = append(stored, o.m)
+		} else {
+			lost = append(lost, o.err)
+		}
+	}
+	if len(stored) != 1 || len(lost) != 1 {
+		t.Fatalf("racing answers: %d stored, errors %v; want exactly one stored", len(stored), lost)
+	}
+	var ae *mailbox.AnsweredError
+	if !errors.As(lost[0], &ae) || ae.Answer.ID != stored[0].ID {
+		t.Fatalf("the race's loser got %v, want an AnsweredError naming #%d", lost[0], stored[0].ID)
 	}
 }

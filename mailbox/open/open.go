@@ -6,7 +6,9 @@ package open
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/swarmhq/swarm/mailbox"
@@ -24,7 +26,16 @@ type Target struct {
 	URL  string // a PostgreSQL URL; empty means SQLite at Path
 	Path string // the SQLite file
 	Now  func() time.Time
+	// NoCreate refuses a SQLite file that does not exist with
+	// ErrNoDatabase instead of creating it: what a command does while a
+	// supervisor runs, since a database missing then was deleted under it,
+	// and a fresh one would take mail the supervisor never reads.
+	NoCreate bool
 }
+
+// ErrNoDatabase is a SQLite database that does not exist, opened with
+// NoCreate.
+var ErrNoDatabase = errors.New("no swarm database")
 
 // Choose picks the target: the environment's URL, else the configured
 // one, else the SQLite file.
@@ -60,6 +71,11 @@ func (t Target) Open(ctx context.Context) (mailbox.Store, error) {
 			return nil, err
 		}
 		return postgres.Open(ctx, t.URL, postgres.Options{Now: t.Now})
+	}
+	if t.NoCreate {
+		if _, err := os.Stat(t.Path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s does not exist; nothing was stored", ErrNoDatabase, t.Path)
+		}
 	}
 	return sqlite.Open(ctx, t.Path, sqlite.Options{Now: t.Now})
 }

@@ -2,6 +2,7 @@ package open
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,4 +77,28 @@ func TestRefusesAPassword(t *testing.T) {
 	if s := (Target{URL: "postgres://u:hunter2@h/db"}).String(); strings.Contains(s, "hunter2") {
 		t.Fatalf("String = %s", s)
 	}
+}
+
+// TestNoCreate: with NoCreate, a missing SQLite file is refused, not
+// created; an existing one opens.
+func TestNoCreate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "swarm.db")
+	_, err := Target{Path: path, NoCreate: true}.Open(ctx)
+	if !errors.Is(err, ErrNoDatabase) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("NoCreate on a missing file = %v, want ErrNoDatabase naming it", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused open created %s: %v", path, err)
+	}
+	st, err := Target{Path: path}.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st, err = Target{Path: path, NoCreate: true}.Open(ctx)
+	if err != nil {
+		t.Fatalf("NoCreate on an existing file: %v", err)
+	}
+	st.Close()
 }

@@ -37,10 +37,13 @@ func scanAgent(sc pgx.Row) (mailbox.Agent, error) {
 // RegisterAgent creates the agent's row in Stopped, or refreshes its
 // configured fields, keeping its state and counters.
 func (s *Store) RegisterAgent(ctx context.Context, info mailbox.AgentInfo) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO agents (name, mode, engine, branch, worktree) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (name) DO UPDATE SET mode = excluded.mode, engine = excluded.engine,
-			branch = excluded.branch, worktree = excluded.worktree`,
-		info.Name, info.Mode, info.Engine, info.Branch, info.Worktree)
+	err := s.fenced(ctx, info.Name, func(q querier) error {
+		_, err := q.Exec(ctx, `INSERT INTO agents (name, mode, engine, branch, worktree) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (name) DO UPDATE SET mode = excluded.mode, engine = excluded.engine,
+				branch = excluded.branch, worktree = excluded.worktree`,
+			info.Name, info.Mode, info.Engine, info.Branch, info.Worktree)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("register agent %s: %w", info.Name, err)
 	}
@@ -92,6 +95,9 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 	var agent *string
 	switch c.Kind {
 	case fsm.SubjectAgent:
+		if err := t.fence(c.Subject); err != nil {
+			return fsm.Event{}, fmt.Errorf("move %s from %s to %s: %w", c.Subject, c.From, c.To, err)
+		}
 		// A transition is a sign of life too: the heartbeat is stamped with it.
 		tag, err := t.tx.Exec(ctx, `UPDATE agents SET state = $1, session_seq = $2, state_since = $3, heartbeat_at = $3
 			WHERE name = $4 AND state = $5`, c.To, c.Seq, now, c.Subject, c.From)
@@ -199,16 +205,42 @@ func (s *Store) Heartbeat(ctx context.Context, agents []string) error {
 	if len(agents) == 0 {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE agents SET heartbeat_at = $1 WHERE state <> $2 AND name = ANY($3)`,
-		nanos(s.now()), string(lifecycle.Stopped), agents)
+	var lost []error
+	err := s.InTx(ctx, func(tx mailbox.Tx) error {
+		t := tx.(*txn)
+		lost = nil
+		var ours []string
+		for _, a := range agents {
+			// An agent whose lease was taken over is not ours to stamp.
+			if err := t.fence(a); errors.Is(err, mailbox.ErrLeaseLost) {
+				lost = append(lost, err)
+				continue
+			} else if err != nil {
+				return err
+			}
+			ours = append(ours, a)
+		}
+		if len(ours) == 0 {
+			return nil
+		}
+		_, err := t.tx.Exec(ctx, `UPDATE agents SET heartbeat_at = $1 WHERE state <> $2 AND name = ANY($3)`,
+			nanos(s.now()), string(lifecycle.Stopped), ours)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("heartbeat: %w", errors.Join(lost...))
 	}
 	return nil
 }
 
 // ResetErrors starts an agent's error counts over.
 func (t *txn) ResetErrors(agent string) error {
+	if err := t.fence(agent); err != nil {
+		return fmt.Errorf("reset the error counts of %s: %w", agent, err)
+	}
 	_, err := t.tx.Exec(t.ctx, `UPDATE agents SET consecutive_errors = 0, total_errors = 0 WHERE name = $1`, agent)
 	if err != nil {
 		return fmt.Errorf("reset the error counts of %s: %w", agent, err)
@@ -218,7 +250,10 @@ func (t *txn) ResetErrors(agent string) error {
 
 // SetActivity records what an agent is doing.
 func (s *Store) SetActivity(ctx context.Context, agent, activity string) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE agents SET activity = $1 WHERE name = $2`, activity, agent); err != nil {
+	if err := s.fenced(ctx, agent, func(q querier) error {
+		_, err := q.Exec(ctx, `UPDATE agents SET activity = $1 WHERE name = $2`, activity, agent)
+		return err
+	}); err != nil {
 		return fmt.Errorf("record the activity of %s: %w", agent, err)
 	}
 	return nil
@@ -226,7 +261,10 @@ func (s *Store) SetActivity(ctx context.Context, agent, activity string) error {
 
 // SetNudges records how many nudges an idle agent has had.
 func (s *Store) SetNudges(ctx context.Context, agent string, n int) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE agents SET nudges = $1 WHERE name = $2`, n, agent); err != nil {
+	if err := s.fenced(ctx, agent, func(q querier) error {
+		_, err := q.Exec(ctx, `UPDATE agents SET nudges = $1 WHERE name = $2`, n, agent)
+		return err
+	}); err != nil {
 		return fmt.Errorf("record the nudges of %s: %w", agent, err)
 	}
 	return nil
@@ -234,6 +272,9 @@ func (s *Store) SetNudges(ctx context.Context, agent string, n int) error {
 
 // StartSession records a session as running.
 func (t *txn) StartSession(st mailbox.SessionStart) error {
+	if err := t.fence(st.Agent); err != nil {
+		return fmt.Errorf("start session %s/%d: %w", st.Agent, st.Seq, err)
+	}
 	tasks := st.Tasks
 	if tasks == nil {
 		tasks = []string{}
@@ -262,6 +303,9 @@ func (t *txn) StartSession(st mailbox.SessionStart) error {
 // agent's counters.
 func (t *txn) EndSession(e mailbox.SessionEnd) error {
 	ctx := t.ctx
+	if err := t.fence(e.Agent); err != nil {
+		return fmt.Errorf("end session %s/%d: %w", e.Agent, e.Seq, err)
+	}
 	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET state = $1, ended_at = $2, tokens_in = $3, tokens_out = $4,
 		cache_write = $5, cache_read = $6, error = $7
 		WHERE agent = $8 AND seq = $9 AND state = 'running'`, string(e.State), t.now(), e.TokensIn, e.TokensOut,
@@ -290,12 +334,17 @@ func (t *txn) EndSession(e mailbox.SessionEnd) error {
 
 // AddSessionPgid records a process group the session started.
 func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgid int) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET pgids = (pgids::jsonb || to_jsonb($1::bigint))::text
-		WHERE agent = $2 AND seq = $3`, pgid, agent, seq)
+	var n int64
+	err := s.fenced(ctx, agent, func(q querier) error {
+		tag, err := q.Exec(ctx, `UPDATE sessions SET pgids = (pgids::jsonb || to_jsonb($1::bigint))::text
+			WHERE agent = $2 AND seq = $3`, pgid, agent, seq)
+		n = tag.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record process group of %s/%d: %w", agent, seq, err)
 	}
-	if tag.RowsAffected() != 1 {
+	if n != 1 {
 		return fmt.Errorf("record process group of %s/%d: %w", agent, seq, mailbox.ErrNoSuchSession)
 	}
 	return nil
@@ -382,6 +431,9 @@ func (s *Store) SessionCount(ctx context.Context) (int64, error) {
 func (t *txn) RecoverAgent(agent string) (mailbox.Recovered, error) {
 	ctx := t.ctx
 	r := mailbox.Recovered{Agent: agent}
+	if err := t.fence(agent); err != nil {
+		return r, fmt.Errorf("recover %s: %w", agent, err)
+	}
 	rows, err := t.tx.Query(ctx, `SELECT `+sessionCols+` FROM sessions WHERE agent = $1 AND state = 'running' ORDER BY seq`, agent)
 	if err != nil {
 		return r, fmt.Errorf("recover %s: %w", agent, err)

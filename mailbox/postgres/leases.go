@@ -60,24 +60,45 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 	s.held[l] = true
 	s.mu.Unlock()
 	now := nanos(s.now())
+	epochs := map[string]int64{}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// A holder frozen in the middle of a write keeps its row locked
+		// for as long as its connection lives: give up after a while
+		// rather than hang (the claim can be made again).
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+			return err
+		}
 		for _, a := range agents {
 			// The lock is ours: whoever the row names is gone, or is us.
-			if _, err := tx.Exec(ctx, `INSERT INTO leases (agent, holder_host, holder_pid, acquired_at, heartbeat_at)
-				VALUES ($1, $2, $3, $4, $4)
+			// A claim that changes hands is a new epoch: writes fenced
+			// with an older one are refused from now on. The holder's own
+			// claim keeps its epoch, so its earlier claims stay valid. A
+			// write of the old holder still in flight holds the row (FOR
+			// SHARE), so this waits for it.
+			var epoch int64
+			if err := tx.QueryRow(ctx, `INSERT INTO leases (agent, holder_host, holder_pid, acquired_at, heartbeat_at, epoch)
+				VALUES ($1, $2, $3, $4, $4, 1)
 				ON CONFLICT (agent) DO UPDATE SET holder_host = excluded.holder_host, holder_pid = excluded.holder_pid,
 					heartbeat_at = excluded.heartbeat_at,
+					epoch = CASE WHEN leases.holder_host = excluded.holder_host AND leases.holder_pid = excluded.holder_pid
+						THEN leases.epoch ELSE leases.epoch + 1 END,
 					acquired_at = CASE WHEN leases.holder_host = excluded.holder_host AND leases.holder_pid = excluded.holder_pid
-						THEN leases.acquired_at ELSE excluded.acquired_at END`,
-				a, c.Holder.Host, c.Holder.PID, now); err != nil {
+						THEN leases.acquired_at ELSE excluded.acquired_at END
+				RETURNING epoch`,
+				a, c.Holder.Host, c.Holder.PID, now).Scan(&epoch); err != nil {
 				return err
 			}
+			epochs[a] = epoch
 		}
 		return nil
 	})
 	if err != nil {
 		l.drop()
 		return nil, fmt.Errorf("claim leases: %w", err)
+	}
+	l.epochs = epochs
+	for _, a := range agents {
+		s.fences.Set(a, mailbox.Fence{Holder: c.Holder, Epoch: epochs[a]})
 	}
 	return l, nil
 }
@@ -129,7 +150,7 @@ func tryLocks(ctx context.Context, conn *pgx.Conn, agents []string) ([]string, e
 
 // AgentLeases lists every lease, by agent.
 func (s *Store) AgentLeases(ctx context.Context) ([]mailbox.Lease, error) {
-	rows, err := s.pool.Query(ctx, `SELECT agent, holder_host, holder_pid, acquired_at, heartbeat_at FROM leases ORDER BY agent`)
+	rows, err := s.pool.Query(ctx, `SELECT agent, holder_host, holder_pid, epoch, acquired_at, heartbeat_at FROM leases ORDER BY agent`)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
@@ -138,7 +159,7 @@ func (s *Store) AgentLeases(ctx context.Context) ([]mailbox.Lease, error) {
 	for rows.Next() {
 		var l mailbox.Lease
 		var pid, acq, hb int64
-		if err := rows.Scan(&l.Agent, &l.Holder.Host, &pid, &acq, &hb); err != nil {
+		if err := rows.Scan(&l.Agent, &l.Holder.Host, &pid, &l.Epoch, &acq, &hb); err != nil {
 			return nil, fmt.Errorf("list leases: %w", err)
 		}
 		l.Holder.PID = int(pid)
@@ -156,6 +177,7 @@ type leases struct {
 	s      *Store
 	holder mailbox.Holder
 	agents []string
+	epochs map[string]int64 // the epoch the claim got, by agent
 
 	mu       sync.Mutex
 	conn     *pgx.Conn // nil after a lost connection, until Renew locks again
@@ -187,14 +209,26 @@ func (l *leases) Renew(ctx context.Context) error {
 		}
 		l.conn = conn
 	}
-	rows, err := l.conn.Query(ctx, `UPDATE leases SET heartbeat_at = $1 WHERE agent = ANY($2) AND holder_host = $3 AND holder_pid = $4 RETURNING agent`,
+	rows, err := l.conn.Query(ctx, `UPDATE leases SET heartbeat_at = $1 WHERE agent = ANY($2) AND holder_host = $3 AND holder_pid = $4
+		RETURNING agent, epoch`,
 		nanos(l.s.now()), l.agents, l.holder.Host, l.holder.PID)
 	if err != nil {
 		return fmt.Errorf("renew leases: %w", err)
 	}
-	renewed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	type renewal struct {
+		Agent string
+		Epoch int64
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[renewal])
 	if err != nil {
 		return fmt.Errorf("renew leases: %w", err)
+	}
+	var renewed []string
+	for _, r := range got {
+		// A row of ours at another epoch is a later claim's, not this one's.
+		if r.Epoch == l.epochs[r.Agent] {
+			renewed = append(renewed, r.Agent)
+		}
 	}
 	var lost []string
 	for _, a := range l.agents {
@@ -216,8 +250,13 @@ func (l *leases) Release(ctx context.Context) error {
 	if l.released {
 		return nil
 	}
-	_, err := l.s.pool.Exec(ctx, `DELETE FROM leases WHERE agent = ANY($1) AND holder_host = $2 AND holder_pid = $3`,
-		l.agents, l.holder.Host, l.holder.PID)
+	var err error
+	for _, a := range l.agents {
+		if _, e := l.s.pool.Exec(ctx, `DELETE FROM leases WHERE agent = $1 AND holder_host = $2 AND holder_pid = $3 AND epoch = $4`,
+			a, l.holder.Host, l.holder.PID, l.epochs[a]); e != nil && err == nil {
+			err = e
+		}
+	}
 	if l.conn != nil {
 		l.conn.Close(context.WithoutCancel(ctx))
 		l.conn = nil
@@ -229,7 +268,55 @@ func (l *leases) Release(ctx context.Context) error {
 	l.s.mu.Lock()
 	delete(l.s.held, l)
 	l.s.mu.Unlock()
+	for _, a := range l.agents {
+		l.s.fences.Drop(a, mailbox.Fence{Holder: l.holder, Epoch: l.epochs[a]})
+	}
 	return nil
+}
+
+// fence checks, inside the transaction, that the lease this process
+// claimed for agent is still its own at the same epoch, and refuses the
+// write with ErrLeaseLost otherwise. An agent this process did not claim
+// is not fenced. FOR SHARE holds the lease row until the transaction
+// ends, so a takeover (which updates the row) waits for this write
+// instead of slipping in between the check and the write.
+func (t *txn) fence(agent string) error {
+	fe, ok := t.fences.Of(agent)
+	if !ok || t.checked[agent] {
+		return nil
+	}
+	var row mailbox.Lease
+	var pid int64
+	err := t.tx.QueryRow(t.ctx, `SELECT holder_host, holder_pid, epoch FROM leases WHERE agent = $1 FOR SHARE`, agent).
+		Scan(&row.Holder.Host, &pid, &row.Epoch)
+	found := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("check the lease of %s: %w", agent, err)
+	}
+	row.Holder.PID = int(pid)
+	if err := mailbox.CheckFence(agent, fe, row, found); err != nil {
+		return err
+	}
+	if t.checked == nil {
+		t.checked = map[string]bool{}
+	}
+	t.checked[agent] = true
+	return nil
+}
+
+// fenced runs a write about agent: alone when this process holds no lease
+// of it, else in a transaction behind the lease's fence.
+func (s *Store) fenced(ctx context.Context, agent string, fn func(q querier) error) error {
+	if _, ok := s.fences.Of(agent); !ok {
+		return fn(s.pool)
+	}
+	return s.InTx(ctx, func(tx mailbox.Tx) error {
+		t := tx.(*txn)
+		if err := t.fence(agent); err != nil {
+			return err
+		}
+		return fn(t.tx)
+	})
 }
 
 // drop closes the lock connection without deleting the rows, as a crash

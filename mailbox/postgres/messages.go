@@ -74,11 +74,11 @@ func collect(rows pgx.Rows, err error) ([]message.Message, error) {
 // protocol draft asking for an ACK (ack_timeout_sec > 0) stores it pending.
 const insertSQL = `WITH serial AS MATERIALIZED (SELECT pg_advisory_xact_lock($9::bigint))
 	INSERT INTO messages (thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at,
-		msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state)
+		msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state, answer_key)
 	SELECT (SELECT coalesce(m.thread_id, m.id) FROM messages m WHERE m.id = $1::bigint), $1::bigint,
 		$2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::bigint,
 		$10::text, $11::text, $12::text, CASE WHEN $13::bigint > 0 THEN 1 ELSE 0 END, $13::bigint,
-		CASE WHEN $13::bigint > 0 THEN 'pending' ELSE 'none' END
+		CASE WHEN $13::bigint > 0 THEN 'pending' ELSE 'none' END, $14::text
 	FROM serial
 	RETURNING ` + messageCols
 
@@ -95,7 +95,26 @@ const insertPlainSQL = `WITH serial AS MATERIALIZED (SELECT pg_advisory_xact_loc
 // InsertMessages stores validated drafts: one statement alone, or all of
 // them in one transaction. An ack (a draft with AckOf) marks the message
 // it acknowledges in the same transaction.
-func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) (ms []message.Message, err error) {
+func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
+	ms, err := s.insertRetrying(ctx, drafts)
+	return ms, s.answered(ctx, err)
+}
+
+// answered completes an *AnsweredError with the answer that stands.
+func (s *Store) answered(ctx context.Context, err error) error {
+	var ae *mailbox.AnsweredError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	m, qerr := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE sender = $1 AND answer_key = $2`, ae.Answer.From, ae.Key))
+	if qerr != nil {
+		return fmt.Errorf("%w: %s answered %s already, and reading that answer failed: %v", mailbox.ErrAlreadyAnswered, ae.Answer.From, ae.Key, qerr)
+	}
+	ae.Answer = m
+	return ae
+}
+
+func (s *Store) insertRetrying(ctx context.Context, drafts []message.Draft) (ms []message.Message, err error) {
 	// Mail must not be lost to a server restarting under a running
 	// process: a statement that surely did not commit (see notCommitted)
 	// is tried again for a while. Any other cut is returned: it may have
@@ -195,12 +214,17 @@ func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (mes
 		row = q.QueryRow(ctx, insertPlainSQL, lockMessages, d.From, d.To, string(d.Kind), string(d.Urgency), d.Body, payload, nanos(now))
 	} else {
 		row = q.QueryRow(ctx, insertSQL, replyTo, d.From, d.To, string(d.Kind), string(d.Urgency), d.Body, payload, nanos(now), lockMessages,
-			nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs)
+			nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs, nullIfEmpty(d.AnswerKey))
 	}
 	m, err := scanMessage(row)
 	if err != nil {
 		if d.ReplyTo != 0 && pgCode(err) == codeForeignKey {
 			return m, fmt.Errorf("reply to #%d: %w", d.ReplyTo, mailbox.ErrNoSuchMessage)
+		}
+		if d.AnswerKey != "" && pgConstraint(err) == "messages_answer" {
+			// The caller reads the answer that stands (answered), once
+			// the transaction is over.
+			return m, &mailbox.AnsweredError{Key: d.AnswerKey, Answer: message.Message{From: d.From}}
 		}
 		if d.MsgID != "" && pgCode(err) == codeUnique {
 			return m, fmt.Errorf("msg_id %s: %w", d.MsgID, mailbox.ErrDuplicateMsgID)
@@ -236,6 +260,9 @@ func (s *Store) Queued(ctx context.Context, agent string) ([]message.Message, er
 // Deliver moves queued mail into session seq inside the transaction: all
 // of it, or only ids.
 func (t *txn) Deliver(agent string, seq int64, ids []int64) ([]message.Message, error) {
+	if err := t.fence(agent); err != nil {
+		return nil, fmt.Errorf("deliver to %s: %w", agent, err)
+	}
 	if ids != nil && len(ids) == 0 {
 		return nil, nil
 	}

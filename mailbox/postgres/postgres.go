@@ -74,6 +74,8 @@ type Store struct {
 	mu   sync.Mutex
 	pids map[uint32]bool  // backends of this store's pool: their NOTIFYs are not news
 	held map[*leases]bool // granted lease claims: Close drops their lock connections
+
+	fences mailbox.Fences // the leases this process claimed: its writes about their agents are fenced
 }
 
 var _ mailbox.Store = (*Store)(nil)
@@ -343,7 +345,7 @@ func (s *Store) ownPID(pid uint32) bool {
 // InTx runs fn in one transaction. fn must only use tx.
 func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
-		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }})
+		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }, fences: &s.fences})
 	})
 }
 
@@ -383,6 +385,9 @@ type txn struct {
 	tx  pgx.Tx
 	ctx context.Context // the InTx context: operations inside use it
 	now func() int64
+
+	fences  *mailbox.Fences
+	checked map[string]bool // agents whose fence this transaction checked (and holds)
 }
 
 var _ mailbox.Tx = (*txn)(nil)
@@ -396,6 +401,16 @@ func pgCode(err error) string {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return pe.Code
+	}
+	return ""
+}
+
+// pgConstraint returns the constraint (or unique index) a server error
+// names, "" when none.
+func pgConstraint(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.ConstraintName
 	}
 	return ""
 }

@@ -46,7 +46,23 @@ func TestConformance(t *testing.T) {
 			}
 			return o
 		}
-	})
+	}, mailboxtest.Hooks{CutLeaseLocks: func(t testing.TB, st mailbox.Store) {
+		t.Helper()
+		cutLeaseLocks(t, st.(*Store))
+	}})
+}
+
+// cutLeaseLocks ends every connection of this database holding an
+// advisory lock (the lease connections of s and its peers), as a network
+// cut or a server restart would.
+func cutLeaseLocks(t testing.TB, s *Store) {
+	t.Helper()
+	tag, err := s.pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND pid <> pg_backend_pid()
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+	if err != nil || tag.RowsAffected() == 0 {
+		t.Fatalf("terminate the lock connection: %v (%d rows)", err, tag.RowsAffected())
+	}
 }
 
 func TestSchemaRejectsBadStates(t *testing.T) {

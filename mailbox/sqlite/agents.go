@@ -36,10 +36,13 @@ func scanAgent(sc interface{ Scan(...any) error }) (mailbox.Agent, error) {
 // RegisterAgent creates the agent's row in Stopped, or refreshes its
 // configured fields, keeping its state and counters.
 func (s *Store) RegisterAgent(ctx context.Context, info mailbox.AgentInfo) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO agents (name, mode, engine, branch, worktree) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET mode = excluded.mode, engine = excluded.engine,
-			branch = excluded.branch, worktree = excluded.worktree`,
-		info.Name, info.Mode, info.Engine, info.Branch, info.Worktree)
+	err := s.fenced(ctx, info.Name, func(q execer) error {
+		_, err := q.ExecContext(ctx, `INSERT INTO agents (name, mode, engine, branch, worktree) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET mode = excluded.mode, engine = excluded.engine,
+				branch = excluded.branch, worktree = excluded.worktree`,
+			info.Name, info.Mode, info.Engine, info.Branch, info.Worktree)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("register agent %s: %w", info.Name, err)
 	}
@@ -88,6 +91,9 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 	var agent any
 	switch c.Kind {
 	case fsm.SubjectAgent:
+		if err := t.fence(c.Subject); err != nil {
+			return fsm.Event{}, fmt.Errorf("move %s from %s to %s: %w", c.Subject, c.From, c.To, err)
+		}
 		// A transition is a sign of life too: the heartbeat is stamped with it.
 		res, err := t.tx.ExecContext(ctx, `UPDATE agents SET state = ?, session_seq = ?, state_since = ?, heartbeat_at = ?
 			WHERE name = ? AND state = ?`, c.To, c.Seq, now, now, c.Subject, c.From)
@@ -204,13 +210,32 @@ func (s *Store) Heartbeat(ctx context.Context, agents []string) error {
 	if len(agents) == 0 {
 		return nil
 	}
-	args := []any{nanos(s.now()), string(lifecycle.Stopped)}
-	for _, a := range agents {
-		args = append(args, a)
-	}
-	_, err := s.db.ExecContext(ctx, `UPDATE agents SET heartbeat_at = ? WHERE state <> ? AND name IN (`+placeholders(len(agents))+`)`, args...)
+	var lost []error
+	err := s.InTx(ctx, func(tx mailbox.Tx) error {
+		t := tx.(*txn)
+		lost = nil
+		args := []any{nanos(s.now()), string(lifecycle.Stopped)}
+		for _, a := range agents {
+			// An agent whose lease was taken over is not ours to stamp.
+			if err := t.fence(a); errors.Is(err, mailbox.ErrLeaseLost) {
+				lost = append(lost, err)
+				continue
+			} else if err != nil {
+				return err
+			}
+			args = append(args, a)
+		}
+		if len(args) == 2 {
+			return nil
+		}
+		_, err := t.tx.ExecContext(ctx, `UPDATE agents SET heartbeat_at = ? WHERE state <> ? AND name IN (`+placeholders(len(args)-2)+`)`, args...)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("heartbeat: %w", errors.Join(lost...))
 	}
 	return nil
 }
@@ -218,6 +243,9 @@ func (s *Store) Heartbeat(ctx context.Context, agents []string) error {
 // ResetErrors starts an agent's error counts over: the thresholds count
 // errors within one run of the supervisor.
 func (t *txn) ResetErrors(agent string) error {
+	if err := t.fence(agent); err != nil {
+		return fmt.Errorf("reset the error counts of %s: %w", agent, err)
+	}
 	_, err := t.tx.ExecContext(t.ctx, `UPDATE agents SET consecutive_errors = 0, total_errors = 0 WHERE name = ?`, agent)
 	if err != nil {
 		return fmt.Errorf("reset the error counts of %s: %w", agent, err)
@@ -227,7 +255,10 @@ func (t *txn) ResetErrors(agent string) error {
 
 // SetActivity records what an agent is doing.
 func (s *Store) SetActivity(ctx context.Context, agent, activity string) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE agents SET activity = ? WHERE name = ?`, activity, agent); err != nil {
+	if err := s.fenced(ctx, agent, func(q execer) error {
+		_, err := q.ExecContext(ctx, `UPDATE agents SET activity = ? WHERE name = ?`, activity, agent)
+		return err
+	}); err != nil {
 		return fmt.Errorf("record the activity of %s: %w", agent, err)
 	}
 	return nil
@@ -235,7 +266,10 @@ func (s *Store) SetActivity(ctx context.Context, agent, activity string) error {
 
 // SetNudges records how many nudges an idle agent has had.
 func (s *Store) SetNudges(ctx context.Context, agent string, n int) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE agents SET nudges = ? WHERE name = ?`, n, agent); err != nil {
+	if err := s.fenced(ctx, agent, func(q execer) error {
+		_, err := q.ExecContext(ctx, `UPDATE agents SET nudges = ? WHERE name = ?`, n, agent)
+		return err
+	}); err != nil {
 		return fmt.Errorf("record the nudges of %s: %w", agent, err)
 	}
 	return nil
@@ -244,6 +278,9 @@ func (s *Store) SetNudges(ctx context.Context, agent string, n int) error {
 // StartSession records a session as running with its prompt and the ready
 // task ids it listed.
 func (t *txn) StartSession(st mailbox.SessionStart) error {
+	if err := t.fence(st.Agent); err != nil {
+		return fmt.Errorf("start session %s/%d: %w", st.Agent, st.Seq, err)
+	}
 	tasks := st.Tasks
 	if tasks == nil {
 		tasks = []string{}
@@ -269,6 +306,9 @@ func (t *txn) StartSession(st mailbox.SessionStart) error {
 // failure or timeout).
 func (t *txn) EndSession(e mailbox.SessionEnd) error {
 	ctx := t.ctx
+	if err := t.fence(e.Agent); err != nil {
+		return fmt.Errorf("end session %s/%d: %w", e.Agent, e.Seq, err)
+	}
 	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET state = ?, ended_at = ?, tokens_in = ?, tokens_out = ?,
 		cache_write = ?, cache_read = ?, error = ?
 		WHERE agent = ? AND seq = ? AND state = 'running'`, e.State, t.now(), e.TokensIn, e.TokensOut,
@@ -297,12 +337,20 @@ func (t *txn) EndSession(e mailbox.SessionEnd) error {
 
 // AddSessionPgid records a process group the session started.
 func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgid int) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET pgids = json_insert(pgids, '$[#]', ?)
-		WHERE agent = ? AND seq = ?`, pgid, agent, seq)
+	var n int64
+	err := s.fenced(ctx, agent, func(q execer) error {
+		res, err := q.ExecContext(ctx, `UPDATE sessions SET pgids = json_insert(pgids, '$[#]', ?)
+			WHERE agent = ? AND seq = ?`, pgid, agent, seq)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record process group of %s/%d: %w", agent, seq, err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
+	if n != 1 {
 		return fmt.Errorf("record process group of %s/%d: %w", agent, seq, mailbox.ErrNoSuchSession)
 	}
 	return nil
@@ -389,6 +437,9 @@ func (s *Store) SessionCount(ctx context.Context) (int64, error) {
 func (t *txn) RecoverAgent(agent string) (mailbox.Recovered, error) {
 	ctx := t.ctx
 	r := mailbox.Recovered{Agent: agent}
+	if err := t.fence(agent); err != nil {
+		return r, fmt.Errorf("recover %s: %w", agent, err)
+	}
 	rows, err := t.tx.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE agent = ? AND state = 'running'`, agent)
 	if err != nil {
 		return r, err

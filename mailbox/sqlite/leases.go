@@ -20,6 +20,7 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 	slices.Sort(agents)
 	agents = slices.Compact(agents)
 	var held []mailbox.Lease
+	epochs := map[string]int64{}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		held = nil
 		now := s.now()
@@ -40,13 +41,21 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 			if ok && l.Holder == c.Holder {
 				acquired = l.AcquiredAt
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO leases (agent, holder_host, holder_pid, acquired_at, heartbeat_at)
-				VALUES (?, ?, ?, ?, ?)
+			// A claim that changes hands is a new epoch: writes fenced
+			// with an older one are refused from now on. The holder's own
+			// claim keeps its epoch, so its earlier claims stay valid.
+			var epoch int64
+			if err := tx.QueryRowContext(ctx, `INSERT INTO leases (agent, holder_host, holder_pid, acquired_at, heartbeat_at, epoch)
+				VALUES (?, ?, ?, ?, ?, 1)
 				ON CONFLICT (agent) DO UPDATE SET holder_host = excluded.holder_host, holder_pid = excluded.holder_pid,
-					acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`,
-				a, c.Holder.Host, c.Holder.PID, nanos(acquired), nanos(now)); err != nil {
+					acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at,
+					epoch = CASE WHEN leases.holder_host = excluded.holder_host AND leases.holder_pid = excluded.holder_pid
+						THEN leases.epoch ELSE leases.epoch + 1 END
+				RETURNING epoch`,
+				a, c.Holder.Host, c.Holder.PID, nanos(acquired), nanos(now)).Scan(&epoch); err != nil {
 				return err
 			}
+			epochs[a] = epoch
 		}
 		if len(held) > 0 {
 			return errHeld
@@ -59,18 +68,21 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 	if err != nil {
 		return nil, fmt.Errorf("claim leases: %w", err)
 	}
-	return &leases{s: s, holder: c.Holder, agents: agents}, nil
+	for _, a := range agents {
+		s.fences.Set(a, mailbox.Fence{Holder: c.Holder, Epoch: epochs[a]})
+	}
+	return &leases{s: s, holder: c.Holder, agents: agents, epochs: epochs}, nil
 }
 
 // errHeld rolls a refused claim back; ClaimLeases turns it into a
 // HeldError.
 var errHeld = fmt.Errorf("held")
 
-func leaseRow(ctx context.Context, tx *sql.Tx, agent string) (mailbox.Lease, bool, error) {
+func leaseRow(ctx context.Context, tx execer, agent string) (mailbox.Lease, bool, error) {
 	var l mailbox.Lease
 	var acq, hb int64
-	err := tx.QueryRowContext(ctx, `SELECT agent, holder_host, holder_pid, acquired_at, heartbeat_at FROM leases WHERE agent = ?`, agent).
-		Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &acq, &hb)
+	err := tx.QueryRowContext(ctx, `SELECT agent, holder_host, holder_pid, epoch, acquired_at, heartbeat_at FROM leases WHERE agent = ?`, agent).
+		Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &l.Epoch, &acq, &hb)
 	if err == sql.ErrNoRows {
 		return l, false, nil
 	}
@@ -83,7 +95,7 @@ func leaseRow(ctx context.Context, tx *sql.Tx, agent string) (mailbox.Lease, boo
 
 // AgentLeases lists every lease, by agent.
 func (s *Store) AgentLeases(ctx context.Context) ([]mailbox.Lease, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT agent, holder_host, holder_pid, acquired_at, heartbeat_at FROM leases ORDER BY agent`)
+	rows, err := s.db.QueryContext(ctx, `SELECT agent, holder_host, holder_pid, epoch, acquired_at, heartbeat_at FROM leases ORDER BY agent`)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
@@ -92,7 +104,7 @@ func (s *Store) AgentLeases(ctx context.Context) ([]mailbox.Lease, error) {
 	for rows.Next() {
 		var l mailbox.Lease
 		var acq, hb int64
-		if err := rows.Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &acq, &hb); err != nil {
+		if err := rows.Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &l.Epoch, &acq, &hb); err != nil {
 			return nil, fmt.Errorf("list leases: %w", err)
 		}
 		l.AcquiredAt, l.HeartbeatAt = fromNanos(acq), fromNanos(hb)
@@ -109,6 +121,7 @@ type leases struct {
 	s      *Store
 	holder mailbox.Holder
 	agents []string
+	epochs map[string]int64 // the epoch the claim got, by agent
 
 	mu       sync.Mutex
 	released bool
@@ -121,8 +134,8 @@ func (l *leases) Renew(ctx context.Context) error {
 	err := l.s.tx(ctx, func(tx *sql.Tx) error {
 		lost = nil
 		for _, a := range l.agents {
-			res, err := tx.ExecContext(ctx, `UPDATE leases SET heartbeat_at = ? WHERE agent = ? AND holder_host = ? AND holder_pid = ?`,
-				nanos(l.s.now()), a, l.holder.Host, l.holder.PID)
+			res, err := tx.ExecContext(ctx, `UPDATE leases SET heartbeat_at = ? WHERE agent = ? AND holder_host = ? AND holder_pid = ? AND epoch = ?`,
+				nanos(l.s.now()), a, l.holder.Host, l.holder.PID, l.epochs[a])
 			if err != nil {
 				return err
 			}
@@ -150,8 +163,8 @@ func (l *leases) Release(ctx context.Context) error {
 	}
 	err := l.s.tx(ctx, func(tx *sql.Tx) error {
 		for _, a := range l.agents {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE agent = ? AND holder_host = ? AND holder_pid = ?`,
-				a, l.holder.Host, l.holder.PID); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM leases WHERE agent = ? AND holder_host = ? AND holder_pid = ? AND epoch = ?`,
+				a, l.holder.Host, l.holder.PID, l.epochs[a]); err != nil {
 				return err
 			}
 		}
@@ -161,5 +174,47 @@ func (l *leases) Release(ctx context.Context) error {
 		return fmt.Errorf("release leases: %w", err)
 	}
 	l.released = true
+	for _, a := range l.agents {
+		l.s.fences.Drop(a, mailbox.Fence{Holder: l.holder, Epoch: l.epochs[a]})
+	}
 	return nil
+}
+
+// fence checks, inside the transaction, that the lease this process
+// claimed for agent is still its own at the same epoch, and refuses the
+// write with ErrLeaseLost otherwise. An agent this process did not claim
+// is not fenced. The transaction is immediate (the write lock is taken at
+// BEGIN), so no claim can slip in between the check and the write.
+func (t *txn) fence(agent string) error {
+	fe, ok := t.fences.Of(agent)
+	if !ok || t.checked[agent] {
+		return nil
+	}
+	row, found, err := leaseRow(t.ctx, t.tx, agent)
+	if err != nil {
+		return fmt.Errorf("check the lease of %s: %w", agent, err)
+	}
+	if err := mailbox.CheckFence(agent, fe, row, found); err != nil {
+		return err
+	}
+	if t.checked == nil {
+		t.checked = map[string]bool{}
+	}
+	t.checked[agent] = true
+	return nil
+}
+
+// fenced runs a write about agent: alone when this process holds no lease
+// of it, else in a transaction behind the lease's fence.
+func (s *Store) fenced(ctx context.Context, agent string, fn func(q execer) error) error {
+	if _, ok := s.fences.Of(agent); !ok {
+		return fn(s.db)
+	}
+	return s.InTx(ctx, func(tx mailbox.Tx) error {
+		t := tx.(*txn)
+		if err := t.fence(agent); err != nil {
+			return err
+		}
+		return fn(t.tx)
+	})
 }

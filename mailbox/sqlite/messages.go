@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/swarmhq/swarm/mailbox"
@@ -69,11 +70,30 @@ func collect(rows *sql.Rows, err error) ([]message.Message, error) {
 // alone, or all of them in one transaction. An ack (a draft with AckOf)
 // marks the message it acknowledges in the same transaction.
 func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
+	ms, err := s.insertMessages(ctx, drafts)
+	return ms, s.answered(ctx, err)
+}
+
+// answered completes an *AnsweredError with the answer that stands.
+func (s *Store) answered(ctx context.Context, err error) error {
+	var ae *mailbox.AnsweredError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	m, qerr := scanMessage(s.db.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE sender = ? AND answer_key = ?`, ae.Answer.From, ae.Key))
+	if qerr != nil {
+		return fmt.Errorf("%w: %s answered %s already, and reading that answer failed: %v", mailbox.ErrAlreadyAnswered, ae.Answer.From, ae.Key, qerr)
+	}
+	ae.Answer = m
+	return ae
+}
+
+func (s *Store) insertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
 	now := s.now()
 	if len(drafts) == 1 && drafts[0].AckOf == "" {
 		m, err := insert(ctx, s.insert, drafts[0].Normalize(), now)
 		if err != nil {
-			return nil, err
+			return nil, s.db.explain(err)
 		}
 		return []message.Message{m}, nil
 	}
@@ -139,11 +159,15 @@ func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (mes
 	}
 	ackSecs := int64((d.AckTimeout + time.Second - 1) / time.Second)
 	row := q.QueryRowContext(ctx, replyTo, d.From, d.To, d.Kind, d.Urgency, d.Body, payload, nanos(now),
-		nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs)
+		nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs, nullIfEmpty(d.AnswerKey))
 	m, err := scanMessage(row)
 	switch {
 	case err != nil && d.ReplyTo != 0 && isForeignKey(err):
 		return m, fmt.Errorf("reply to #%d: %w", d.ReplyTo, mailbox.ErrNoSuchMessage)
+	case err != nil && d.AnswerKey != "" && isUnique(err) && strings.Contains(err.Error(), "answer_key"):
+		// The caller reads the answer that stands (answered), once the
+		// transaction is over.
+		return m, &mailbox.AnsweredError{Key: d.AnswerKey, Answer: message.Message{From: d.From}}
 	case err != nil && d.MsgID != "" && isUnique(err):
 		return m, fmt.Errorf("msg_id %s: %w", d.MsgID, mailbox.ErrDuplicateMsgID)
 	}
@@ -152,9 +176,9 @@ func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (mes
 
 const insertSQL = `INSERT INTO messages
 	(thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at,
-	 msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state)
+	 msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state, answer_key)
 	VALUES ((SELECT coalesce(thread_id, id) FROM messages WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
-	 ?9, ?10, ?11, ?12 > 0, ?12, CASE WHEN ?12 > 0 THEN 'pending' ELSE 'none' END)
+	 ?9, ?10, ?11, ?12 > 0, ?12, CASE WHEN ?12 > 0 THEN 'pending' ELSE 'none' END, ?13)
 	RETURNING ` + messageCols
 
 // querier is the prepared insert, alone or bound to a transaction.
@@ -209,6 +233,9 @@ func deliver(ctx context.Context, q execer, now int64, agent string, seq int64, 
 
 // Deliver moves queued mail into session seq inside the transaction.
 func (t *txn) Deliver(agent string, seq int64, ids []int64) ([]message.Message, error) {
+	if err := t.fence(agent); err != nil {
+		return nil, fmt.Errorf("deliver to %s: %w", agent, err)
+	}
 	return deliver(t.ctx, t.tx, t.now(), agent, seq, ids)
 }
 

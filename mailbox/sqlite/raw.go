@@ -18,7 +18,7 @@ type Raw struct {
 
 // OpenRaw creates and migrates a fresh database at path.
 func OpenRaw(ctx context.Context, path string) (*Raw, error) {
-	db, err := openDB(path)
+	db, err := openDB(path, 0)
 	if err != nil {
 		return nil, err
 	}

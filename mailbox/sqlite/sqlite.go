@@ -35,23 +35,38 @@ type Options struct {
 	// OpenTimeout bounds the retries of SQLITE_BUSY while the database is
 	// switched to WAL by several processes at once. Zero means 5 s.
 	OpenTimeout time.Duration
+	// BusyTimeout is SQLite's busy_timeout: how long one statement waits
+	// for another process's write lock. Zero means 5 s.
+	BusyTimeout time.Duration
+	// BusyWait is how long a write keeps retrying, with backoff, once a
+	// wait of BusyTimeout found the database still busy. Zero means 1 min;
+	// after it the error is one Unavailable reports, so a runner waits on.
+	BusyWait time.Duration
+	// Busy, when set, is called each time a write found the database busy
+	// and is about to retry (tests wait on it).
+	Busy func()
 }
 
 // Store is an open SQLite swarm database.
 type Store struct {
-	db     *sql.DB
+	db     *guarded
 	insert *sql.Stmt // prepared once: parsing the insert costs as much as running it
 	path   string
+	id     fileID // the database file's identity when opened
 	now    func() time.Time
+	fences mailbox.Fences // the leases this process claimed: its writes about their agents are fenced
 }
 
 var _ mailbox.Store = (*Store)(nil)
 
 // dsn returns the connection string for path with swarm's pragmas.
-func dsn(path string) string {
+func dsn(path string, busy time.Duration) string {
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
 	u := url.URL{Scheme: "file", Path: path}
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -65,7 +80,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	db, err := openDB(path)
+	db, err := openDB(path, opts.BusyTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +101,21 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, insert: insert, path: path, now: now}, nil
+	id, err := identify(path)
+	if err != nil {
+		db.Close()
+		return nil, explain(path, err)
+	}
+	wait := opts.BusyWait
+	if wait == 0 {
+		wait = time.Minute
+	}
+	g := &guarded{DB: db, path: path, wait: wait, busy: opts.Busy}
+	return &Store{db: g, insert: insert, path: path, id: id, now: now}, nil
 }
 
-func openDB(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn(path))
+func openDB(path string, busy time.Duration) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(path, busy))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -104,6 +129,10 @@ func openDB(path string) (*sql.DB, error) {
 // explain turns an open failure into advice: a corrupt file names itself
 // and the way out.
 func explain(path string, err error) error {
+	var full *mailbox.DiskFullError
+	if err = diskFull(path, err); errors.As(err, &full) {
+		return fmt.Errorf("open database: %w", err)
+	}
 	if Damaged(err) {
 		return fmt.Errorf("open database %s: %w; %s", path, err, DamagedAdvice(path))
 	}
@@ -226,6 +255,9 @@ func (s *Store) Location() string { return s.path }
 
 // Check runs PRAGMA integrity_check and returns its first line.
 func (s *Store) Check(ctx context.Context) (string, error) {
+	if err := s.checkFile(); err != nil {
+		return "", err
+	}
 	var res string
 	err := s.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res)
 	return res, err
@@ -261,6 +293,11 @@ func (f *feed) Wait(ctx context.Context) error {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-t.C:
+			// The supervisor's poll is where a deleted or replaced
+			// database is noticed: it ends the watch, and the swarm.
+			if err := f.s.checkFile(); err != nil {
+				return err
+			}
 			v, err := f.s.dataVersion(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -284,30 +321,37 @@ func (s *Store) dataVersion(ctx context.Context) (int64, error) {
 	return v, err
 }
 
-// Unavailable is false: a local file does not go away for a moment, and
-// a busy database is waited for inside each call.
-func (s *Store) Unavailable(error) bool { return false }
+// Unavailable reports a database still busy after the store's own
+// retries (BusyWait): another process held the write lock all that time,
+// nothing was committed, and the call may succeed later. A local file
+// does not otherwise go away for a moment.
+func (s *Store) Unavailable(err error) bool { return isBusy(err) }
 
 // InTx runs fn in one immediate transaction. fn must only use tx: the
 // store has a single connection, so calling Store methods inside fn would
 // wait on itself.
 func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
 	return s.tx(ctx, func(t *sql.Tx) error {
-		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }})
+		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }, fences: &s.fences})
 	})
 }
 
-// tx runs fn in one immediate transaction.
+// tx runs fn in one immediate transaction, once the database file is
+// known to be the one opened. A full disk is said so, whether a statement
+// or the commit found it.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := s.checkFile(); err != nil {
+		return err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return s.db.explain(err)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback() //nolint:errcheck // the fn error matters more
-		return err
+		return s.db.explain(err)
 	}
-	return tx.Commit()
+	return s.db.explain(tx.Commit())
 }
 
 // Meta reads a swarm-wide setting.
@@ -346,6 +390,9 @@ type txn struct {
 	tx  *sql.Tx
 	ctx context.Context // the InTx context: operations inside use it
 	now func() int64
+
+	fences  *mailbox.Fences
+	checked map[string]bool // agents whose fence this transaction checked
 }
 
 var _ mailbox.Tx = (*txn)(nil)

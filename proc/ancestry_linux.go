@@ -1,0 +1,70 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// InSession reports whether process pid, or one of its ancestors up to
+// (not including) pid 1, was started inside a session of the swarm whose
+// repository is root: its environment carries that swarm's SWARM_ROOT and
+// a SWARM_DOOR. A process cannot change the environment its ancestors were
+// started with, so clearing the variables in a child (env -u SWARM_DOOR)
+// does not hide it. A process of another user, or gone, is skipped.
+//
+// It is a best effort without the sandbox (DESIGN §13.3): a session's
+// process that double-forked with an empty environment and was adopted by
+// pid 1 has no marked ancestor left.
+func InSession(pid int, root string) (SessionMark, bool) {
+	for i := 0; pid > 1 && i < maxAncestors; i++ {
+		if m, ok := marked(pid, root); ok {
+			return m, true
+		}
+		pid = parentOf(pid)
+	}
+	return SessionMark{}, false
+}
+
+// marked reads pid's starting environment for a session mark of root.
+func marked(pid int, root string) (SessionMark, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return SessionMark{}, false
+	}
+	m := SessionMark{Pid: pid}
+	var sameRoot bool
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		k, v, _ := strings.Cut(string(kv), "=")
+		switch k {
+		case "SWARM_DOOR":
+			m.Door = v
+		case "SWARM_ROOT":
+			sameRoot = v == root
+		case "SWARM_SESSION_ID":
+			m.Session = v
+		}
+	}
+	return m, sameRoot && m.Door != ""
+}
+
+// parentOf is pid's parent, 0 when unknown.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces and parentheses:
+	// the fields after the last ')' are "state ppid ...".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}

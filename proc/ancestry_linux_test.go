@@ -1,0 +1,47 @@
+package proc
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestInSession: a process whose variables were cleared is still inside
+// the session its parent was started in; another repository's session,
+// and a process outside any, are not.
+func TestInSession(t *testing.T) {
+	// The inner shell prints its pid once it runs with the cleared
+	// environment, then waits as a child of the outer one.
+	cmd := exec.Command("sh", "-c", `env -u SWARM_DOOR -u SWARM_SESSION_ID sh -c 'echo $$; exec sleep 30'; :`)
+	cmd.Env = append(os.Environ(), "SWARM_DOOR=/tmp/door/s", "SWARM_ROOT=/repo", "SWARM_SESSION_ID=dev-3")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p, _ := os.FindProcess(child); p.Kill() }()
+	m, in := InSession(child, "/repo")
+	if !in || m.Session != "dev-3" || m.Pid != cmd.Process.Pid || m.Door != "/tmp/door/s" {
+		t.Errorf("the cleared child: %+v, %v; want the shell %d of dev-3", m, in, cmd.Process.Pid)
+	}
+	if _, in := InSession(child, "/other"); in {
+		t.Error("a session of another repository counted")
+	}
+	if _, in := InSession(os.Getpid(), "/repo"); in && os.Getenv("SWARM_DOOR") == "" {
+		t.Error("the test process counted as a session's")
+	}
+}

@@ -1,0 +1,721 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/swarmhq/swarm/proc"
+)
+
+// A landing puts one commit of an agent's branch on the base branch
+// (DESIGN §14) without ever leaving a half-merge in the operator's
+// checkout:
+//
+//  1. the merge commit base + candidate is built in memory (`git merge-tree
+//     --write-tree`, then `git commit-tree`): objects only, no ref, index or
+//     file is touched;
+//  2. the base branch moves with a compare-and-set `git update-ref <base>
+//     <new> <old>`, atomic in git;
+//  3. only then, and only when it has the base branch checked out and was
+//     clean, the operator's checkout is brought forward (`git read-tree -m
+//     -u <old> <new>`, the two-tree switch git checkout does);
+//  4. the caller records the outcome (a workflow item merged).
+//
+// Each step is journaled first (<Journal>/land/<key>.json), so a kill -9 or
+// a Ctrl-C anywhere leaves the base at its old or its new commit, and the
+// next run (Land with the same key, Recover, CheckBase) sees which: a
+// landing that had not moved the base is dropped (nothing to undo: only
+// unreachable objects were written), one that had is finished: the checkout
+// brought forward, the outcome recorded.
+
+// Landing journal states.
+const (
+	landBuilding = "building" // building the merge commit in memory; the base is at Old
+	landMoving   = "moving"   // New is built; the base is at Old or at New
+	landLanded   = "landed"   // the base is at New (or beyond it)
+)
+
+// landJournal is one landing's entry.
+type landJournal struct {
+	Version   int    `json:"version"`
+	Key       string `json:"key"`
+	State     string `json:"state"`
+	Agent     string `json:"agent"`
+	Candidate string `json:"candidate"`
+	Subject   string `json:"subject"`
+	Base      string `json:"base"`
+	Old       string `json:"old"`
+	New       string `json:"new,omitempty"`
+	// Checkout is set when the operator's checkout had the base branch
+	// checked out, clean, when the landing started: it is brought forward
+	// from Old to New after the move, and Forwarded says that is done.
+	Checkout  bool      `json:"checkout,omitempty"`
+	Forwarded bool      `json:"forwarded,omitempty"`
+	PID       int       `json:"pid"`
+	PIDStart  uint64    `json:"pid_start,omitempty"`
+	Time      time.Time `json:"time"`
+}
+
+// landStep, when set (by tests), is called after each journaled step of a
+// landing with the step's name: a test kills the process there.
+var landStep func(step string)
+
+func landHook(step string) {
+	if landStep != nil {
+		landStep(step)
+	}
+}
+
+// LandRequest is one commit to land on the base branch.
+type LandRequest struct {
+	// Key names the landing in the journal ("item-T-42"): letters, digits,
+	// '-', '_' and '.'. A run with the key of an interrupted landing
+	// finishes it or drops it first.
+	Key string
+	// Agent's branch must hold Commit.
+	Agent  string
+	Commit string
+	// Subject is the merge commit's message.
+	Subject string
+	// Record, when set, records the outcome once the base branch holds
+	// Commit (Landing.Commit is "" when it already did). It runs before the
+	// journal entry is cleared, so after an interruption it runs again: it
+	// must be idempotent. An error leaves the entry for the next run.
+	Record func(ctx context.Context, l Landing) error
+}
+
+// Landing is what Land did.
+type Landing struct {
+	Base string
+	// Old is the base tip before the landing; Commit the merge commit now
+	// on the base branch, "" when the candidate was on it already.
+	Old    string
+	Commit string
+	// Checkout says, in a sentence, what became of the operator's
+	// checkout: brought forward, or left alone and how to update it.
+	Checkout string
+	// Recovered is what was finished or dropped of interrupted landings
+	// (and merges) first; print it.
+	Recovered []Recovery
+}
+
+// ErrBaseMoved: the base branch moved while the landing was being built;
+// nothing landed.
+var ErrBaseMoved = errors.New("the base branch moved during the landing")
+
+// landingKey checks a journal key.
+func landingKey(key string) error {
+	if key == "" || len(key) > 100 || key[0] == '.' {
+		return fmt.Errorf("bad landing key %q", key)
+	}
+	for _, c := range key {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("bad landing key %q", key)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) landDir() string { return filepath.Join(m.journal, "land") }
+
+func (m *Manager) landPath(key string) string { return filepath.Join(m.landDir(), key+".json") }
+
+func (m *Manager) readLanding(key string) (landJournal, bool, error) {
+	path := m.landPath(key)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return landJournal{}, false, nil
+	}
+	if err != nil {
+		return landJournal{}, false, fmt.Errorf("read the landing journal %s: %w", path, err)
+	}
+	var j landJournal
+	if err := json.Unmarshal(b, &j); err != nil || j.Key != key || j.State == "" {
+		return landJournal{}, false, fmt.Errorf("%w: the landing journal %s is unreadable (%v); look at it and at 'git -C %q status', then delete it", ErrInterrupted, path, err, m.root)
+	}
+	if j.Version > journalVersion {
+		return landJournal{}, false, fmt.Errorf("%w: the landing journal %s was written by a newer swarm (format %d); use that version to finish it", ErrInterrupted, path, j.Version)
+	}
+	return j, true, nil
+}
+
+// writeLanding records j durably before the step it announces.
+func (m *Manager) writeLanding(ctx context.Context, j landJournal, state string) (landJournal, error) {
+	j.State = state
+	j.Version = journalVersion
+	j.PID = os.Getpid()
+	j.PIDStart, _ = procStart(j.PID)
+	j.Time = m.now().UTC()
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return j, fmt.Errorf("journal the landing %s: %w", j.Key, err)
+	}
+	if err := m.journalDir(ctx); err != nil {
+		return j, fmt.Errorf("journal the landing %s: %w", j.Key, err)
+	}
+	if err := os.MkdirAll(m.landDir(), 0o755); err != nil {
+		return j, fmt.Errorf("journal the landing %s: %w", j.Key, err)
+	}
+	if err := writeAtomic(m.landPath(j.Key), append(b, '\n')); err != nil {
+		return j, fmt.Errorf("journal the landing %s: %w", j.Key, err)
+	}
+	return j, nil
+}
+
+func (m *Manager) clearLanding(key string) error {
+	err := os.Remove(m.landPath(key))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("clear the landing journal of %s: %w", key, err)
+	}
+	return syncDir(m.landDir())
+}
+
+// landings lists the keys of the journaled landings, sorted.
+func (m *Manager) landings() ([]string, error) {
+	ents, err := os.ReadDir(m.landDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the landing journal: %w", err)
+	}
+	var keys []string
+	for _, e := range ents {
+		key, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && e.Type().IsRegular() && landingKey(key) == nil {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// ForgetLanding drops the journal entry of the landing key once its
+// outcome is recorded elsewhere (the item is merged): a run killed after
+// its Record and before clearing the entry leaves it behind.
+func (m *Manager) ForgetLanding(key string) error {
+	if err := landingKey(key); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, ok, err := m.readLanding(key)
+	if err != nil || !ok {
+		return err
+	}
+	if j.State != landLanded || (j.Checkout && !j.Forwarded) {
+		return nil // the next run must finish it first
+	}
+	return m.clearLanding(key)
+}
+
+// Land lands req.Commit, which must be on swarm/<req.Agent>, on the base
+// branch with a merge commit (see the top of this file), and calls
+// req.Record. It first finishes or drops what interrupted landings (and
+// swarm down merges) left. It refuses, changing nothing, when the main
+// checkout has the base branch checked out and holds uncommitted changes to
+// tracked files or a merge in progress (ErrBaseDirty), when the commit is
+// not on the agent's branch, and on a conflict (*ConflictError); a checkout
+// on another branch is left alone and Landing.Checkout says how to update
+// it. A commit already on the base branch lands nothing (Commit "") and is
+// still recorded.
+//
+// Once the base branch has moved, a cancelled ctx (Ctrl-C) no longer stops
+// it: bringing the checkout forward and recording finish first.
+func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err error) {
+	if err := landingKey(req.Key); err != nil {
+		return res, err
+	}
+	if err := checkAgent(req.Agent); err != nil {
+		return res, err
+	}
+	base, err := m.BaseBranch(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Base = base
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var rec recoveries
+	defer func() { res.Recovered = rec }()
+	if lock, removed, err := m.removeBaseLock(ctx); err != nil {
+		return res, err
+	} else if removed {
+		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
+	}
+	if err := m.recoverBase(ctx, &rec); err != nil {
+		return res, err
+	}
+	mine, err := m.recoverLandings(ctx, &rec, req.Key)
+	if err != nil {
+		return res, err
+	}
+	if mine != nil {
+		// An interrupted run of this landing had moved the base: finish it.
+		res.Old, res.Commit = mine.Old, mine.New
+		if on, _ := m.ok(ctx, m.root, "merge-base", "--is-ancestor", mine.New, "refs/heads/"+base); !on {
+			res.Commit = "" // landed by other means
+		}
+		res.Checkout = m.checkoutNote(ctx, base, *mine)
+		return res, m.recordLanding(context.WithoutCancel(ctx), *mine, res, req.Record)
+	}
+	if on, err := m.ok(ctx, m.root, "merge-base", "--is-ancestor", req.Commit, branchRef(req.Agent)); err != nil || !on {
+		if err == nil {
+			err = fmt.Errorf("commit %s is not on %s (was the branch reset?); merge it by hand or start the item again", shortHash(req.Commit), Branch(req.Agent))
+		}
+		return res, err
+	}
+	old, err := m.resolveRef(ctx, "refs/heads/"+base)
+	if err != nil {
+		return res, err
+	}
+	res.Old = old
+	j := landJournal{Key: req.Key, Agent: req.Agent, Candidate: req.Commit, Subject: req.Subject, Base: base, Old: old}
+	if on, err := m.ok(ctx, m.root, "merge-base", "--is-ancestor", req.Commit, old); err != nil {
+		return res, err
+	} else if on {
+		j.State = landLanded
+		res.Checkout = m.checkoutNote(ctx, base, j)
+		return res, m.recordLanding(ctx, j, res, req.Record)
+	}
+	h, err := readHead(m.root)
+	if err != nil {
+		return res, err
+	}
+	if h.Ref == "refs/heads/"+base {
+		if err := m.checkBase(ctx, base); err != nil {
+			return res, err
+		}
+		j.Checkout = true
+	}
+	if err := m.mergeTreeSupported(ctx); err != nil {
+		return res, err
+	}
+	if j, err = m.writeLanding(ctx, j, landBuilding); err != nil {
+		return res, err
+	}
+	landHook("building")
+	// Until the base moves, any failure leaves nothing to undo.
+	drop := func(err error) error {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("interrupted before %s moved; nothing landed: %w (%v)", base, cerr, err)
+		}
+		return errors.Join(err, m.clearLanding(j.Key))
+	}
+	tree, files, err := m.mergeTree(ctx, old, req.Commit)
+	if err != nil {
+		return res, drop(err)
+	}
+	if len(files) > 0 {
+		return res, drop(&ConflictError{Agent: req.Agent, Branch: Branch(req.Agent), Base: base, Files: files})
+	}
+	env := m.identity(ctx, m.root, "", "")
+	j.New, err = m.runStdin2(ctx, env, req.Subject+"\n", "commit-tree", tree, "-p", old, "-p", req.Commit)
+	if err != nil {
+		return res, drop(fmt.Errorf("make the merge commit of %s: %w", shortHash(req.Commit), err))
+	}
+	if j.Checkout {
+		// Untracked files in the way of the new ones are refused now,
+		// before the base moves, not half way through the update.
+		if err := m.dryForward(ctx, j); err != nil {
+			return res, drop(err)
+		}
+	}
+	if j, err = m.writeLanding(ctx, j, landMoving); err != nil {
+		return res, drop(err)
+	}
+	landHook("moving")
+	if err := ctx.Err(); err != nil {
+		return res, drop(fmt.Errorf("interrupted before %s moved; nothing landed: %w", base, err))
+	}
+	_, err = m.run(ctx, m.root, "update-ref", "-m", "swarm: land "+req.Key, "refs/heads/"+base, j.New, old)
+	// From here on the landing is finished even when ctx is cancelled: a
+	// Ctrl-C must not leave it moved but unrecorded.
+	ctx = context.WithoutCancel(ctx)
+	if err != nil {
+		now, rerr := m.resolveRef(ctx, "refs/heads/"+base)
+		switch {
+		case rerr != nil:
+			return res, errors.Join(err, rerr) // the entry stays for the next run
+		case now == old:
+			return res, drop(fmt.Errorf("move %s: %w; nothing landed", base, err))
+		case now != j.New:
+			return res, drop(fmt.Errorf("%w: %s is at %s now, not at %s; nothing landed, run again to land on top of it", ErrBaseMoved, base, shortHash(now), shortHash(old)))
+		}
+		// git was killed after its rename: the base did move.
+	}
+	landHook("moved")
+	if j, err = m.writeLanding(ctx, j, landLanded); err != nil {
+		return res, err
+	}
+	m.recordMove(ctx, "refs/heads/"+base, old, j.New)
+	landHook("landed")
+	res.Commit = j.New
+	if j.Checkout {
+		if _, err := m.run(ctx, m.root, "read-tree", "-m", "-u", old, j.New); err != nil {
+			return res, fmt.Errorf("%s now holds %s as %s, but bringing your checkout %s forward failed: %w; run the merge again to finish it (or 'git -C %q reset --hard' if nothing there is yours)",
+				base, shortHash(req.Commit), shortHash(j.New), m.root, err, m.root)
+		}
+		landHook("forwarded")
+		j.Forwarded = true
+		if j, err = m.writeLanding(ctx, j, landLanded); err != nil {
+			return res, err
+		}
+	}
+	res.Checkout = m.checkoutNote(ctx, base, j)
+	return res, m.recordLanding(ctx, j, res, req.Record)
+}
+
+// recordLanding calls record, then clears the entry: the landing is done.
+func (m *Manager) recordLanding(ctx context.Context, j landJournal, res Landing, record func(context.Context, Landing) error) error {
+	if record != nil {
+		if err := record(ctx, res); err != nil {
+			return fmt.Errorf("%s holds %s, but recording it failed: %w; run again to record it", j.Base, shortHash(j.Candidate), err)
+		}
+	}
+	landHook("recorded")
+	if j.State == landLanded && j.New == "" {
+		return nil // nothing was journaled
+	}
+	return m.clearLanding(j.Key)
+}
+
+// dryForward checks that the operator's checkout can go from j.Old to
+// j.New (`read-tree -m -u -n`). The dry run still locks the index it
+// reads, so it reads a copy: a kill before the base moves leaves the
+// operator's checkout exactly as it was, without even an index.lock.
+func (m *Manager) dryForward(ctx context.Context, j landJournal) error {
+	index, err := m.gitPath(ctx, "index")
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(index)
+	if err != nil {
+		return fmt.Errorf("read the index of %s: %w", m.root, err)
+	}
+	tmp := filepath.Join(m.landDir(), j.Key+".index")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if _, err := m.runEnv(ctx, m.root, []string{"GIT_INDEX_FILE=" + tmp}, "read-tree", "-m", "-u", "-n", j.Old, j.New); err != nil {
+		return refusedCheckout(j.Base, err)
+	}
+	return nil
+}
+
+// checkoutNote says what became of the operator's checkout.
+func (m *Manager) checkoutNote(ctx context.Context, base string, j landJournal) string {
+	h, err := readHead(m.root)
+	switch {
+	case err != nil:
+		return ""
+	case h.Ref == "refs/heads/"+base:
+		if j.New == "" || j.Forwarded {
+			return fmt.Sprintf("your checkout %s is on %s, up to date", m.root, base)
+		}
+		return fmt.Sprintf("your checkout %s is on %s", m.root, base)
+	default:
+		return fmt.Sprintf("your checkout %s is on %s and was left alone; 'git switch %s' there to see the landing", m.root, h.describe(), base)
+	}
+}
+
+// refusedCheckout explains why the operator's checkout cannot be brought
+// forward: usually untracked files in the way.
+func refusedCheckout(base string, err error) error {
+	var ee *proc.ExitError
+	if errors.As(err, &ee) {
+		var files []string
+		for _, line := range strings.Split(ee.Stderr, "\n") {
+			if strings.HasPrefix(line, "\t") {
+				files = append(files, strings.TrimSpace(line))
+			}
+			if _, f, ok := strings.Cut(line, "Untracked working tree file '"); ok {
+				f, _, _ = strings.Cut(f, "'")
+				files = append(files, f)
+			}
+		}
+		if len(files) > 0 {
+			return fmt.Errorf("files in your checkout of %s would be overwritten by the landing: %s; move them aside or commit them, then run again; nothing landed", base, strings.Join(files, ", "))
+		}
+	}
+	return fmt.Errorf("your checkout of %s cannot be brought forward: %w; nothing landed", base, err)
+}
+
+// mergeTreeSupported refuses a git without `merge-tree --write-tree`.
+func (m *Manager) mergeTreeSupported(ctx context.Context) error {
+	out, err := m.run(ctx, m.root, "version")
+	if err != nil {
+		return err
+	}
+	major, minor, err := ParseGitVersion(out)
+	if err != nil {
+		return err
+	}
+	if major < 2 || major == 2 && minor < 38 {
+		return fmt.Errorf("%w: landing a commit needs git 2.38 or newer (git merge-tree --write-tree), and this is %s; update git, or merge with 'swarm down --merge'", ErrGitTooOld, out)
+	}
+	return nil
+}
+
+// mergeTree builds the merge of ours and theirs in memory: the tree, or
+// the conflicted files.
+func (m *Manager) mergeTree(ctx context.Context, ours, theirs string) (string, []string, error) {
+	res, err := m.runEnv(ctx, m.root, nil, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours, theirs)
+	var ee *proc.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode == 1) {
+		return "", nil, fmt.Errorf("merge %s into %s: %w", shortHash(theirs), shortHash(ours), err)
+	}
+	parts := strings.Split(strings.TrimRight(string(res.Stdout), "\x00"), "\x00")
+	tree := strings.TrimSpace(parts[0])
+	var files []string
+	for _, f := range parts[1:] {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	if err != nil && len(files) == 0 {
+		return "", nil, fmt.Errorf("merge %s into %s: %w", shortHash(theirs), shortHash(ours), err)
+	}
+	return tree, files, nil
+}
+
+// runStdin2 runs git in the main checkout with extra environment and
+// stdin, returning its trimmed stdout.
+func (m *Manager) runStdin2(ctx context.Context, extra []string, stdin string, args ...string) (string, error) {
+	res, err := proc.Run(ctx, proc.Spec{Dir: m.root, Env: m.env(extra...), Stdin: []byte(stdin), Pass: m.pass}, "git", safeArgs(args)...)
+	if err != nil {
+		return "", gitError(args, err)
+	}
+	return strings.TrimRight(string(res.Stdout), "\n"), nil
+}
+
+// recoverLandings settles every journaled landing an interrupted run left:
+// one that had not moved the base branch is dropped; one that had gets the
+// operator's checkout brought forward, and stays journaled (landed) until
+// its own key's run records it. It returns the entry of key when that
+// landing had moved the base. The caller holds m.mu.
+func (m *Manager) recoverLandings(ctx context.Context, rec *recoveries, key string) (*landJournal, error) {
+	keys, err := m.landings()
+	if err != nil || len(keys) == 0 {
+		return nil, err
+	}
+	var mine *landJournal
+	for _, k := range keys {
+		j, ok, err := m.readLanding(k)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if ownerRunning(landAsJournal(j)) {
+			return nil, fmt.Errorf("%w: process %d is landing %s on %s right now; wait for it to finish, then run again", ErrBusy, j.PID, shortHash(j.Candidate), j.Base)
+		}
+		// The copy of the index a killed dry run left (dryForward).
+		for _, f := range []string{k + ".index", k + ".index.lock"} {
+			_ = os.Remove(filepath.Join(m.landDir(), f))
+		}
+		landed, err := m.settleLanding(ctx, &j, rec)
+		if err != nil {
+			return nil, err
+		}
+		if landed && k == key {
+			mine = &j
+		}
+	}
+	return mine, nil
+}
+
+func landAsJournal(j landJournal) journal { return journal{PID: j.PID, PIDStart: j.PIDStart} }
+
+// settleLanding finishes or drops one interrupted landing; it reports
+// whether the base branch holds it.
+func (m *Manager) settleLanding(ctx context.Context, j *landJournal, rec *recoveries) (bool, error) {
+	baseRef := "refs/heads/" + j.Base
+	// update-ref writes the ref (and HEAD's reflog) through lock files; a
+	// kill in between leaves them, and every later move of the base fails.
+	for _, name := range []string{baseRef + ".lock", "HEAD.lock"} {
+		lock, err := m.gitPath(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		common, err := m.gitCommonDir(ctx)
+		if err != nil {
+			return false, err
+		}
+		if removed, err := removeLock(lock, []string{m.root, common}, []string{m.dir, filepath.Join(common, "worktrees")}, false); err != nil {
+			return false, err
+		} else if removed {
+			rec.add(j.Agent, "removed the stale %s that a killed git left in %s", lock, m.root)
+		}
+	}
+	now, err := m.resolveRef(ctx, baseRef)
+	if err != nil {
+		return false, err
+	}
+	landed := j.New != "" && now != "" && now == j.New
+	if j.New != "" && now != "" && now != j.New && now != j.Old {
+		if landed, err = m.isAncestor(ctx, j.New, now); err != nil {
+			return false, err
+		}
+	}
+	if !landed {
+		if err := m.clearLanding(j.Key); err != nil {
+			return false, err
+		}
+		if j.State == landLanded {
+			// Moved back since (the operator reset it): the base does not
+			// hold the landing, so it counts as not landed.
+			rec.add(j.Agent, "an interrupted landing of %s (%s) had moved %s to %s, but %s is at %s now without it; it counts as not landed", shortHash(j.Candidate), j.Key, j.Base, shortHash(j.New), j.Base, shortHash(now))
+			return false, nil
+		}
+		rec.add(j.Agent, "an interrupted landing of %s (%s) had not moved %s; nothing was undone, as nothing had changed", shortHash(j.Candidate), j.Key, j.Base)
+		return false, nil
+	}
+	if j.State != landLanded {
+		j.Forwarded = false
+		var err error
+		if *j, err = m.writeLanding(ctx, *j, landLanded); err != nil {
+			return true, err
+		}
+		m.recordMove(ctx, baseRef, j.Old, j.New)
+	}
+	if j.Checkout && !j.Forwarded {
+		if err := m.finishForward(ctx, j, now, rec); err != nil {
+			return true, err
+		}
+		j.Forwarded = true
+		var err error
+		if *j, err = m.writeLanding(ctx, *j, landLanded); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// finishForward brings the operator's checkout from j.Old to j.New after
+// an interruption: the base moved, so HEAD is at j.New while the index and
+// files may be at j.Old, half way, or at j.New. Every change there must be
+// the landing's (each path's index entry and file are its Old or its New
+// version, the start of the New one or missing, as a git killed while
+// writing leaves it); then `git reset --hard` to j.New finishes it. Anything else
+// is the operator's, and nothing is touched.
+func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string, rec *recoveries) error {
+	h, err := readHead(m.root)
+	if err != nil {
+		return err
+	}
+	if h.Ref != "refs/heads/"+j.Base || now != j.New {
+		rec.add(j.Agent, "an interrupted landing had moved %s to %s, but your checkout %s is on %s now; it was left alone", j.Base, shortHash(j.New), m.root, h.describe())
+		return nil
+	}
+	if lock, removed, err := m.removeBaseLock(ctx); err != nil {
+		return err
+	} else if removed {
+		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
+	}
+	chs, err := m.status(ctx, m.root, "all", false)
+	if err != nil {
+		return err
+	}
+	if len(chs) == 0 {
+		return nil
+	}
+	old, err := m.treeBlobs(ctx, j.Old)
+	if err != nil {
+		return err
+	}
+	nw, err := m.treeBlobs(ctx, j.New)
+	if err != nil {
+		return err
+	}
+	index, err := m.indexBlobs(ctx)
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for _, c := range chs {
+		if !strings.HasSuffix(c.path, "/") {
+			paths = append(paths, c.path)
+		}
+	}
+	work, err := m.workBlobs(ctx, paths)
+	if err != nil {
+		return err
+	}
+	var foreign []string
+	mine := map[string]bool{} // a file the update added shows twice: deleted from the index, and untracked
+	for _, c := range chs {
+		p := c.path
+		if c.x == '?' {
+			// The operator's untracked files are never touched; one the
+			// update wrote is the new version of a file Old lacks.
+			if b, ok := nw[p]; ok && old[p] == "" && (work[p] == b || m.halfWritten(ctx, p, b)) {
+				mine[p] = true
+			} else if _, ok := nw[p]; ok {
+				foreign = append(foreign, c.String())
+			}
+			continue
+		}
+		if strings.HasSuffix(p, "/") || unmerged(c) {
+			foreign = append(foreign, c.String())
+			continue
+		}
+		allowed := map[string]bool{old[p]: true, nw[p]: true}
+		idx := ""
+		if bs := index[p]; len(bs) == 1 {
+			idx = bs[0]
+		}
+		switch {
+		case old[p] == nw[p]:
+			// The landing does not change p: the change is the operator's.
+			foreign = append(foreign, c.String())
+		case allowed[idx] && (allowed[work[p]] || work[p] == "" || nw[p] != "" && m.halfWritten(ctx, p, nw[p])):
+			// Its old or new version, the start of the new one (git
+			// killed while writing it), or missing (git replaces a file
+			// by unlinking it first, and was killed in between).
+			mine[p] = true
+		default:
+			foreign = append(foreign, c.String())
+		}
+	}
+	if len(foreign) > 0 {
+		return fmt.Errorf("%w: an interrupted landing moved %s to %s while bringing your checkout %s forward, and these changes there are not the landing's: %s. swarm touched nothing. Save what is yours (git stash), then run 'git -C %q reset --hard %s' and run again",
+			ErrInterrupted, j.Base, shortHash(j.New), m.root, listSome(foreign, 10), m.root, shortHash(j.New))
+	}
+	if _, err := m.run(ctx, m.root, "reset", "-q", "--hard", j.New); err != nil {
+		return fmt.Errorf("bring your checkout %s forward to %s: %w; run 'git -C %q reset --hard %s' yourself", m.root, shortHash(j.New), err, m.root, shortHash(j.New))
+	}
+	rec.add(j.Agent, "finished bringing your checkout %s forward to %s (%s), which an interrupted landing of %s had started", m.root, shortHash(j.New), plural(len(mine), "a file", "files"), shortHash(j.Candidate))
+	return nil
+}
+
+// landingExplains reports whether the uncommitted changes in the main
+// checkout are an interrupted landing's half-done update, which the next
+// Land or Recover finishes.
+func (m *Manager) landingExplains(ctx context.Context, base string) bool {
+	keys, err := m.landings()
+	if err != nil {
+		return false
+	}
+	for _, k := range keys {
+		j, ok, err := m.readLanding(k)
+		if err == nil && ok && j.Base == base && j.Checkout && !j.Forwarded && j.New != "" {
+			if now, err := m.resolveRef(ctx, "refs/heads/"+base); err == nil && now == j.New {
+				return true
+			}
+		}
+	}
+	return false
+}
