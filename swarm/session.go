@@ -266,6 +266,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 	box, err := r.sup.sandboxFor(r, es)
 	if err != nil {
 		logf.Close()
+		dr.close()
 		cancel(err)
 		return nil, err
 	}
