@@ -420,11 +420,12 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	if gem != nil {
 		// What gemini-cli really loaded goes in the log; asked beside the
-		// session, not before it, so the session does not wait for it.
+		// session, not before it, so the session does not wait for it
+		// (and beside its sandbox: it only reads the session's settings).
 		probed := make(chan struct{})
 		go func() {
 			defer close(probed)
-			loaded, err := probeGemini(ctx, argv[0], s.Worktree, env)
+			loaded, err := probeGemini(ctx, cli, s.Worktree, env)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				fmt.Fprintf(lw, "\n=== mcp: could not ask gemini-cli what it loaded: %v\n", err)
