@@ -67,6 +67,8 @@ type Config struct {
 	// Budget is [budget]: every agent's default budget and the swarm's
 	// cap. Each Agent carries its own, with its overrides applied.
 	Budget Budgets
+	// Prices is [prices]: by model, what its tokens cost (none built in).
+	Prices map[string]Price
 	// Workflows are the [[workflow]] tables (DESIGN §9.3).
 	Workflows []Workflow
 	// Team is [team], nil without one; Spawn is [spawn].

@@ -32,6 +32,7 @@ type rawFile struct {
 	Sandbox  rawSandbox           `toml:"sandbox"`
 	Notify   rawNotify            `toml:"notify"`
 	Budget   *rawBudget           `toml:"budget"`
+	Prices   map[string]rawPrice  `toml:"prices"`
 	Workflow []rawWorkflow        `toml:"workflow"`
 	Team     *rawTeam             `toml:"team"`
 	Spawn    rawSpawn             `toml:"spawn"`
@@ -211,7 +212,9 @@ func (b *builder) build(raw *rawFile) {
 	}
 	b.notify(raw.Notify)
 	b.budgets(raw.Budget)
+	b.prices(raw.Prices)
 	b.agents(raw.Agent)
+	b.checkUSD()
 	b.workflows(raw.Workflow)
 	b.team(raw.Team)
 	b.spawn(raw.Spawn)

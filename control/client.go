@@ -88,6 +88,10 @@ const (
 	// OpRetire stops the spawned agent Agent, retired; answered once its
 	// runner ended.
 	OpRetire = "retire"
+	// OpReload reads swarm.toml again and applies what can change while
+	// the swarm runs; Data is the supervisor's swarm.ReloadReport.
+	// Operator only.
+	OpReload = "reload"
 )
 
 // RunUnsupported is a supervisor's answer to an OpRun it does not take.

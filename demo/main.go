@@ -478,6 +478,7 @@ type event struct {
 
 type message struct {
 	ID        int64     `json:"id"`
+	ThreadID  int64     `json:"thread_id"`
 	ReplyTo   *int64    `json:"reply_to"`
 	From      string    `json:"from"`
 	To        string    `json:"to"`
@@ -570,16 +571,21 @@ func (d *demo) report(ctx context.Context) error {
 	fmt.Fprintln(d.out, indent(lastLines(log1, 6)))
 	fmt.Fprintln(d.out, "\nbackend's session 2 prompt (swarm prompt backend --session 2), its Interrupt Context:")
 	fmt.Fprintln(d.out, indent(strings.TrimSpace(ictx)))
-	fmt.Fprintln(d.out, "\nThreads:")
-	ids := slices.Sorted(maps.Keys(mail))
-	for _, id := range ids {
-		m := mail[id]
+	// The threads that have replies, as 'swarm thread' prints them.
+	fmt.Fprintln(d.out, "\nThreads (swarm thread <id>):")
+	roots := map[int64]bool{}
+	for _, m := range mail {
 		if m.ReplyTo != nil {
-			if q, ok := mail[*m.ReplyTo]; ok {
-				fmt.Fprintf(d.out, "  #%d %s → %s: %s\n", q.ID, q.From, q.To, q.Body)
-				fmt.Fprintf(d.out, "    └ #%d %s → %s: %s\n", m.ID, m.From, m.To, m.Body)
-			}
+			roots[m.ThreadID] = true
 		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(roots)) {
+		tree, err := d.swarm(ctx, "thread", strconv.FormatInt(id, 10))
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		fmt.Fprint(d.out, indent(strings.TrimRight(tree, "\n"))+"\n")
 	}
 	if beads != "" {
 		fmt.Fprintf(d.out, "\nBeads: %s\n", beads)

@@ -257,6 +257,12 @@ type Usage struct {
 	OutputTokens int64
 	CacheWrite   int64 // input tokens written to a prompt cache
 	CacheRead    int64 // input tokens read from a prompt cache
+	// CostUSD is what the engine reported the session cost in US
+	// dollars (Claude Code's total_cost_usd), when Costed. Engines that
+	// report no cost leave both zero: swarm prices their tokens from
+	// [prices], or records the cost as unknown.
+	CostUSD float64
+	Costed  bool
 }
 
 // Work is the tokens a budget counts: input, output and cache writes. Cache
@@ -277,6 +283,8 @@ func (u Usage) Add(o Usage) Usage {
 		OutputTokens: u.OutputTokens + o.OutputTokens,
 		CacheWrite:   u.CacheWrite + o.CacheWrite,
 		CacheRead:    u.CacheRead + o.CacheRead,
+		CostUSD:      u.CostUSD + o.CostUSD,
+		Costed:       u.Costed || o.Costed,
 	}
 }
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -225,7 +224,7 @@ func (c *convLog) model(n int, t Turn) {
 	for _, p := range t.Parts {
 		switch {
 		case p.Call != nil:
-			args, _ := json.Marshal(p.Call.Args)
+			args, _ := LogJSON(p.Call.Args)
 			c.printf("  → %s %s\n", p.Call.Name, args)
 		case p.IsThought && p.Text != "":
 			c.printf("  (thinking) %s\n", strings.TrimPrefix(indent(p.Text), "  "))

@@ -53,7 +53,7 @@ func TestLoopToolRoundTrip(t *testing.T) {
 	var activity []string
 	s.OnActivity = func(a string) { activity = append(activity, a) }
 	m := &fakeModel{reply: sequence(
-		callTurn(call("write_file", map[string]any{"path": "notes/plan.md", "content": "step one\n"})),
+		callTurn(call("write_file", map[string]any{"path": "notes/plan.md", "content": "step <one> && two\n"})),
 		callTurn(call("read_file", map[string]any{"path": "notes/plan.md"}), call("bash", map[string]any{"command": "cat notes/plan.md | wc -l"})),
 		textTurn("Wrote the plan."),
 	)}
@@ -64,7 +64,7 @@ func TestLoopToolRoundTrip(t *testing.T) {
 	if res.Usage != (Usage{InputTokens: 30, OutputTokens: 7}) {
 		t.Errorf("usage = %+v, want the sum of three turns", res.Usage)
 	}
-	if got := readFile(t, filepath.Join(wt, "notes", "plan.md")); got != "step one\n" {
+	if got := readFile(t, filepath.Join(wt, "notes", "plan.md")); got != "step <one> && two\n" {
 		t.Errorf("file = %q", got)
 	}
 	r2 := resultsOf(t, m, 2)
@@ -72,13 +72,15 @@ func TestLoopToolRoundTrip(t *testing.T) {
 		t.Errorf("results after turn 1 = %+v", r2)
 	}
 	r3 := resultsOf(t, m, 3)
-	if len(r3) != 2 || r3[0].Output != "step one\n" || r3[1].Name != "bash" || !strings.Contains(r3[1].Output, "1\n[exit status 0]") {
+	if len(r3) != 2 || r3[0].Output != "step <one> && two\n" || r3[1].Name != "bash" || !strings.Contains(r3[1].Output, "1\n[exit status 0]") {
 		t.Errorf("results after turn 2 = %+v", r3)
 	}
 	if want := []string{"model: thinking", "write_file: notes/plan.md", "model: thinking", "read_file: notes/plan.md", "bash: cat notes/plan.md | wc -l", "model: thinking"}; !slices.Equal(activity, want) {
 		t.Errorf("activity = %q\nwant %q", activity, want)
 	}
-	for _, want := range []string{`→ write_file {"content":"step one\n","path":"notes/plan.md"}`, "← bash", "[exit status 0]"} {
+	// The log shows the call's arguments as the model wrote them, not
+	// HTML-escaped (\u003c, \u0026).
+	for _, want := range []string{`→ write_file {"content":"step <one> && two\n","path":"notes/plan.md"}`, "← bash", "[exit status 0]"} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, log.String())
 		}

@@ -127,14 +127,21 @@ type Event string
 const (
 	Raise Event = "raise"
 	Ack   Event = "ack"
+	// Clear resolves an escalation whose cause is gone (a budget no
+	// longer spent), by swarm rather than the operator: it has no
+	// decision, and the event's cause says why.
+	Clear Event = "clear"
 )
 
 // Table is the escalation machine: raised (from nothing) to open, open to
-// acked, and open or acked to resolved by one of the decisions.
+// acked, and open or acked to resolved by one of the decisions, or by
+// swarm when its cause is gone.
 var Table = func() *fsm.Table[State, Event] {
 	t := fsm.NewTable[State, Event]("escalation")
 	t.Add("", Raise, Open)
 	t.Add(Open, Ack, Acked)
+	t.Add(Open, Clear, Resolved)
+	t.Add(Acked, Clear, Resolved)
 	for _, d := range Decisions {
 		t.Add(Open, Event(d), Resolved)
 		t.Add(Acked, Event(d), Resolved)
@@ -159,7 +166,8 @@ type Escalation struct {
 	Count     int             `json:"count"` // how many times it was raised while unresolved
 	CreatedAt time.Time       `json:"created_at"`
 	AckedAt   *time.Time      `json:"acked_at"`
-	// ResolvedAt and Decision are set together, when it is resolved.
+	// ResolvedAt is set when it is resolved; Decision with it when the
+	// operator decided (nil when swarm cleared it: escalation.Clear).
 	ResolvedAt *time.Time `json:"resolved_at"`
 	Decision   *Decision  `json:"decision"`
 	Note       string     `json:"note"` // the operator's note with the ack or the decision
@@ -211,7 +219,45 @@ const (
 	MaxDetails = 64 << 10 // bytes of JSON
 	MaxNote    = 4 << 10  // bytes
 	MaxRef     = 200      // bytes
+	// MaxDetailsDepth is how deep the details' JSON may nest: deeper
+	// output breaks jq and other readers of --json.
+	MaxDetailsDepth = 64
 )
+
+// DetailsDepthError refuses details that nest deeper than MaxDetailsDepth.
+type DetailsDepthError struct{ Depth int }
+
+func (e *DetailsDepthError) Error() string {
+	return fmt.Sprintf("the details nest %d levels deep, more than %d: flatten them", e.Depth, MaxDetailsDepth)
+}
+
+// CheckDetailsDepth refuses JSON nested deeper than MaxDetailsDepth
+// (*DetailsDepthError). It only counts brackets outside strings, so it
+// is cheap on any input; whether the JSON is valid is checked elsewhere.
+func CheckDetailsDepth(raw []byte) error {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	if deepest > MaxDetailsDepth {
+		return &DetailsDepthError{Depth: deepest}
+	}
+	return nil
+}
 
 // Draft is an escalation about to be raised.
 type Draft struct {
@@ -291,6 +337,8 @@ func (d Draft) Validate() error {
 		switch {
 		case len(d.Details) > MaxDetails:
 			problems = append(problems, fmt.Sprintf("the details are %d bytes of JSON, more than %d", len(d.Details), MaxDetails))
+		case CheckDetailsDepth(d.Details) != nil:
+			problems = append(problems, CheckDetailsDepth(d.Details).Error())
 		case json.Unmarshal(d.Details, &obj) != nil || obj == nil:
 			problems = append(problems, `the details must be a JSON object, such as {"file": "api/users.go"}`)
 		}

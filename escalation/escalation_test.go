@@ -36,6 +36,31 @@ func TestDraftNormalizeAndValidate(t *testing.T) {
 	}
 }
 
+// nested is an object n levels deep: {"a":{"a":…{}…}}.
+func nested(n int) []byte {
+	return []byte(strings.Repeat(`{"a":`, n-1) + "{}" + strings.Repeat("}", n-1))
+}
+
+// Details nesting deeper than 64 levels are refused with a clear reason:
+// 5,000 levels made `swarm escalations --json` unreadable to jq. Brackets
+// inside strings do not count.
+func TestDetailsDepthIsCapped(t *testing.T) {
+	ok := Draft{Kind: KindAgent, Summary: "x", Details: nested(MaxDetailsDepth)}
+	if err := ok.Normalize().Validate(); err != nil {
+		t.Fatalf("%d levels: %v", MaxDetailsDepth, err)
+	}
+	for _, n := range []int{MaxDetailsDepth + 1, 5000} {
+		err := Draft{Kind: KindAgent, Summary: "x", Details: nested(n)}.Normalize().Validate()
+		if err == nil || !strings.Contains(err.Error(), "levels deep, more than 64: flatten them") {
+			t.Errorf("%d levels: %v", n, err)
+		}
+	}
+	s := []byte(`{"s": "[[[[` + strings.Repeat("{[", 100) + `\"", "t": "\\"}`)
+	if err := CheckDetailsDepth(s); err != nil {
+		t.Errorf("brackets in strings counted: %v", err)
+	}
+}
+
 func TestDefaultSeverities(t *testing.T) {
 	for k, want := range map[Kind]Severity{KindAgent: Warning, KindApproval: Info, KindStageTimeout: Warning, KindCIFailure: Warning,
 		KindBranchViolation: Critical, KindStalled: Critical, KindErrors: Critical, KindBudget: Critical} {

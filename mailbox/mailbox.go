@@ -110,6 +110,10 @@ type Store interface {
 	InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error)
 	// Message returns one message.
 	Message(ctx context.Context, id int64) (message.Message, error)
+	// Thread returns every message of the thread message id belongs to,
+	// oldest first (its first message, then the replies), or
+	// ErrNoSuchMessage when there is no message id.
+	Thread(ctx context.Context, id int64) ([]message.Message, error)
 	// Queued returns the agent's queued mail in prompt order (urgent
 	// first, then oldest), without delivering anything.
 	Queued(ctx context.Context, agent string) ([]message.Message, error)
@@ -197,9 +201,10 @@ type Store interface {
 	// session, or whose newest session stored none (recorded before
 	// capabilities were), is absent.
 	LastCapabilities(ctx context.Context) (map[string]mode.Vector, error)
-	// UsageSince sums, by agent, the tokens of the sessions that ended at
-	// or after since (a running session has reported none yet), in one
-	// read. An agent with no such session is absent.
+	// UsageSince sums, by agent, the tokens and the known costs of the
+	// sessions that ended at or after since (a running session has
+	// reported none yet), and counts those of unknown cost, in one read.
+	// An agent with no such session is absent.
 	UsageSince(ctx context.Context, since time.Time) (map[string]Usage, error)
 
 	// Events returns events oldest first.
@@ -447,19 +452,26 @@ type Session struct {
 	// CacheWrite and CacheRead are the session's prompt-cache input tokens.
 	CacheWrite int64
 	CacheRead  int64
-	Pgids      []int
-	Error      string
+	// CostUSD is the session's cost in US dollars; nil while unknown (no
+	// price for its model, or recorded before costs were), never 0 for it.
+	CostUSD *float64
+	Pgids   []int
+	Error   string
 	// Capabilities is the vector derived when the session started; nil
 	// for sessions recorded before capabilities were stored.
 	Capabilities mode.Vector
 }
 
-// Usage is the tokens of some sessions, the input kinds apart.
+// Usage is the tokens of some sessions, the input kinds apart, and their
+// cost: CostUSD sums the sessions whose cost is known; Unpriced counts the
+// others, whose cost is unknown (so CostUSD is then a lower bound).
 type Usage struct {
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheWrite int64 `json:"cache_write"`
-	CacheRead  int64 `json:"cache_read"`
+	Input      int64   `json:"input"`
+	Output     int64   `json:"output"`
+	CacheWrite int64   `json:"cache_write"`
+	CacheRead  int64   `json:"cache_read"`
+	CostUSD    float64 `json:"cost_usd"`
+	Unpriced   int64   `json:"unpriced_sessions"`
 }
 
 // Work is what a budget counts: input, output and cache writes, not cache
@@ -468,7 +480,8 @@ func (u Usage) Work() int64 { return u.Input + u.Output + u.CacheWrite }
 
 // Add sums usage.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{Input: u.Input + o.Input, Output: u.Output + o.Output, CacheWrite: u.CacheWrite + o.CacheWrite, CacheRead: u.CacheRead + o.CacheRead}
+	return Usage{Input: u.Input + o.Input, Output: u.Output + o.Output, CacheWrite: u.CacheWrite + o.CacheWrite, CacheRead: u.CacheRead + o.CacheRead,
+		CostUSD: u.CostUSD + o.CostUSD, Unpriced: u.Unpriced + o.Unpriced}
 }
 
 // SessionStart is a session about to run: its prompt, the ready task ids
@@ -537,7 +550,9 @@ type SessionEnd struct {
 	// tokens): cache reads are not counted.
 	CacheWrite int64
 	CacheRead  int64
-	Error      string
+	// CostUSD is what the session cost in US dollars; nil when unknown.
+	CostUSD *float64
+	Error   string
 }
 
 // Recovered is what RecoverAgent found and fixed for one agent.
@@ -552,6 +567,14 @@ type Filter struct {
 	State message.State // empty: every state
 	Sent  bool          // the messages name sent, instead of received
 	Limit int           // the newest Limit messages; 0 means all
+	// From keeps only the messages this name sent (to the listed
+	// recipient); empty: every sender.
+	From string
+	// Kind keeps only messages of this kind; empty: every kind.
+	Kind message.Kind
+	// Grep keeps only messages whose body contains this text, exactly
+	// (case-sensitive, as grep); empty: every body.
+	Grep string
 }
 
 // EventFilter selects events.

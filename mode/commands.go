@@ -36,6 +36,7 @@ func (c Command) Line() string { return c.Syntax }
 var Commands = []Command{
 	{ID: "swarm:status", Program: "swarm", Args: []string{"status"}, Syntax: "swarm status", Does: "every agent's state and last report"},
 	{ID: "swarm:inbox", Program: "swarm", Args: []string{"inbox"}, Syntax: "swarm inbox <name> [--sent]", Does: "mail and its state"},
+	{ID: "swarm:thread", Program: "swarm", Args: []string{"thread"}, Syntax: "swarm thread <id>", Does: "a message and its replies"},
 
 	{ID: "mail:send", Capability: CanMessage, Program: "swarm", Args: []string{"send"}, Syntax: `swarm send <to> "<message>" [--urgent] [--reply-to <id>]`, Does: "mail a teammate or operator"},
 	{ID: "mail:reply", Capability: CanMessage, Program: "swarm", Args: []string{"reply"}, Syntax: `swarm reply <id> "<message>"`, Does: "answer a message in its thread"},

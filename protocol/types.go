@@ -17,6 +17,10 @@ const Version = "AMP/1.0"
 // repository, referenced by path.
 const MaxPayload = 1 << 20
 
+// MaxDepth is how deep a payload's JSON may nest (escalation's details
+// cap the same: escalation.MaxDetailsDepth).
+const MaxDepth = 64
+
 // Type is what a protocol message is for.
 type Type string
 

@@ -97,6 +97,12 @@ func (b *Builder) check(ctx context.Context, c *collector, data []byte, consiste
 		c.add("envelope", "is not valid UTF-8")
 		return Envelope{}, nil
 	}
+	// Before anything recurses over it: 5,000 levels break jq on every
+	// reader of the stored message.
+	if d := nesting(data) - 1; d > MaxDepth {
+		c.addf("payload", "nests %d levels deep, more than %d: flatten it", d, MaxDepth)
+		return Envelope{}, nil
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		c.add("envelope", "is not valid JSON: "+err.Error())
@@ -400,6 +406,30 @@ func (b *Builder) ackRule(ctx context.Context, c *collector, env Envelope, ref s
 		c.addf("task_id", "must be %s, the task of %s", s.TaskID, ref)
 	}
 	return nil
+}
+
+// nesting is how deep data's arrays and objects nest, counting brackets
+// outside strings (the envelope itself is 1).
+func nesting(data []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // duplicateKeys refuses an object that gives a key twice. Decoders disagree

@@ -287,3 +287,23 @@ func TestComparePaths(t *testing.T) {
 		t.Errorf("sorted %q\nwant %q", paths, want)
 	}
 }
+
+// A payload nested deeper than 64 levels is refused before anything
+// recurses over it; 64 levels are fine. Brackets in strings do not count.
+func TestPayloadDepthIsCapped(t *testing.T) {
+	s, _ := seeded(t)
+	deep := func(n int) []byte {
+		return []byte(`{"reason":"r","summary":"s [[{{","details":` + strings.Repeat(`{"a":`, n-2) + "{}" + strings.Repeat("}", n-2) + `}`)
+	}
+	d := Draft{Type: TypeEscalation, From: "backend", To: "lead", TaskID: "T-42", Payload: deep(MaxDepth)}
+	if _, _, err := newBuilder(s).Build(ctx, d); err != nil {
+		t.Fatalf("%d levels: %v", MaxDepth, err)
+	}
+	for _, n := range []int{MaxDepth + 1, 5000} {
+		d.Payload = deep(n)
+		_, _, err := newBuilder(s).Build(ctx, d)
+		if f, ok := asValidation(t, err).Field("payload"); !ok || !strings.Contains(f.Reason, "more than 64: flatten it") {
+			t.Errorf("%d levels: %v", n, err)
+		}
+	}
+}

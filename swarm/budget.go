@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 )
@@ -26,25 +28,62 @@ const (
 	ScopeSwarm = "swarm"
 )
 
-// BudgetUse is a budget and what has been spent against it.
+// BudgetUse is a budget and what has been spent against it: work tokens
+// and US dollars.
 type BudgetUse struct {
 	Tokens int64  `json:"tokens"`
 	Window string `json:"window"`
 	Action string `json:"action"`
 	Used   int64  `json:"used"`
+	// USD is the cap in US dollars (0: none); UsedUSD what the sessions
+	// of known cost spent; Unpriced counts those whose cost is unknown,
+	// which UsedUSD cannot include.
+	USD      float64 `json:"usd"`
+	UsedUSD  float64 `json:"used_usd"`
+	Unpriced int64   `json:"unpriced_sessions"`
 	// Since is where the counting starts: the window's start, or the
 	// operator's resume of the last budget escalation when later.
 	Since time.Time `json:"since"`
 }
 
 // Over reports whether the budget is spent.
-func (u BudgetUse) Over() bool { return u.Tokens > 0 && u.Used >= u.Tokens }
+func (u BudgetUse) Over() bool { return u.overTokens() || u.overUSD() }
 
-func newUse(b config.Budget, used int64, since time.Time) *BudgetUse {
+func (u BudgetUse) overTokens() bool { return u.Tokens > 0 && u.Used >= u.Tokens }
+func (u BudgetUse) overUSD() bool    { return u.USD > 0 && u.UsedUSD >= u.USD }
+
+// Spent says what was spent against the caps: "1600 of 1000 work
+// tokens", "$1.25 of $1.00", or both.
+func (u BudgetUse) Spent() string {
+	var parts []string
+	if u.Tokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d work tokens", u.Used, u.Tokens))
+	}
+	if u.USD > 0 {
+		p := fmt.Sprintf("%s of %s", USD(u.UsedUSD), USD(u.USD))
+		if u.Unpriced > 0 {
+			p += fmt.Sprintf(" (and %d session(s) of unknown cost)", u.Unpriced)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// USD writes dollars as status and escalations show them: "$0.0412"
+// below a dollar, "$12.35" above.
+func USD(v float64) string {
+	if v != 0 && v < 1 {
+		return fmt.Sprintf("$%.4f", v)
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
+func newUse(b config.Budget, u mailbox.Usage, since time.Time) *BudgetUse {
 	if !b.Enabled() {
 		return nil
 	}
-	return &BudgetUse{Tokens: b.Tokens, Window: windowText(b.Window), Action: b.Action, Used: used, Since: since}
+	return &BudgetUse{Tokens: b.Tokens, USD: b.USD, Window: windowText(b.Window), Action: b.Action, Used: u.Work(),
+		UsedUSD: u.CostUSD, Unpriced: u.Unpriced, Since: since}
 }
 
 // windowText writes a window as swarm.toml would: "24h", "90m", "1h30m".
@@ -75,7 +114,7 @@ func (e *BudgetError) Error() string {
 	if e.Scope == ScopeSwarm {
 		who = "the swarm"
 	}
-	return fmt.Sprintf("budget: %s used %d of %d work tokens in %s", who, e.Use.Used, e.Use.Tokens, e.Use.Window)
+	return fmt.Sprintf("budget: %s used %s in %s", who, e.Use.Spent(), e.Use.Window)
 }
 
 // Budgets is what status shows: each agent's usage over its budget window
@@ -102,7 +141,7 @@ func ReadBudgets(ctx context.Context, st mailbox.Store, cfg *config.Config, now 
 			return Budgets{}, err
 		}
 		out.Usage[a.Name] = u[a.Name]
-		out.Agents[a.Name] = newUse(a.Budget, u[a.Name].Work(), since)
+		out.Agents[a.Name] = newUse(a.Budget, u[a.Name], since)
 	}
 	if sb := cfg.Budget.Swarm(); sb.Enabled() {
 		since := ur.since("", sb.Window)
@@ -115,10 +154,10 @@ func ReadBudgets(ctx context.Context, st mailbox.Store, cfg *config.Config, now 
 	return out, nil
 }
 
-func total(u map[string]mailbox.Usage) int64 {
-	var n int64
+func total(u map[string]mailbox.Usage) mailbox.Usage {
+	var n mailbox.Usage
 	for _, x := range u {
-		n += x.Work()
+		n = n.Add(x)
 	}
 	return n
 }
@@ -197,7 +236,7 @@ type agentBudget struct {
 // readAgentBudget reads the agent's standing, grants included. The swarm
 // count starts at the agent's grant too, so a resumed agent can go on.
 func (r *runner) readAgentBudget(ctx context.Context) (agentBudget, error) {
-	b, sb := r.agent.Budget, r.sup.cfg.Budget.Swarm()
+	b, sb := r.agent.Budget, r.sup.budgets().Swarm()
 	if !b.Enabled() && !sb.Enabled() {
 		return agentBudget{}, nil
 	}
@@ -212,7 +251,7 @@ func (r *runner) readAgentBudget(ctx context.Context) (agentBudget, error) {
 		if err != nil {
 			return agentBudget{}, err
 		}
-		out.agent = newUse(b, u[r.agent.Name].Work(), since)
+		out.agent = newUse(b, u[r.agent.Name], since)
 	}
 	if sb.Enabled() {
 		since := ur.since(r.agent.Name, sb.Window)
@@ -246,9 +285,141 @@ func (r *runner) enforceBudget(ctx context.Context) (moved bool, err error) {
 	}
 	trip, ok := b.tripped(r.agent.Name)
 	if !ok {
-		return false, nil
+		return false, r.clearBudgets(ctx, b)
+	}
+	if e, ok, err := r.abortedWindow(ctx, trip); err != nil || ok {
+		if err != nil {
+			return false, err
+		}
+		return true, r.move(ctx, lifecycle.NoWork, lifecycle.Idle, blockedCause(trip, e))
 	}
 	return r.budgetTripped(ctx, trip)
+}
+
+// blockedCause says why an agent whose budget escalation was aborted
+// starts no session.
+func blockedCause(trip *BudgetError, e escalation.Escalation) string {
+	return fmt.Sprintf("%s; escalation %d was decided %s: no session until the window frees up or the limit is raised", trip.Error(), e.ID, *e.Decision)
+}
+
+// budgetDetails is what a budget escalation's details say of its trip.
+type budgetDetails struct {
+	Scope      string `json:"scope"`
+	Action     string `json:"action"`
+	SessionSeq *int64 `json:"session_seq"`
+}
+
+func budgetDetailsOf(e escalation.Escalation) budgetDetails {
+	var d budgetDetails
+	_ = json.Unmarshal(e.Details, &d) // old or odd details: the agent's scope
+	if d.Scope == "" {
+		d.Scope = ScopeAgent
+	}
+	return d
+}
+
+// abortedWindow finds the operator's abort (or reject) of this trip's
+// window: a budget escalation of the same scope about the agent, resolved
+// that way, raised when the agent's newest session was the one it has now.
+// No session started since the abort, so nothing was spent that the
+// operator has not seen: the agent waits without a second escalation
+// (DESIGN §9.6). A session that runs once the window frees up (or the
+// limit is raised) ends that window; a later trip is news again.
+func (r *runner) abortedWindow(ctx context.Context, trip *BudgetError) (escalation.Escalation, bool, error) {
+	es, err := r.sup.store.Escalations(bg(ctx), mailbox.EscalationFilter{All: true, Agent: r.agent.Name})
+	if err != nil {
+		return escalation.Escalation{}, false, fmt.Errorf("read budget escalations: %w", err)
+	}
+	for _, e := range es {
+		if e.Kind != escalation.KindBudget || e.State != escalation.Resolved || e.Decision == nil || e.Decision.Releases() {
+			continue
+		}
+		// A warning's abort stops nothing: warn lets the agent spend on.
+		d := budgetDetailsOf(e)
+		if d.Scope == trip.Scope && d.Action != config.BudgetWarn && d.SessionSeq != nil && *d.SessionSeq == r.seq {
+			return e, true, nil
+		}
+	}
+	return escalation.Escalation{}, false, nil
+}
+
+// budgetBlocked reports whether the agent may start no session because
+// its budget is spent in a window the operator aborted: work waits.
+func (r *runner) budgetBlocked(ctx context.Context) (bool, error) {
+	b, err := r.readAgentBudget(ctx)
+	if err != nil {
+		return false, err
+	}
+	trip, ok := b.tripped(r.agent.Name)
+	if !ok {
+		return false, nil
+	}
+	e, blocked, err := r.abortedWindow(ctx, trip)
+	if blocked {
+		r.sup.log.Info("work waits: the budget is spent in a window the operator aborted", "agent", r.agent.Name, "escalation", e.ID, "cause", trip.Error())
+	}
+	return blocked, err
+}
+
+// clearBudgets resolves, by swarm, the unresolved budget escalations about
+// the agent whose budget is no longer spent (b is its standing now): the
+// limit was raised (by a reload or a restart), the budget removed, or the
+// window moved on. A hold ends with them, and the event says why.
+func (r *runner) clearBudgets(ctx context.Context, b agentBudget) error {
+	es, err := r.sup.store.Escalations(bg(ctx), mailbox.EscalationFilter{Agent: r.agent.Name})
+	if err != nil {
+		return fmt.Errorf("read budget escalations: %w", err)
+	}
+	cleared := false
+	for _, e := range es {
+		if e.Kind != escalation.KindBudget {
+			continue
+		}
+		scope := budgetDetailsOf(e).Scope
+		use, who := b.agent, r.agent.Name+"'s budget"
+		if scope == ScopeSwarm {
+			use, who = b.swarm, "the swarm's budget"
+		}
+		if use != nil && use.Over() {
+			continue
+		}
+		why := fmt.Sprintf("clear by swarm: %s is no longer spent: ", who)
+		if use == nil {
+			why += "swarm.toml sets none now"
+		} else {
+			why += fmt.Sprintf("%s in %s", use.Spent(), use.Window)
+		}
+		done := false
+		err := r.sup.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+			cur, err := tx.Escalation(e.ID)
+			if err != nil || !cur.State.Unresolved() {
+				return err // the operator decided it meanwhile
+			}
+			_, err = fsm.Apply(tx, escalation.Table, fsm.SubjectEscalation, escalation.Subject(e.ID), cur.State, escalation.Clear, escalation.Resolved, why, 0)
+			done = err == nil
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("clear escalation %d: %w", e.ID, err)
+		}
+		if done {
+			r.sup.log.Info("budget escalation cleared", "agent", r.agent.Name, "escalation", e.ID, "cause", why)
+			cleared = true
+		}
+	}
+	if cleared {
+		r.sup.EscalationChanged()
+	}
+	return nil
+}
+
+// clearBudgetHolds is clearBudgets with the standing read now.
+func (r *runner) clearBudgetHolds(ctx context.Context) error {
+	b, err := r.readAgentBudget(ctx)
+	if err != nil {
+		return err
+	}
+	return r.clearBudgets(ctx, b)
 }
 
 // budgetTripped raises the budget escalation, then holds or stops the
@@ -293,8 +464,9 @@ func (r *runner) raiseBudget(ctx context.Context, trip *BudgetError) {
 	}[trip.Use.Action]
 	r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindBudget, Severity: sev, Hold: trip.Use.Action == config.BudgetPause,
 		Agent:   r.agent.Name,
-		Summary: fmt.Sprintf("%s spent %s: %d of %d work tokens in %s; %s", r.agent.Name, what, trip.Use.Used, trip.Use.Tokens, trip.Use.Window, do),
+		Summary: fmt.Sprintf("%s spent %s: %s in %s; %s", r.agent.Name, what, trip.Use.Spent(), trip.Use.Window, do),
 		Details: details(map[string]any{"scope": trip.Scope, "tokens": trip.Use.Tokens, "used": trip.Use.Used,
+			"usd": trip.Use.USD, "used_usd": trip.Use.UsedUSD,
 			"window": trip.Use.Window, "action": trip.Use.Action, "since": trip.Use.Since, "session_seq": r.seq}),
 		DedupeKey: escalation.DefaultDedupeKey(escalation.KindBudget, r.agent.Name, "", trip.Scope)})
 }
@@ -305,6 +477,7 @@ func (r *runner) raiseBudget(ctx context.Context, trip *BudgetError) {
 // the model again, and the runner is told.
 type meter struct {
 	agent  string
+	price  *config.Price // the agent's model's, nil when [prices] has none
 	base   agentBudget
 	cancel context.CancelCauseFunc
 	trips  chan *BudgetError
@@ -314,8 +487,45 @@ type meter struct {
 	tripped bool
 }
 
-func newMeter(agent string, base agentBudget, cancel context.CancelCauseFunc) *meter {
-	return &meter{agent: agent, base: base, cancel: cancel, trips: make(chan *BudgetError, 1)}
+func newMeter(agent string, price *config.Price, base agentBudget, cancel context.CancelCauseFunc) *meter {
+	return &meter{agent: agent, price: price, base: base, cancel: cancel, trips: make(chan *BudgetError, 1)}
+}
+
+// sessionCost is what usage cost in US dollars: what the engine reported
+// (Claude Code's total_cost_usd), else its tokens at price; ok is false
+// when neither is known and tokens were spent: an unknown cost, never 0.
+func sessionCost(u engine.Usage, price *config.Price) (usd float64, ok bool) {
+	switch {
+	case u.Costed:
+		return u.CostUSD, true
+	case price != nil:
+		return price.Cost(u.InputTokens, u.OutputTokens, u.CacheWrite, u.CacheRead), true
+	case u.Work() == 0 && u.CacheRead == 0:
+		return 0, true
+	}
+	return 0, false
+}
+
+// price is the [prices] row of the agent's model, nil when there is none.
+func (r *runner) price() *config.Price {
+	e, err := r.sup.cfg.EngineFor(r.agent, r.sup.opts.EngineOverride)
+	if err != nil {
+		return nil
+	}
+	if p, ok := r.sup.prices()[config.PriceModel(r.agent, e)]; ok && config.PriceModel(r.agent, e) != "" {
+		return &p
+	}
+	return nil
+}
+
+// sessionEnd is how session seq ended, its cost included (nil: unknown).
+func (r *runner) sessionEnd(seq int64, state mailbox.SessionState, u engine.Usage, why string) mailbox.SessionEnd {
+	e := mailbox.SessionEnd{Agent: r.agent.Name, Seq: seq, State: state, TokensIn: u.InputTokens, TokensOut: u.OutputTokens,
+		CacheWrite: u.CacheWrite, CacheRead: u.CacheRead, Error: why}
+	if cost, ok := sessionCost(u, r.price()); ok {
+		e.CostUSD = &cost
+	}
+	return e
 }
 
 // add is engine.Session.OnUsage: called from the engine's goroutine.
@@ -331,6 +541,9 @@ func (m *meter) add(u engine.Usage) {
 		if *p != nil {
 			c := **p
 			c.Used += m.usage.Work()
+			if cost, ok := sessionCost(m.usage, m.price); ok {
+				c.UsedUSD += cost
+			}
 			*p = &c
 		}
 	}
@@ -354,6 +567,9 @@ func (m *meter) atLeast(u engine.Usage) engine.Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.usage.Work() > u.Work() {
+		if u.Costed && !m.usage.Costed {
+			m.usage.CostUSD, m.usage.Costed = u.CostUSD, true
+		}
 		return m.usage
 	}
 	return u

@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +144,78 @@ func TestWindowText(t *testing.T) {
 		if got := windowText(d); got != want {
 			t.Errorf("windowText(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestBudgetUSDTripsMidSession (issue 28 item 13): with [prices] for the
+// agent's model, the tokens an engine reports as it goes are priced, and a
+// usd budget trips like a token budget: the session is cancelled, the
+// agent held, the escalation in dollars, and the session stored with its
+// cost.
+func TestBudgetUSDTripsMidSession(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n",
+		"[budget]\nusd = 1\n[prices.\"gemini-2.5-flash\"]\ninput = 1000\noutput = 2000\ncached = 0\n")
+	h.start()
+	r := h.nextRun()
+	r.s.OnUsage(engine.Usage{InputTokens: 500, OutputTokens: 100}) // $0.70
+	if r.ctx.Err() != nil {
+		t.Fatalf("$0.70 of $1 cancelled the session: %v", context.Cause(r.ctx))
+	}
+	r.s.OnUsage(engine.Usage{InputTokens: 300, CacheRead: 1_000_000}) // $1.00 in all: cache reads at 0
+	var be *BudgetError
+	if r.ctx.Err() == nil || !errors.As(context.Cause(r.ctx), &be) {
+		t.Fatalf("after $1.00 of $1: cause %v", context.Cause(r.ctx))
+	}
+	if be.Error() != "budget: alpha used $1.00 of $1.00 in 24h" {
+		t.Fatalf("cause %q", be.Error())
+	}
+	h.waitFor("alpha", lifecycle.Held)
+	e := h.waitEscalation(escalation.KindBudget, escalation.Open)
+	if !strings.Contains(e.Summary, "alpha spent its budget: $1.00 of $1.00 in 24h") {
+		t.Fatalf("summary %q", e.Summary)
+	}
+	s, err := h.store.Session(context.Background(), "alpha", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CostUSD == nil || *s.CostUSD < 0.9999 || *s.CostUSD > 1.0001 {
+		t.Fatalf("session cost %v", s.CostUSD)
+	}
+}
+
+// TestSessionCostKnownOrUnknown (issue 28 item 13): a cost the engine
+// reports (Claude Code's total_cost_usd) is stored as reported; tokens of a
+// model with no price have an unknown cost, stored as such and counted
+// apart, never as 0.
+func TestSessionCostKnownOrUnknown(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.start()
+	defer h.stop()
+	r := h.nextRun()
+	r.finish <- engine.Result{Outcome: engine.Success, Usage: engine.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: 0.0412, Costed: true}}
+	h.waitForSeq("alpha", lifecycle.Idle, 1)
+	h.send(message.Draft{From: "operator", To: "alpha", Body: "more"})
+	r = h.nextRun()
+	r.finish <- engine.Result{Outcome: engine.Success, Usage: engine.Usage{InputTokens: 100}}
+	h.waitForSeq("alpha", lifecycle.Idle, 2)
+	for seq, want := range map[int64]string{1: "0.0412", 2: "unknown"} {
+		s, err := h.store.Session(context.Background(), "alpha", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "unknown"
+		if s.CostUSD != nil {
+			got = strconv.FormatFloat(*s.CostUSD, 'f', -1, 64)
+		}
+		if got != want {
+			t.Errorf("session %d cost %s, want %s", seq, got, want)
+		}
+	}
+	b, err := ReadBudgets(context.Background(), h.store, h.sup.cfg, h.sup.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := b.Usage["alpha"]; u.CostUSD != 0.0412 || u.Unpriced != 1 {
+		t.Fatalf("usage %+v", u)
 	}
 }

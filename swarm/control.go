@@ -125,6 +125,11 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		// next (an urgent interrupt waits for nothing else), the answer
 		// last.
 		ds := s.deliveries(req.Mail)
+		for i := range ds {
+			if d, ok := s.mail.recall(ds[i].ID); ok {
+				ds[i] = d // the change feed saw it first
+			}
+		}
 		s.Wake(ctx, req.Mail)
 		return answer(ds)
 	case control.OpPing:
@@ -155,6 +160,8 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 			return control.Response{Error: err.Error()}
 		}
 		return control.Response{OK: true}
+	case control.OpReload:
+		return reloaded(s.Reload(ctx))
 	case control.OpRun:
 		if s.opts.RunCommand == nil || req.Run == nil {
 			return control.Response{Error: control.RunUnsupported}

@@ -116,7 +116,7 @@ func HandleDoor(ctx context.Context, c identity.Caller, req control.Request, run
 			return control.Response{Error: control.RunUnsupported}
 		}
 		return answer(run(ctx, c, *req.Run))
-	case control.OpStop, control.OpPause, control.OpResume, control.OpRetire, control.OpSpawn, control.OpEscalation,
+	case control.OpStop, control.OpPause, control.OpResume, control.OpRetire, control.OpSpawn, control.OpEscalation, control.OpReload,
 		control.OpMail, control.OpPoke, control.OpWatch:
 		return refused(c, "the control operation "+req.Op, "it is not offered on a session's door",
 			"run the swarm command instead (swarm spawn, swarm escalate ...); the operator's commands are the operator's")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
@@ -236,6 +237,14 @@ func newDesk(s *Supervisor) *desk {
 	return d
 }
 
+// notifyConfig is the [notify] table the desk sends by.
+func (d *desk) notifyConfig() config.Notify {
+	if d.notifier == nil {
+		return d.s.cfg.Notify
+	}
+	return d.notifier.config()
+}
+
 func (d *desk) poke() {
 	select {
 	case d.kick <- struct{}{}:
@@ -319,8 +328,11 @@ func (d *desk) follow(ctx context.Context) {
 // escalationLine is an escalation's one-line notice for state to.
 func escalationLine(e escalation.Escalation, to escalation.State) string {
 	what := map[escalation.State]string{escalation.Open: "opened", escalation.Acked: "acked", escalation.Resolved: "resolved"}[to]
-	if to == escalation.Resolved && e.Decision != nil {
-		what = "resolved: " + string(*e.Decision)
+	if to == escalation.Resolved {
+		what = "resolved by swarm" // its cause is gone (escalation.Clear)
+		if e.Decision != nil {
+			what = "resolved: " + string(*e.Decision)
+		}
 	}
 	hold := ""
 	if e.Hold && to == escalation.Open && e.Agent != nil {

@@ -179,7 +179,7 @@ func TestResultDeadlineService(t *testing.T) {
 		// The bubble's clock starts in 2000, before msg_ids had 13 digits:
 		// the injected clock moves it to 2026, and its timers stay the
 		// bubble's.
-		clk := offsetClock(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC).Sub(time.Now()))
+		clk := offsetClock(time.Until(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)))
 		st, err := sqlite.Open(ctx, l.DB, sqlite.Options{Now: clk.Now})
 		if err != nil {
 			t.Fatal(err)

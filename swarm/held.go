@@ -50,6 +50,16 @@ func (r *runner) holdIfHeld(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
+	if e.Kind == escalation.KindBudget {
+		// A budget no longer spent (a higher limit since a restart) holds
+		// nothing: swarm clears its escalation first.
+		if err := r.clearBudgetHolds(ctx); err != nil {
+			return false, err
+		}
+		if e, ok, err = r.openHold(ctx); err != nil || !ok {
+			return false, err
+		}
+	}
 	return true, r.move(ctx, lifecycle.Hold, lifecycle.Held, (&HeldError{Escalation: e.ID}).Error())
 }
 
@@ -58,6 +68,12 @@ func (r *runner) holdIfHeld(ctx context.Context) (bool, error) {
 // on (resume, approve) or goes Idle (abort, reject).
 func (r *runner) held(ctx context.Context) error {
 	for {
+		// A reload (or a restart) may have raised the limit of a budget
+		// that holds the agent: swarm clears what is no longer spent.
+		r.applyReloaded()
+		if err := r.clearBudgetHolds(ctx); err != nil {
+			return err
+		}
 		_, ok, err := r.openHold(ctx)
 		if err != nil {
 			return err
@@ -106,8 +122,11 @@ func (r *runner) release(ctx context.Context) error {
 			last = &es[i]
 		}
 	}
-	if last == nil || last.Decision == nil {
+	if last == nil {
 		return r.move(ctx, lifecycle.Release, lifecycle.BuildingPrompt, "released")
+	}
+	if last.Decision == nil {
+		return r.move(ctx, lifecycle.Release, lifecycle.BuildingPrompt, fmt.Sprintf("released: escalation %d cleared by swarm", last.ID))
 	}
 	cause := fmt.Sprintf("%s: escalation %d", *last.Decision, last.ID)
 	if !last.Decision.Releases() {

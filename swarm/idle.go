@@ -44,6 +44,13 @@ func (r *runner) workWaiting(ctx context.Context) (string, bool, error) {
 	if ok, _ := r.sup.flow.mayStart(ctx, r.agent.Name); !ok {
 		return "", false, nil
 	}
+	// Nor does an agent whose spent budget the operator aborted: its work
+	// waits until the window frees up or the limit is raised.
+	r.budgetWait = false
+	if blocked, err := r.budgetBlocked(ctx); err != nil || blocked {
+		r.budgetWait = blocked
+		return "", false, err
+	}
 	c, err := r.sup.store.Pending(bg(ctx), r.agent.Name)
 	if err != nil {
 		return "", false, err
@@ -110,7 +117,8 @@ func (r *runner) newTask(ctx context.Context) (string, bool) {
 // idle waits for work without spending anything: mail, a new ready task
 // (checked every task_poll), or a nudge when it has been idle long.
 func (r *runner) idle(ctx context.Context) error {
-	live := r.sup.cfg.Liveness
+	r.applyReloaded()
+	live := r.sup.liveness()
 	why, ok, err := r.workWaiting(ctx)
 	if err != nil {
 		return err
@@ -154,11 +162,28 @@ func (r *runner) idle(ctx context.Context) error {
 				if ok, _ := r.sup.flow.mayStart(ctx, r.agent.Name); !ok {
 					continue
 				}
+				if blocked, err := r.budgetBlocked(ctx); err != nil || blocked {
+					r.budgetWait = blocked
+					if err != nil {
+						return err
+					}
+					continue
+				}
 				return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, fmt.Sprintf("%d message(s) waiting", c.Waking))
 			}
 		case <-r.escal:
 			if held, err := r.holdIfHeld(ctx); held || err != nil {
 				return err
+			}
+			// A reload may have raised the limit that held the work back.
+			r.applyReloaded()
+			if r.budgetWait {
+				if why, ok, err := r.workWaiting(ctx); err != nil || ok {
+					if err != nil {
+						return err
+					}
+					return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, why)
+				}
 			}
 			if d, ok, err := r.waitingDecision(ctx); err != nil {
 				return err
@@ -166,11 +191,23 @@ func (r *runner) idle(ctx context.Context) error {
 				return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, fmt.Sprintf("operator decision on escalation %d: %s", d.ID, *d.Decision))
 			}
 		case <-poll.C:
+			// The budget window moves on: work held back may start now.
+			if r.budgetWait {
+				if why, ok, err := r.workWaiting(ctx); err != nil || ok {
+					if err != nil {
+						return err
+					}
+					return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, why)
+				}
+			}
 			if id, ok := r.newTask(ctx); ok {
 				return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, "ready task "+id)
 			}
 			poll.Reset(live.TaskPoll)
 		case <-nudgeC:
+			if r.budgetWait {
+				continue // a nudge would only queue mail that cannot start
+			}
 			if err := r.sup.store.SetNudges(bg(ctx), r.agent.Name, nudges+1); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmhq/swarm/config"
@@ -29,7 +30,7 @@ import (
 // stops anything: the supervisor only ever does a non-blocking send on a
 // bounded queue.
 type notifier struct {
-	cfg    config.Notify
+	cfgp   atomic.Pointer[config.Notify] // swapped by a reload: read with config
 	store  mailbox.Store
 	clock  Clock
 	log    *slog.Logger
@@ -69,8 +70,8 @@ type notifyJob struct {
 }
 
 func newNotifier(cfg config.Notify, dir string, st mailbox.Store, clock Clock, log *slog.Logger, done func()) *notifier {
-	return &notifier{
-		cfg: cfg, store: st, clock: clock, log: log, done: done, dir: dir,
+	n := &notifier{
+		store: st, clock: clock, log: log, done: done, dir: dir,
 		client:   &http.Client{Timeout: cfg.Timeout},
 		queue:    make(chan notifyJob, notifyQueue),
 		attempts: notifyAttempts,
@@ -80,7 +81,15 @@ func newNotifier(cfg config.Notify, dir string, st mailbox.Store, clock Clock, l
 		failures: map[int64]int{},
 		sent:     map[int64]escalation.Notified{},
 	}
+	n.cfgp.Store(&cfg)
+	return n
 }
+
+// config is the [notify] table in force.
+func (n *notifier) config() config.Notify { return *n.cfgp.Load() }
+
+// setConfig applies a reloaded [notify] table from the next event on.
+func (n *notifier) setConfig(c config.Notify) { n.cfgp.Store(&c) }
 
 // due says what is to be sent about e next, and from when: the opening,
 // a reminder while nobody acked it, the ack, the resolution. An
@@ -90,12 +99,12 @@ func (n *notifier) due(e escalation.Escalation) (event string, at time.Time, ok 
 	switch {
 	case e.State == escalation.Open && sent.At == nil:
 		return escalation.EventOpened, e.CreatedAt, true
-	case e.State == escalation.Open && sent.State == escalation.Open && sent.Reminders < n.cfg.MaxReminders:
+	case e.State == escalation.Open && sent.State == escalation.Open && sent.Reminders < n.config().MaxReminders:
 		last := *sent.At
 		if sent.LastRemindedAt != nil {
 			last = *sent.LastRemindedAt
 		}
-		return escalation.EventReminder, last.Add(n.cfg.RemindEvery), true
+		return escalation.EventReminder, last.Add(n.config().RemindEvery), true
 	case e.State == escalation.Acked && sent.State == escalation.Open:
 		return escalation.EventAcked, e.CreatedAt, true
 	case e.State == escalation.Resolved && (sent.State == escalation.Open || sent.State == escalation.Acked):
@@ -121,7 +130,7 @@ func (n *notifier) scan(ctx context.Context) (next time.Time, ok bool) {
 		}
 	}
 	for _, e := range rows {
-		if e.Severity.Rank() < n.cfg.MinSeverity.Rank() {
+		if e.Severity.Rank() < n.config().MinSeverity.Rank() {
 			continue
 		}
 		n.mu.Lock()
@@ -175,18 +184,18 @@ func (n *notifier) deliver(ctx context.Context, job notifyJob) {
 	payload, err := escalation.Payload(job.esc, job.event)
 	delivered, failed := 0, 0
 	if err == nil {
-		if len(n.cfg.Command) > 0 {
+		if len(n.config().Command) > 0 {
 			if err := n.retry(ctx, func(ctx context.Context) error { return n.runCommand(ctx, job.event, payload) }); err != nil {
 				failed++
-				n.log.Error("notify command failed; will retry", "escalation", id, "event", job.event, "command", n.cfg.Command[0], "err", err)
+				n.log.Error("notify command failed; will retry", "escalation", id, "event", job.event, "command", n.config().Command[0], "err", err)
 			} else {
 				delivered++
 			}
 		}
-		if n.cfg.Webhook != "" {
+		if n.config().Webhook != "" {
 			if err := n.retry(ctx, func(ctx context.Context) error { return n.post(ctx, job.event, payload) }); err != nil {
 				failed++
-				n.log.Error("notify webhook failed; will retry", "escalation", id, "event", job.event, "webhook", n.cfg.Webhook, "err", err)
+				n.log.Error("notify webhook failed; will retry", "escalation", id, "event", job.event, "webhook", n.config().Webhook, "err", err)
 			} else {
 				delivered++
 			}
@@ -263,9 +272,9 @@ func (n *notifier) retry(ctx context.Context, fn func(context.Context) error) er
 // event's JSON on stdin. It gets the user's environment as it is (a
 // notification may need a token), plus SWARM_EVENT.
 func (n *notifier) runCommand(ctx context.Context, event string, payload []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, n.config().Timeout)
 	defer cancel()
-	argv := n.cfg.Command
+	argv := n.config().Command
 	cmd := proc.Command(ctx, 2*time.Second, argv[0], argv[1:]...)
 	cmd.Dir = n.dir
 	cmd.Env = append(os.Environ(), "SWARM_EVENT="+event)
@@ -278,7 +287,7 @@ func (n *notifier) runCommand(ctx context.Context, event string, payload []byte)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s did not finish within %s", argv[0], n.cfg.Timeout)
+			return fmt.Errorf("%s did not finish within %s", argv[0], n.config().Timeout)
 		}
 		if msg := strings.TrimSpace(lastBytes(out.String(), 500)); msg != "" {
 			return fmt.Errorf("%s: %w: %s", argv[0], err, msg)
@@ -290,7 +299,7 @@ func (n *notifier) runCommand(ctx context.Context, event string, payload []byte)
 
 // post POSTs the event's JSON to the webhook; any 2xx answer takes it.
 func (n *notifier) post(ctx context.Context, event string, payload []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.Webhook, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.config().Webhook, bytes.NewReader(payload))
 	if err != nil {
 		return err
 	}
@@ -303,7 +312,7 @@ func (n *notifier) post(ctx context.Context, event string, payload []byte) error
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 500))
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s answered %s: %s", n.cfg.Webhook, resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("%s answered %s: %s", n.config().Webhook, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
 }

@@ -306,7 +306,7 @@ func TestNotifyRetriesAndFiltersBySeverity(t *testing.T) {
 func TestNotifyDue(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	hourAgo := now.Add(-time.Hour)
-	n := &notifier{cfg: config.Notify{RemindEvery: time.Hour, MaxReminders: 3}}
+	n := newNotifier(config.Notify{RemindEvery: time.Hour, MaxReminders: 3}, "", nil, nil, nil, nil)
 	for _, tt := range []struct {
 		name  string
 		e     escalation.Escalation

@@ -188,10 +188,12 @@ func (p *Protocol) Send(ctx context.Context, req SendRequest) (message.Message, 
 }
 
 // branchViolation raises the escalation of a dispatch to a protected
-// branch: critical, holding the sender when it is an agent.
+// branch: critical, holding the sender when it is an agent. The operator's
+// refused dispatch is only a refusal: the operator is the one the desk
+// would alert, and nothing was stored.
 func (p *Protocol) branchViolation(ctx context.Context, d protocol.Draft, bv *protocol.BranchViolation, ve *protocol.ValidationError) error {
 	out := &BranchViolationError{Err: ve}
-	if p.Raise == nil {
+	if p.Raise == nil || d.From == message.Operator {
 		return out
 	}
 	agent := ""

@@ -220,10 +220,14 @@ func TestDispatchToAProtectedBranchRaisesAndRefuses(t *testing.T) {
 	if !strings.Contains(bv.Note(), "lead is held") {
 		t.Fatalf("note = %q", bv.Note())
 	}
-	// From the operator: refused and raised, but nobody to hold.
+	// From the operator: just a refusal, with no escalation about
+	// nobody and no notification.
 	req.Draft.From = message.Operator
-	if _, _, err := p.Send(ctx, req); !errors.As(err, &bv) || bv.Escalation.Holds() {
+	if _, _, err := p.Send(ctx, req); !errors.As(err, &bv) || bv.Escalation.ID != 0 || bv.Note() != "" {
 		t.Fatalf("from operator: %v, %+v", err, bv.Escalation)
+	}
+	if es := escalations(t, st); len(es) != 1 {
+		t.Fatalf("the operator's refusal raised an escalation: %+v", es)
 	}
 }
 

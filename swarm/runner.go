@@ -66,9 +66,13 @@ type runner struct {
 	stage         *stageRun         // the dev-qa stage the current session works in, if any
 	lastTasks     []string          // ready tasks the last completed session listed
 	pausePending  bool
-	pending       []lifecycle.Notice // transitions made in the open transaction
-	stopReason    string             // why the agent stopped, when not by shutdown
-	stopErr       error              // the error that stopped it, if one did
+	budgetWait    bool // work waits: the budget is spent in a window the operator aborted
+	// reloaded is the agent's configuration as `swarm reload` last read
+	// it, taken by the runner between sessions (applyReloaded).
+	reloaded   atomic.Pointer[config.Agent]
+	pending    []lifecycle.Notice // transitions made in the open transaction
+	stopReason string             // why the agent stopped, when not by shutdown
+	stopErr    error              // the error that stopped it, if one did
 }
 
 func newRunner(s *Supervisor, a config.Agent, eng engine.Engine) *runner {

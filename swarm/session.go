@@ -29,6 +29,8 @@ const killWait = 5 * time.Second
 // buildPrompt delivers the queued mail into the next session and builds
 // its prompt from nothing.
 func (r *runner) buildPrompt(ctx context.Context) error {
+	// A reload's settings apply from here: the session about to start.
+	r.applyReloaded()
 	// No session starts while a holding escalation is open about the agent.
 	drain(r.escal)
 	if held, err := r.holdIfHeld(ctx); held || err != nil {
@@ -249,7 +251,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 	}
 	var m *meter
 	if budget.agent != nil || budget.swarm != nil {
-		m = newMeter(r.agent.Name, budget, cancel)
+		m = newMeter(r.agent.Name, r.price(), budget, cancel)
 		es.OnUsage, s.trips = m.add, m.trips
 	}
 	if r.sup.opts.Tasks != nil {
@@ -584,8 +586,7 @@ func (r *runner) settleInterrupted(ctx context.Context, s *session, res engine.R
 	r.logResult(s, res)
 	r.checkCut(ctx, s)
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
-		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
-			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead, Error: r.interrupt.Reason}); err != nil {
+		if err := tx.EndSession(r.sessionEnd(s.seq, mailbox.SessionInterrupted, res.Usage, r.interrupt.Reason)); err != nil {
 			return err
 		}
 		return r.moveTx(tx, ev, to, cause)
@@ -607,8 +608,7 @@ func (r *runner) shutdownSession(ctx context.Context, s *session) error {
 	r.logResult(s, res)
 	r.checkCut(ctx, s)
 	return r.inTx(ctx, func(tx mailbox.Tx) error {
-		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionInterrupted,
-			TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead, Error: "stopped: " + causeText(ctx)}); err != nil {
+		if err := tx.EndSession(r.sessionEnd(s.seq, mailbox.SessionInterrupted, res.Usage, "stopped: "+causeText(ctx))); err != nil {
 			return err
 		}
 		return r.moveTx(tx, lifecycle.OperatorStop, lifecycle.Stopped, stopCause(ctx))
@@ -630,7 +630,12 @@ func (r *runner) logResult(s *session, res engine.Result) {
 	case res.Cause != nil:
 		msg += ": " + res.Cause.Error()
 	}
-	fmt.Fprintf(s.log, "# session %d ended: %s (turns %d, tokens %d)\n", s.seq, msg, res.Turns, res.Usage.Total())
+	// An exec CLI that reports no turns (gemini) gets no "turns 0".
+	turns := ""
+	if res.Turns > 0 {
+		turns = fmt.Sprintf("turns %d, ", res.Turns)
+	}
+	fmt.Fprintf(s.log, "# session %d ended: %s (%stokens %d)\n", s.seq, msg, turns, res.Usage.Total())
 }
 
 // sessionEnded settles a session that ended on its own.
@@ -645,8 +650,7 @@ func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result
 			r.lastTasks = r.sessionTasks
 		}
 		return r.inTx(ctx, func(tx mailbox.Tx) error {
-			if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: s.seq, State: mailbox.SessionCompleted,
-				TokensIn: res.Usage.InputTokens, TokensOut: res.Usage.OutputTokens, CacheWrite: res.Usage.CacheWrite, CacheRead: res.Usage.CacheRead}); err != nil {
+			if err := tx.EndSession(r.sessionEnd(s.seq, mailbox.SessionCompleted, res.Usage, "")); err != nil {
 				return err
 			}
 			return r.moveTx(tx, lifecycle.SessionExitedOK, lifecycle.SessionComplete, fmt.Sprintf("session %d completed", s.seq))
@@ -671,8 +675,7 @@ func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result
 func (r *runner) endFailed(ctx context.Context, ev lifecycle.Event, state mailbox.SessionState, cause error, u engine.Usage) error {
 	var stopped *mailbox.Agent
 	err := r.inTx(ctx, func(tx mailbox.Tx) error {
-		if err := tx.EndSession(mailbox.SessionEnd{Agent: r.agent.Name, Seq: r.seq, State: state,
-			TokensIn: u.InputTokens, TokensOut: u.OutputTokens, CacheWrite: u.CacheWrite, CacheRead: u.CacheRead, Error: cause.Error()}); err != nil {
+		if err := tx.EndSession(r.sessionEnd(r.seq, state, u, cause.Error())); err != nil {
 			return err
 		}
 		a, err := tx.Agent(r.agent.Name)

@@ -309,6 +309,9 @@ type RetireResult struct {
 	// Stopped says a running supervisor stopped the agent's runner.
 	Stopped bool       `json:"stopped"`
 	Work    *DownAgent `json:"work"` // what was done with its worktree; null for keep
+	// BaseBranch is what a merge or squash went into; "" when no
+	// worktree or branch was touched.
+	BaseBranch string `json:"base_branch"`
 }
 
 // Retire ends a spawned agent: marked retired, its runner stopped by a
@@ -353,6 +356,9 @@ func Retire(ctx context.Context, req RetireRequest) (RetireResult, error) {
 	}
 	if !info.Registered && !info.HasBranch {
 		return res, nil
+	}
+	if res.BaseBranch, err = m.BaseBranch(ctx); err != nil {
+		return res, err
 	}
 	if req.Mode == DownMerge || req.Mode == DownSquash {
 		if err := m.CheckBase(ctx); err != nil {

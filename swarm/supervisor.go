@@ -45,11 +45,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/engine/script"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -145,6 +147,11 @@ type Supervisor struct {
 	contain   sandbox.Decision
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
+	// live is what `swarm reload` replaced (budgets, liveness); nil until
+	// a reload. reloadMu orders reloads; lastCfg is the file they last read.
+	live     atomic.Pointer[liveConfig]
+	reloadMu sync.Mutex
+	lastCfg  *config.Config
 }
 
 // New checks the options and prepares the runners; nothing runs yet.
@@ -281,6 +288,7 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 		problems = append(problems, fmt.Sprintf("strategy needs bd (beads), which is not installed: %s; install bd (https://github.com/steveyegge/beads) or use strategy = \"simple\"", strings.Join(need, ", ")))
 	}
 	seen := map[string]bool{}
+	offline := false // an engine other than script failed: suggest script
 	for _, r := range s.allRunners() {
 		name := r.agent.Name
 		pf, ok := r.eng.(engine.Preflight)
@@ -289,7 +297,9 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 		}
 		seen[r.eng.Name()] = true
 		if err := pf.Preflight(ctx); err != nil {
-			problems = append(problems, fmt.Sprintf("engine %s (agent %s): %v", r.eng.Name(), name, err))
+			problems = append(problems, fmt.Sprintf("engine %s (agent %s): %s", r.eng.Name(), name, engine.Reason(err, r.eng.Name())))
+			_, scripted := r.eng.(*script.Engine)
+			offline = offline || !scripted
 		}
 	}
 	// The sandbox before any session: mode = "bwrap" without a usable
@@ -301,6 +311,9 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 	s.contain = d
 	if !d.Contained() && err == nil {
 		s.log.Warn("sessions run without a sandbox", "mode", string(d.Mode), "why", d.Why, "fix", sandbox.Fix)
+	}
+	if offline {
+		problems = append(problems, "to try swarm offline meanwhile, with scripted agents: swarm up --engine script")
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))

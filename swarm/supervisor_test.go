@@ -852,6 +852,36 @@ func TestMailAnswerSaysWhatHappened(t *testing.T) {
 	<-runs["alpha"].ctx.Done()
 }
 
+// TestMailAnswerAfterTheFeedWokeIt: when the change feed found the mail
+// and woke its recipient before the sender's OpMail came (a loaded
+// machine), the answer still says what the recipient was doing when the
+// mail came, not what the wake-up made of it.
+func TestMailAnswerAfterTheFeedWokeIt(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"bravo\"\n")
+	h.sup.opts.PollInterval = time.Hour
+	h.start()
+	r := h.nextRun()
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("bravo", lifecycle.Idle)
+	p := mailbox.NewPoster(h.store, []string{"bravo"}, nil)
+	m, err := p.Post(context.Background(), message.Draft{From: "operator", To: "bravo", Body: "look", Urgency: message.Urgent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sup.Wake(context.Background(), []message.Message{m}) // as the feed does
+	r2 := h.nextRun()                                      // bravo's next session runs
+	resp := h.sup.handle(context.Background(), control.Request{Op: control.OpMail, Mail: []message.Message{m}}, nil)
+	var got []control.Delivery
+	if err := json.Unmarshal(resp.Data, &got); !resp.OK || err != nil {
+		t.Fatalf("answer %+v: %v", resp, err)
+	}
+	want := []control.Delivery{{ID: m.ID, To: "bravo", Started: true, State: "Idle"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("deliveries:\n got %+v\nwant %+v", got, want)
+	}
+	r2.finish <- engine.Result{Outcome: engine.Success}
+}
+
 func TestPauseAndResumeSayWhatTheyDo(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
 	h.start()

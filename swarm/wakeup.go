@@ -16,6 +16,10 @@ import (
 // runners (urgent mail first, so an interrupt never waits for the
 // notices), then is announced once.
 func (s *Supervisor) Wake(ctx context.Context, posted []message.Message) {
+	// What each recipient was doing when the supervisor first saw the
+	// mail: an OpMail that comes after the change feed found the same mail
+	// answers with this, not with the state the wake-up already changed.
+	s.mail.note(s.deliveries(posted))
 	for _, m := range posted {
 		if r, ok := s.lookup(m.To); ok {
 			r.poke(m.IsUrgent())
@@ -137,6 +141,42 @@ type mailTracker struct {
 	mu   sync.Mutex
 	mark int64
 	seen map[int64]bool
+	// came is what each recent message's recipient was doing when the
+	// supervisor first saw it (the newest cameCap, oldest dropped first).
+	came  map[int64]control.Delivery
+	order []int64
+}
+
+// cameCap bounds the deliveries remembered: an OpMail answers within
+// moments of the mail's first sighting.
+const cameCap = 4096
+
+// note remembers the deliveries of mail seen for the first time.
+func (t *mailTracker) note(ds []control.Delivery) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.came == nil {
+		t.came = map[int64]control.Delivery{}
+	}
+	for _, d := range ds {
+		if _, ok := t.came[d.ID]; ok {
+			continue
+		}
+		t.came[d.ID] = d
+		t.order = append(t.order, d.ID)
+	}
+	for len(t.order) > cameCap {
+		delete(t.came, t.order[0])
+		t.order = t.order[1:]
+	}
+}
+
+// recall is what message id's recipient was doing when it was first seen.
+func (t *mailTracker) recall(id int64) (control.Delivery, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.came[id]
+	return d, ok
 }
 
 // start sets the low-water mark to the newest stored message: what was

@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/swarmhq/swarm/identity"
@@ -513,12 +514,43 @@ type Status struct {
 	Roles map[string]string `json:"roles"`
 	Items []workflow.Item   `json:"items"`
 
+	// The dev-qa fields: MarshalJSON prints every one for dev-qa (null
+	// when there is none, as next_agent once COMPLETE) and none for
+	// other kinds.
 	CurrentState      string           `json:"current_state,omitempty"`
 	NextAgent         *string          `json:"next_agent,omitempty"`
 	PreviousState     *string          `json:"previous_state,omitempty"`
 	FeatureID         *string          `json:"feature_id,omitempty"`
 	Timestamp         *time.Time       `json:"timestamp,omitempty"`
 	TransitionHistory []workflow.Entry `json:"transition_history,omitempty"`
+}
+
+// MarshalJSON keeps seed 001's shape for dev-qa: a reader of
+// workflow-state.json finds every key, whatever the state.
+func (s Status) MarshalJSON() ([]byte, error) {
+	type common struct {
+		Name  string            `json:"name"`
+		Kind  workflow.Kind     `json:"kind"`
+		Roles map[string]string `json:"roles"`
+		Items []workflow.Item   `json:"items"`
+	}
+	c := common{Name: s.Name, Kind: s.Kind, Roles: s.Roles, Items: s.Items}
+	if s.Kind != workflow.DevQA {
+		return json.Marshal(c)
+	}
+	history := s.TransitionHistory
+	if history == nil {
+		history = []workflow.Entry{}
+	}
+	return json.Marshal(struct {
+		common
+		CurrentState      string           `json:"current_state"`
+		NextAgent         *string          `json:"next_agent"`
+		PreviousState     *string          `json:"previous_state"`
+		FeatureID         *string          `json:"feature_id"`
+		Timestamp         *time.Time       `json:"timestamp"`
+		TransitionHistory []workflow.Entry `json:"transition_history"`
+	}{c, s.CurrentState, s.NextAgent, s.PreviousState, s.FeatureID, s.Timestamp, history})
 }
 
 // WorkflowStatus reads one workflow (every workflow when name is empty).

@@ -20,8 +20,9 @@
 // The rendering is for reading, not for parsing back: a literal "\x1b" in
 // the text looks the same as an escaped byte.
 //
-// Use it wherever swarm prints text it did not write to a terminal: `swarm
-// inbox`, `swarm up --no-tui`, `swarm logs` and the live view. Apply it to
+// Use it wherever swarm prints text it did not write to a terminal: the
+// CLI puts every human-readable command's stdout and its errors through
+// it, and the live view renders with it. Apply it to
 // the untrusted text before adding swarm's own colours, never to the
 // styled result. Never use it for --json or --raw output, which must stay
 // byte-exact (JSON escapes controls itself), nor on what is stored:
@@ -163,6 +164,10 @@ type Writer struct {
 
 // NewWriter returns a Writer that writes to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Unwrap returns the writer w writes to, so a caller can still ask
+// whether the stream underneath is a terminal.
+func (w *Writer) Unwrap() io.Writer { return w.w }
 
 // Write renders p and writes it to the underlying writer. It reports all
 // of p written unless the underlying writer fails.

@@ -782,6 +782,10 @@ func TestEscalationsAboveTheAgents(t *testing.T) {
 	if !strings.Contains(h.row("backend"), "held: escalation 9") {
 		t.Fatalf("row = %q", h.row("backend"))
 	}
+	// The footer counts it as held, not as paused.
+	if scr := h.screen(); !strings.Contains(scr, "1 held") || strings.Contains(scr, "paused") {
+		t.Fatalf("the footer does not count backend as held:\n%s", scr)
+	}
 }
 
 // An agent that is not running shows its last report in the LAST column;

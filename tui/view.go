@@ -60,6 +60,19 @@ func stateKind(state lifecycle.State) string {
 	return "busy" // Initializing, BuildingPrompt, Spawning, SessionComplete
 }
 
+// footerKind is stateKind for the footer's counts, where Held (waiting
+// on the operator's decision) and Waiting (on the team launch) are not
+// "paused": only the operator's pause is.
+func footerKind(state lifecycle.State) string {
+	switch state {
+	case lifecycle.Held:
+		return "held"
+	case lifecycle.Waiting:
+		return "waiting"
+	}
+	return stateKind(state)
+}
+
 // View draws the screen.
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
@@ -385,7 +398,7 @@ func (m *Model) statusLine(w int) string {
 func (m *Model) footer(w int) string {
 	counts := map[string]int{}
 	for _, a := range m.agents {
-		counts[stateKind(a.State)]++
+		counts[footerKind(a.State)]++
 	}
 	var parts []string
 	if m.team != "" {
@@ -398,7 +411,7 @@ func (m *Model) footer(w int) string {
 	if m.budget != "" {
 		parts = append(parts, "swarm budget "+m.budget)
 	}
-	for _, k := range []string{"running", "interrupting", "busy", "idle", "cooling", "paused", "stopped"} {
+	for _, k := range []string{"running", "interrupting", "busy", "idle", "cooling", "paused", "held", "waiting", "stopped"} {
 		if counts[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 		}

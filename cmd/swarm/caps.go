@@ -97,16 +97,6 @@ func (a *App) openCaller(ctx context.Context) (repo.Layout, *config.Config, mail
 	return l, cfg, st, who, nil
 }
 
-// requireCap refuses, from inside a session, a command whose capability
-// the session lacks (exit 1, naming it); the operator may run it.
-func (a *App) requireCap(ctx context.Context, st mailbox.Store, cfg *config.Config, cap mode.Capability, what string) error {
-	who, err := a.callerOf(ctx, st, cfg)
-	if err != nil {
-		return err
-	}
-	return who.Require(cap, what)
-}
-
 // operatorOnly refuses a command the operator alone may run (starting and
 // stopping the swarm, deciding escalations, pausing agents) from a session.
 func (a *App) operatorOnly(command string) error {

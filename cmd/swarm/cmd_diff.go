@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -98,7 +100,14 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	if opts.Stat {
 		flags = append(flags, "--stat")
 	}
-	w := app.Stdout
+	var w io.Writer = app.Stdout
+	if color == "never" {
+		// The patch is the agents' text; without git's own colours (which
+		// termsafe would show as text) it is shown safely too.
+		sw := termsafe.NewWriter(app.Stdout)
+		defer sw.Flush()
+		w = sw
+	}
 	if len(c.Files) == 0 {
 		fmt.Fprintf(w, "%s has no changes against %s (%s).\n", c.Branch, c.Base, downPlural(len(c.Commits), "commit"))
 	} else {

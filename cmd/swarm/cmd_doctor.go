@@ -335,13 +335,8 @@ func doctorEngines(ctx context.Context, r *doctorReport, l repo.Layout, cfg *con
 			}
 		}
 		if err != nil {
-			// The engines prefix their errors with their name; the line
-			// names the engine already.
-			msg := err.Error()
-			for _, p := range []string{"exec " + label + ": ", label + ": ", name + ": "} {
-				msg = strings.TrimPrefix(msg, p)
-			}
-			r.add(label, checkFail, "for %s: %s", strings.Join(who, ", "), msg)
+			// The line names the engine already.
+			r.add(label, checkFail, "for %s: %s", strings.Join(who, ", "), engine.Reason(err, name))
 			continue
 		}
 		r.add(label, checkOK, "ready for %s", strings.Join(who, ", "))

@@ -223,45 +223,51 @@ func printDown(w io.Writer, root string, res swarm.DownResult) {
 				fmt.Fprintf(w, "recovered: %s\n", r)
 			}
 		}
-		saved := ""
-		if a.AutoCommit != "" {
-			saved = fmt.Sprintf("; saved uncommitted work as %s", downShort(a.AutoCommit))
-		}
-		if a.Removed && len(a.Ignored) > 0 {
-			saved += fmt.Sprintf("; deleted %s git ignores there (%s)", downPlural(len(a.Ignored), "file"), strings.Join(a.Ignored, ", "))
-		}
-		switch a.Status {
-		case "kept":
-			if a.Worktree == "" {
-				fmt.Fprintf(w, "%s: kept %s, which has no worktree (%s not on %s)\n", a.Agent, a.Branch, downPlural(len(a.Commits), "commit"), downOrBase(res.BaseBranch))
-				continue
-			}
-			fmt.Fprintf(w, "%s: kept %s on %s (%s not on %s)%s\n", a.Agent, rel(root, a.Worktree), a.Branch, downPlural(len(a.Commits), "commit"), downOrBase(res.BaseBranch), saved)
-		case "merged", "squashed":
-			if a.Commit == "" {
-				fmt.Fprintf(w, "%s: nothing to %s%s; removed its worktree and branch\n", a.Agent, downVerb[a.Status], saved)
-			} else {
-				fmt.Fprintf(w, "%s: %s %s into %s as %s (%s)%s; removed its worktree and branch\n", a.Agent, a.Status, a.Branch, res.BaseBranch, downShort(a.Commit), downPlural(len(a.Commits), "commit"), saved)
-			}
-		case "discarded":
-			fmt.Fprintf(w, "%s: discarded %s and its worktree (%s dropped)%s\n", a.Agent, a.Branch, droppedWork(len(a.Commits), len(a.Uncommitted)), saved)
-			for _, c := range a.Commits {
-				fmt.Fprintf(w, "    %s\n", c)
-			}
-			for _, c := range a.Uncommitted {
-				fmt.Fprintf(w, "    %s\n", c)
-			}
-		case "ignored_files":
-			fmt.Fprintf(w, "%s: kept %s and %s: it holds %s git ignores (%s), which removing it would delete; move what you need, then run again with --delete-ignored%s\n",
-				a.Agent, a.Branch, rel(root, a.Worktree), downPlural(len(a.Ignored), "file"), strings.Join(a.Ignored, ", "), saved)
-		case "conflict":
-			fmt.Fprintf(w, "%s: CONFLICT merging %s into %s in %s; merge aborted, kept %s and %s%s\n", a.Agent, a.Branch, res.BaseBranch, strings.Join(a.ConflictFiles, ", "), a.Branch, rel(root, a.Worktree), saved)
-		default:
-			fmt.Fprintf(w, "%s: FAILED: %s\n", a.Agent, a.Error)
-		}
+		printDownAgent(w, root, res.BaseBranch, a)
 	}
 	if len(res.Items) > 0 {
 		fmt.Fprintf(w, "work items merged with their dev's branch: %s\n", strings.Join(res.Items, ", "))
+	}
+}
+
+// printDownAgent says what became of one agent's worktree and branch;
+// swarm retire says it the same way.
+func printDownAgent(w io.Writer, root, base string, a swarm.DownAgent) {
+	saved := ""
+	if a.AutoCommit != "" {
+		saved = fmt.Sprintf("; saved uncommitted work as %s", downShort(a.AutoCommit))
+	}
+	if a.Removed && len(a.Ignored) > 0 {
+		saved += fmt.Sprintf("; deleted %s git ignores there (%s)", downPlural(len(a.Ignored), "file"), strings.Join(a.Ignored, ", "))
+	}
+	switch a.Status {
+	case "kept":
+		if a.Worktree == "" {
+			fmt.Fprintf(w, "%s: kept %s, which has no worktree (%s not on %s)\n", a.Agent, a.Branch, downPlural(len(a.Commits), "commit"), downOrBase(base))
+			return
+		}
+		fmt.Fprintf(w, "%s: kept %s on %s (%s not on %s)%s\n", a.Agent, rel(root, a.Worktree), a.Branch, downPlural(len(a.Commits), "commit"), downOrBase(base), saved)
+	case "merged", "squashed":
+		if a.Commit == "" {
+			fmt.Fprintf(w, "%s: nothing to %s%s; removed its worktree and branch\n", a.Agent, downVerb[a.Status], saved)
+		} else {
+			fmt.Fprintf(w, "%s: %s %s into %s as %s (%s)%s; removed its worktree and branch\n", a.Agent, a.Status, a.Branch, base, downShort(a.Commit), downPlural(len(a.Commits), "commit"), saved)
+		}
+	case "discarded":
+		fmt.Fprintf(w, "%s: discarded %s and its worktree (%s dropped)%s\n", a.Agent, a.Branch, droppedWork(len(a.Commits), len(a.Uncommitted)), saved)
+		for _, c := range a.Commits {
+			fmt.Fprintf(w, "    %s\n", c)
+		}
+		for _, c := range a.Uncommitted {
+			fmt.Fprintf(w, "    %s\n", c)
+		}
+	case "ignored_files":
+		fmt.Fprintf(w, "%s: kept %s and %s: it holds %s git ignores (%s), which removing it would delete; move what you need, then run again with --delete-ignored%s\n",
+			a.Agent, a.Branch, rel(root, a.Worktree), downPlural(len(a.Ignored), "file"), strings.Join(a.Ignored, ", "), saved)
+	case "conflict":
+		fmt.Fprintf(w, "%s: CONFLICT merging %s into %s in %s; merge aborted, kept %s and %s%s\n", a.Agent, a.Branch, base, strings.Join(a.ConflictFiles, ", "), a.Branch, rel(root, a.Worktree), saved)
+	default:
+		fmt.Fprintf(w, "%s: FAILED: %s\n", a.Agent, a.Error)
 	}
 }
 

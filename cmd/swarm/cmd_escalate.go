@@ -105,6 +105,9 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 			}
 			raw = b
 		}
+		if err := escalation.CheckDetailsDepth(raw); err != nil {
+			return usagef("--details: %v", err)
+		}
 		var obj map[string]any
 		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 			return usagef(`--details must be a JSON object, such as '{"file": "api/users.go"}'`)

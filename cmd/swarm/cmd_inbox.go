@@ -24,6 +24,8 @@ type InboxOptions struct {
 	State string
 	Sent  bool
 	Limit int
+	// Grep, From and Kind narrow the listing (mailbox.Filter).
+	Grep, From, Kind string
 	// MarkRead marks the listed mail to operator done.
 	MarkRead bool
 	Now      func() time.Time
@@ -50,13 +52,18 @@ asks for none. --json prints each message with its envelope under
 "timeout_sec", "due_at", "acked_at"}).
 
 With --sent, list the messages the agent sent instead, so a sender can see
-what became of each.
+what became of each. --grep TEXT keeps the messages whose body contains
+TEXT (exactly, case-sensitive), --from NAME those NAME sent, --kind KIND
+those of a kind (message, task, status, nudge, protocol); --limit counts
+what is left. 'swarm thread <id>' shows a message with its replies.
 
 Mail to operator stays queued until you answer it ('swarm reply <id>') or
 mark it read: 'swarm inbox operator --mark-read' marks what it lists done.`,
 		Example: `  swarm inbox backend
   swarm inbox operator --state queued
   swarm inbox backend --sent --json --limit 0
+  swarm inbox operator --from backend --grep healthz
+  swarm inbox backend --kind task --json
   swarm inbox operator --state queued --mark-read`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: app.completeAgents(true),
@@ -70,6 +77,10 @@ mark it read: 'swarm inbox operator --mark-read' marks what it lists done.`,
 	f.BoolVar(&opts.Sent, "sent", false, "list the messages this agent sent")
 	f.IntVar(&opts.Limit, "limit", 50, "show the newest N messages (0 means all)")
 	f.BoolVar(&opts.MarkRead, "mark-read", false, "with operator: mark the mail listed done")
+	f.StringVar(&opts.Grep, "grep", "", "only messages whose body contains `TEXT` (case-sensitive)")
+	f.StringVar(&opts.From, "from", "", "only messages from this sender")
+	f.StringVar(&opts.Kind, "kind", "", "only messages of this kind: message, task, status, nudge or protocol")
+	cmd.RegisterFlagCompletionFunc("from", app.completeAgents(true))
 	cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]cobra.Completion{"queued", "delivered", "done"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -81,6 +92,9 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 	}
 	if opts.State != "" && !slices.Contains(message.States, message.State(opts.State)) {
 		return usagef("--state must be queued, delivered or done, got %q", opts.State)
+	}
+	if err := checkInboxFilters(opts); err != nil {
+		return err
 	}
 	if opts.MarkRead && (opts.Name != message.Operator || opts.Sent) {
 		return usagef("--mark-read marks mail to operator read: use it with 'swarm inbox operator' (without --sent); an agent's mail becomes done when its session completes")
@@ -99,7 +113,8 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 			return unknownName("agent", opts.Name, cfg.Recipients(), "known names are")
 		}
 	}
-	ms, err := st.Inbox(ctx, opts.Name, mailbox.Filter{State: message.State(opts.State), Sent: opts.Sent, Limit: opts.Limit})
+	ms, err := st.Inbox(ctx, opts.Name, mailbox.Filter{State: message.State(opts.State), Sent: opts.Sent, Limit: opts.Limit,
+		From: opts.From, Kind: message.Kind(opts.Kind), Grep: opts.Grep})
 	if err != nil {
 		return err
 	}
@@ -126,7 +141,7 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 		return app.printJSON(withEnvelopes(ms))
 	}
 	if len(ms) == 0 {
-		fmt.Fprintf(app.Stdout, "no messages for %s\n", opts.Name)
+		fmt.Fprintf(app.Stdout, "no messages for %s%s\n", opts.Name, inboxFilterText(opts))
 		return nil
 	}
 	now := opts.Now()
@@ -164,6 +179,40 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 		fmt.Fprintf(app.Stdout, "marked %d message(s) read (done)\n", marked)
 	}
 	return nil
+}
+
+// checkInboxFilters refuses a --kind that is no kind and a --from that
+// cannot mean anything with --sent.
+func checkInboxFilters(opts *InboxOptions) error {
+	if opts.Kind != "" && !message.Kind(opts.Kind).Valid() {
+		kinds := make([]string, len(message.Kinds))
+		for i, k := range message.Kinds {
+			kinds[i] = string(k)
+		}
+		return usagef("--kind must be one of %s, got %q", strings.Join(kinds, ", "), opts.Kind)
+	}
+	if opts.From != "" && opts.Sent {
+		return usagef("--from picks a sender, and with --sent the sender is %s: drop one of them", opts.Name)
+	}
+	return nil
+}
+
+// inboxFilterText says which filters left the listing empty.
+func inboxFilterText(opts *InboxOptions) string {
+	var parts []string
+	if opts.From != "" {
+		parts = append(parts, "from "+opts.From)
+	}
+	if opts.Kind != "" {
+		parts = append(parts, "of kind "+opts.Kind)
+	}
+	if opts.Grep != "" {
+		parts = append(parts, fmt.Sprintf("containing %q", opts.Grep))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " " + strings.Join(parts, ", ")
 }
 
 func stateLabel(m message.Message) string {

@@ -87,8 +87,13 @@ func runRetire(ctx context.Context, opts *RetireOptions) error {
 		return app.printJSON(res)
 	}
 	fmt.Fprintf(app.Stdout, "retired %s\n", res.Agent)
+	if res.Work == nil && mode != swarm.DownKeep {
+		fmt.Fprintf(app.Stdout, "%s: no worktree or branch; nothing to %s\n", res.Agent, mode)
+	}
 	if w := res.Work; w != nil {
-		fmt.Fprintf(app.Stdout, "  %s: %s\n", w.Agent, w.Status)
+		// As swarm down says it: "nothing to merge" when the branch had
+		// no commits of its own, never a bare "merged".
+		printDownAgent(app.Stdout, l.Root, res.BaseBranch, *w)
 		if w.Error != "" {
 			return fmt.Errorf("%s: %s", w.Agent, w.Error)
 		}

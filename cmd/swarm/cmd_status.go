@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -60,12 +61,18 @@ as 'swarm escalations --json' prints them, each also a line above the
 agents table.
 
 Each agent also has "usage" ({"input", "output", "cache_write",
-"cache_read", "work"} over its budget window, 24h without a budget) and
-"budget" ({"tokens", "window", "action", "used", "since"} or null); the top
+"cache_read", "work", "cost_usd", "unpriced_sessions"} over its budget
+window, 24h without a budget: cost_usd sums the sessions of known cost,
+unpriced_sessions counts those of unknown cost) and "budget" ({"tokens",
+"usd", "window", "action", "used", "used_usd", "unpriced_sessions",
+"since"} or null); the top
 level has the swarm's "budget" the same way. Work tokens count input,
 output and cache writes, not cache reads; a running session's tokens count
 once it ends. The TOKENS column shows lifetime work tokens, then
-used/limit for an agent with a budget.`,
+used/limit for an agent with a token budget; COST shows dollars over the
+budget window (what Claude Code reported, else tokens priced by [prices];
+"unpriced" sessions have an unknown cost), then used/limit for a usd
+budget.`,
 		Example: `  swarm status
   swarm status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
@@ -99,6 +106,26 @@ type usageJSON struct {
 	CacheWrite int64 `json:"cache_write"`
 	CacheRead  int64 `json:"cache_read"`
 	Work       int64 `json:"work"`
+	// CostUSD sums the sessions of known cost; Unpriced counts the others
+	// (an API engine's model with no [prices] row), never counted as 0.
+	CostUSD  float64 `json:"cost_usd"`
+	Unpriced int64   `json:"unpriced_sessions"`
+}
+
+// costText is the COST column: dollars over the budget window, "+ N
+// unknown" for sessions of unknown cost, and the usd budget if any.
+func costText(u usageJSON, b *swarm.BudgetUse) string {
+	out := swarm.USD(u.CostUSD)
+	switch {
+	case u.Unpriced > 0 && u.CostUSD == 0:
+		out = fmt.Sprintf("unknown (%d session(s) unpriced)", u.Unpriced)
+	case u.Unpriced > 0:
+		out += fmt.Sprintf(" + %d unpriced", u.Unpriced)
+	}
+	if b != nil && b.USD > 0 {
+		out += fmt.Sprintf(" (%s/%s in %s)", swarm.USD(b.UsedUSD), swarm.USD(b.USD), b.Window)
+	}
+	return out
 }
 
 type agentStatus struct {
@@ -237,7 +264,8 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 			s.ConsecutiveErrors, s.TotalErrors, s.Tokens, s.Activity = row.ConsecutiveErrors, row.TotalErrors, row.Tokens, row.Activity
 		}
 		u := budgets.Usage[a.Name]
-		s.Usage = usageJSON{Input: u.Input, Output: u.Output, CacheWrite: u.CacheWrite, CacheRead: u.CacheRead, Work: u.Work()}
+		s.Usage = usageJSON{Input: u.Input, Output: u.Output, CacheWrite: u.CacheWrite, CacheRead: u.CacheRead, Work: u.Work(),
+			CostUSD: u.CostUSD, Unpriced: u.Unpriced}
 		s.Budget = budgets.Agents[a.Name]
 		c := pending[a.Name]
 		s.Pending, s.Urgent = c.Queued+c.Delivered, c.Urgent
@@ -336,6 +364,14 @@ func liveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Hold
 func runStatus(ctx context.Context, opts *StatusOptions) error {
 	app := opts.App
 	l, cfg, err := app.loadRunning(ctx)
+	var ce *config.Error
+	if err != nil && l.Root != "" && !app.JSON && errors.As(err, &ce) {
+		// A swarm.toml that does not check out, and no agents to go on
+		// with: say whether a swarm runs, then the mistake, once.
+		if _, running := ping(ctx, l); !running {
+			fmt.Fprintf(app.Stdout, "swarm is not running ('swarm up' starts it); swarm.toml has a mistake to fix first:\n")
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -374,7 +410,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		fmt.Fprintf(app.Stdout, "%s\n\n", teamLine(*t))
 	}
 	if b := s.Budget; b != nil {
-		fmt.Fprintf(app.Stdout, "budget: the swarm used %s of %s work tokens in %s (action %s)\n\n", humanize.Comma(b.Used), humanize.Comma(b.Tokens), b.Window, b.Action)
+		fmt.Fprintf(app.Stdout, "budget: the swarm used %s in %s (action %s)\n\n", swarmSpent(b), b.Window, b.Action)
 	}
 	var notRun []string
 	// The HOST column appears once some agent runs under a supervisor
@@ -384,7 +420,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		hosts = hosts || (a.Host != "" && (s.Pid == nil || a.Host != fmt.Sprintf("%s:%d", thisHost(), *s.Pid)))
 	}
 	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)
-	header := "AGENT\tSTATE\tSESSION\tMODE\tENGINE\tMAIL\tERRORS\tTOKENS\tHEARTBEAT"
+	header := "AGENT\tSTATE\tSESSION\tMODE\tENGINE\tMAIL\tERRORS\tTOKENS\tCOST\tHEARTBEAT"
 	if hosts {
 		header += "\tHOST"
 	}
@@ -415,12 +451,12 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 			state, notRun = "not started", append(notRun, a.Name)
 		}
 		tokens := fmt.Sprint(a.Tokens)
-		if b := a.Budget; b != nil {
+		if b := a.Budget; b != nil && b.Tokens > 0 {
 			// What the budget counts against its limit.
 			tokens += " (" + budgetText(b) + ")"
 		}
-		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%s\t%s", a.Name, state, since, a.SessionSeq, a.modeWord(), a.Engine, mail,
-			a.ConsecutiveErrors, a.TotalErrors, tokens, hb)
+		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s", a.Name, state, since, a.SessionSeq, a.modeWord(), a.Engine, mail,
+			a.ConsecutiveErrors, a.TotalErrors, tokens, costText(a.Usage, a.Budget), hb)
 		if hosts {
 			host := a.Host
 			if host == "" {
@@ -484,4 +520,20 @@ func (a agentStatus) modeWord() string {
 		return *a.Profile
 	}
 	return a.Mode + "/" + a.Strategy
+}
+
+// swarmSpent is the swarm's spending against its caps.
+func swarmSpent(b *swarm.BudgetUse) string {
+	var parts []string
+	if b.Tokens > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s work tokens", humanize.Comma(b.Used), humanize.Comma(b.Tokens)))
+	}
+	if b.USD > 0 {
+		p := fmt.Sprintf("%s of %s", swarm.USD(b.UsedUSD), swarm.USD(b.USD))
+		if b.Unpriced > 0 {
+			p += fmt.Sprintf(" (and %d session(s) of unknown cost)", b.Unpriced)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
 }

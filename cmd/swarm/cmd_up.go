@@ -123,6 +123,11 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if err := os.MkdirAll(l.Logs(), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", l.Logs(), err)
 	}
+	// A clone that was never swarm init-ed (a second host's) would show
+	// ?? .swarm/ in git status.
+	if _, err := excludeState(ctx, l.Root); err != nil {
+		slog.Warn("could not keep .swarm/ out of git status", "err", err)
+	}
 	if err := hardenSupervisor(); err != nil {
 		slog.Warn("could not make the supervisor non-dumpable", "err", err)
 	}
@@ -230,13 +235,18 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		}
 	}()
 
-	if useTUI {
-		return runUpTUI(ctx, cancel, app, l, cfg, st, sup)
-	}
 	// With --json, stdout carries only the notices.
 	talk := app.Stdout
 	if app.JSON {
 		talk = app.Stderr
+	}
+	if useTUI {
+		talk = io.Discard // the view owns the terminal; the log has it
+	}
+	stopHUP := reloadOnHUP(ctx, sup, talk, l.Root, logger)
+	defer stopHUP()
+	if useTUI {
+		return runUpTUI(ctx, cancel, app, l, cfg, st, sup)
 	}
 	fmt.Fprintf(talk, "swarm up: %d agent(s) in %s (pid %d); Ctrl-C to stop\n", len(sup.AgentNames()), l.Root, os.Getpid())
 	err = sup.Run(ctx)
@@ -351,4 +361,36 @@ func formatNotice(n lifecycle.Notice) string {
 		return fmt.Sprintf("%s  %-12s ! %s", ts, n.Agent, termsafe.String(n.Text))
 	}
 	return ""
+}
+
+// reloadOnHUP makes SIGHUP do what 'swarm reload' does, printing the
+// report to w (a refusal too: the running configuration stays). The
+// returned func stops it and waits.
+func reloadOnHUP(ctx context.Context, sup *swarm.Supervisor, w io.Writer, root string, logger *slog.Logger) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done, end := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-end:
+				return
+			case <-hup:
+				rep, err := sup.Reload(ctx)
+				if err != nil {
+					logger.Error("reload refused", "err", err)
+					fmt.Fprintf(w, "swarm: SIGHUP: reload refused: %v\n", err)
+					continue
+				}
+				fmt.Fprint(w, "swarm: SIGHUP: ")
+				printReload(w, root, rep)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(end)
+		<-done
+	}
 }

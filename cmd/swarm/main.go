@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/termsafe"
 )
 
 // Exit codes, documented in `swarm --help`.
@@ -56,7 +57,9 @@ func run(ctx context.Context, app *App, args []string) int {
 	root.SetIn(app.Stdin)
 	root.SetOut(app.Stdout)
 	root.SetErr(app.Stderr)
-	err := app.explainDamage(root.ExecuteContext(ctx))
+	err := root.ExecuteContext(ctx)
+	app.flushOutput()
+	err = app.explainDamage(err)
 	if err == nil {
 		return exitOK
 	}
@@ -70,8 +73,17 @@ func run(ctx context.Context, app *App, args []string) int {
 	return report(app.Stderr, err)
 }
 
-// report prints err as one line and returns the exit code.
-func report(w io.Writer, err error) int {
+// report prints err as one line and returns the exit code. An error may
+// quote what swarm did not write (a CLI's stderr, git's output), so it
+// reaches the terminal through termsafe.
+func report(out io.Writer, err error) int {
+	var b strings.Builder
+	code := reportTo(&b, err)
+	io.WriteString(out, termsafe.String(b.String()))
+	return code
+}
+
+func reportTo(w io.Writer, err error) int {
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(w, "swarm: %v\n", ue.err)

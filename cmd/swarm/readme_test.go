@@ -280,7 +280,7 @@ jsonq stdout agents.0.session_seq 1
 	"swarm status  # agents, states, sessions, mail": `
 {{run}}
 stdout '^swarm is running \(pid [1-9]\d*\)$'
-stdout '^AGENT +STATE +SESSION +MODE +ENGINE +MAIL +ERRORS +TOKENS +HEARTBEAT$'
+stdout '^AGENT +STATE +SESSION +MODE +ENGINE +MAIL +ERRORS +TOKENS +COST +HEARTBEAT$'
 stdout '^backend +Running( \S+)? +1 +execute/simple +script +0 +0/0 '
 stdout '^frontend +\S+'
 `,

@@ -26,6 +26,7 @@ import (
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/termsafe"
 )
 
 // App holds what every command shares: the global flags and the process's
@@ -64,6 +65,9 @@ type App struct {
 	// session or the operator uses instead of opening one (and does not
 	// close): its connections are warm.
 	shared mailbox.Store
+	// safe is the termsafe writer app.Stdout became for a human-readable
+	// command (safeOutput); nil for --json, --raw and machine output.
+	safe *termsafe.Writer
 	// supervising is set by swarm up once it holds the lock: the one
 	// command that may create the database while a supervisor runs.
 	supervising bool
@@ -105,6 +109,7 @@ func newRootCmd(app *App) *cobra.Command {
 			if !app.inProcess && !app.nested {
 				slog.SetDefault(slog.New(slog.NewTextHandler(app.Stderr, &slog.HandlerOptions{Level: level})))
 			}
+			app.safeOutput(cmd)
 			return nil
 		},
 	}
@@ -134,6 +139,44 @@ func newRootCmd(app *App) *cobra.Command {
 		wrapArgs(c)
 	}
 	return root
+}
+
+// machineOutput names the commands whose stdout is not for reading:
+// MCP's JSON-RPC, shell completion scripts, and git's coloured patches.
+var machineOutput = map[string]bool{"mcp": true, "completion": true, "diff": true,
+	cobra.ShellCompRequestCmd: true, cobra.ShellCompNoDescRequestCmd: true}
+
+// safeOutput puts a human-readable command's stdout through termsafe, so
+// no command can print a control sequence from text swarm did not write
+// (an escalation's summary, a CLI's stderr in a failure cause, a shell
+// command in a log) however it formats it. --json and --raw stay
+// byte-exact.
+func (app *App) safeOutput(cmd *cobra.Command) {
+	if app.JSON || app.safe != nil {
+		return
+	}
+	for c := cmd; c != nil; c = c.Parent() { // swarm completion bash too
+		if machineOutput[c.Name()] {
+			return
+		}
+	}
+	if f := cmd.Flags().Lookup("raw"); f != nil && f.Value.String() == "true" {
+		return
+	}
+	app.safe = termsafe.NewWriter(app.Stdout)
+	app.Stdout = app.safe
+}
+
+// flushOutput writes what the termsafe writer held back (an incomplete
+// UTF-8 sequence at the very end) and gives stdout back.
+func (app *App) flushOutput() {
+	if app.safe == nil {
+		return
+	}
+	if err := app.safe.Flush(); err != nil {
+		slog.Warn("flush stdout", "err", err)
+	}
+	app.Stdout, app.safe = app.safe.Unwrap(), nil
 }
 
 func wrapArgs(c *cobra.Command) {

@@ -30,6 +30,9 @@ import (
 
 // isTerminal reports whether w is a terminal: the live view needs one.
 func isTerminal(w io.Writer) bool {
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		w = u.Unwrap() // termsafe's writer over the real stdout
+	}
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
@@ -272,5 +275,12 @@ func budgetText(b *swarm.BudgetUse) string {
 	if b == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s/%s in %s", humanize.Comma(b.Used), humanize.Comma(b.Tokens), b.Window)
+	var caps []string
+	if b.Tokens > 0 {
+		caps = append(caps, fmt.Sprintf("%s/%s", humanize.Comma(b.Used), humanize.Comma(b.Tokens)))
+	}
+	if b.USD > 0 {
+		caps = append(caps, fmt.Sprintf("%s/%s", swarm.USD(b.UsedUSD), swarm.USD(b.USD)))
+	}
+	return strings.Join(caps, ", ") + " in " + b.Window
 }

@@ -291,7 +291,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		fmt.Fprintln(lw)
 	}()
 	// Runs first: every result carries what the stream reported.
-	defer func() { res.Usage = meter.Usage() }()
+	defer func() { res.Usage, res.Turns = meter.Usage(), meter.Turns() }()
 
 	parent := ctx
 	if ctx.Err() != nil {

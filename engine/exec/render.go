@@ -571,7 +571,7 @@ func compactArgs(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &v) != nil {
 		return clipString(string(raw), renderArgBytes)
 	}
-	b, err := json.Marshal(clipStrings(v))
+	b, err := engine.LogJSON(clipStrings(v))
 	if err != nil {
 		return clipString(string(raw), renderArgBytes)
 	}

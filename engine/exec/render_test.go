@@ -75,3 +75,13 @@ func TestRenderKeepsOtherLines(t *testing.T) {
 		t.Fatal("an exec log after the supervisor's line not recognised")
 	}
 }
+
+// A shell command reads in swarm logs as the CLI ran it: <, > and & are
+// not HTML-escaped (\u003e, \u0026).
+func TestRenderShowsCommandsAsTyped(t *testing.T) {
+	in := `{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./... > out.txt 2>&1 && echo <ok>"}}]}}` + "\n"
+	got := string(execengine.Render([]byte(in)))
+	if !strings.Contains(got, `→ Bash {"command":"go test ./... > out.txt 2>&1 && echo <ok>"}`) {
+		t.Fatalf("the command is not shown as typed:\n%s", got)
+	}
+}

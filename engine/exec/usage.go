@@ -24,7 +24,7 @@ const maxWhole = 4 << 20
 //     carries its message's usage (repeated, and growing, for each content
 //     block of one message id), and the final "result" event the
 //     session's (modelUsage, summed over models, where present: it counts
-//     the helper models too). Cache writes and reads are
+//     the helper models too) and its cost, total_cost_usd. Cache writes and reads are
 //     cache_creation_input_tokens and cache_read_input_tokens;
 //     input_tokens excludes both.
 //   - codex exec --json: "turn.completed" carries the turn's usage;
@@ -48,6 +48,7 @@ type Meter struct {
 	seen     bool // some event reported usage
 	total    engine.Usage
 	messages map[string]engine.Usage // claude: usage by message id
+	turns    int                     // claude's num_turns, or codex's turns completed
 }
 
 // NewMeter returns a Meter that calls onUsage (may be nil) with each
@@ -116,11 +117,14 @@ func (m *Meter) Usage() engine.Usage {
 }
 
 // FormatUsage is usage as the session log and swarm logs print it:
-// "tokens 1200 in, 340 out, cache 5000 written, 90000 read".
+// "tokens 1200 in, 340 out, cache 5000 written, 90000 read, cost $0.0412".
 func FormatUsage(u engine.Usage) string {
 	s := fmt.Sprintf("tokens %d in, %d out", u.InputTokens, u.OutputTokens)
 	if u.CacheWrite != 0 || u.CacheRead != 0 {
 		s += fmt.Sprintf(", cache %d written, %d read", u.CacheWrite, u.CacheRead)
+	}
+	if u.Costed {
+		s += fmt.Sprintf(", cost $%.4f", u.CostUSD)
 	}
 	return s
 }
@@ -205,6 +209,17 @@ type usageEvent struct {
 	Usage      *tokens                     `json:"usage"`
 	ModelUsage map[string]claudeModelUsage `json:"modelUsage"`
 	Stats      *geminiStats                `json:"stats"`
+	CostUSD    *float64                    `json:"total_cost_usd"` // claude's result
+	NumTurns   int                         `json:"num_turns"`
+}
+
+// Turns is how many model turns the CLI reported: claude's result says
+// (num_turns), codex's turn.completed events count; 0 when the CLI does
+// not say (gemini).
+func (m *Meter) Turns() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.turns
 }
 
 func (m *Meter) event(line []byte) {
@@ -213,7 +228,7 @@ func (m *Meter) event(line []byte) {
 		return
 	}
 	// Cheap test first: most lines (text, tool output) carry no usage.
-	if !bytes.Contains(line, []byte(`"usage"`)) && !bytes.Contains(line, []byte(`"stats"`)) {
+	if !bytes.Contains(line, []byte(`"usage"`)) && !bytes.Contains(line, []byte(`"stats"`)) && !bytes.Contains(line, []byte(`"total_cost_usd"`)) {
 		return
 	}
 	var ev usageEvent
@@ -230,15 +245,24 @@ func (m *Meter) event(line []byte) {
 		m.add(minus(u, prev))
 	case ev.Type == "result" && ev.Stats != nil: // gemini stream-json
 		m.add(ev.Stats.stream())
-	case ev.Type == "result" && (ev.Usage != nil || len(ev.ModelUsage) > 0): // claude
-		final := sumModelUsage(ev.ModelUsage)
-		if len(ev.ModelUsage) == 0 {
+	case ev.Type == "result" && (ev.Usage != nil || len(ev.ModelUsage) > 0 || ev.CostUSD != nil): // claude
+		m.turns = max(m.turns, ev.NumTurns)
+		final := m.total
+		switch {
+		case len(ev.ModelUsage) > 0:
+			final = sumModelUsage(ev.ModelUsage)
+		case ev.Usage != nil:
 			final = ev.Usage.claude()
 		}
 		// The result is the session's total: report what the messages
-		// did not.
-		m.add(minus(final, m.total))
+		// did not, and the session's cost, which only the result has.
+		inc := minus(final, m.total)
+		if ev.CostUSD != nil && *ev.CostUSD >= 0 {
+			inc.CostUSD, inc.Costed = max(*ev.CostUSD-m.total.CostUSD, 0), true
+		}
+		m.add(inc)
 	case ev.Type == "turn.completed" && ev.Usage != nil: // codex
+		m.turns++
 		m.add(ev.Usage.codex())
 	}
 }

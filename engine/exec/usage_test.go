@@ -35,23 +35,26 @@ func TestMeter(t *testing.T) {
 		file  string
 		want  engine.Usage
 		steps []engine.Usage // the increments reported, in order
+		turns int
 	}{
-		{"claude.log", engine.Usage{InputTokens: 432, OutputTokens: 335, CacheWrite: 5520, CacheRead: 61036}, []engine.Usage{
+		// The result also carries the session's cost (total_cost_usd),
+		// which only it reports, and its turns (num_turns).
+		{file: "claude.log", turns: 4, want: engine.Usage{InputTokens: 432, OutputTokens: 335, CacheWrite: 5520, CacheRead: 61036, CostUSD: 0.0412, Costed: true}, steps: []engine.Usage{
 			{InputTokens: 4, OutputTokens: 8, CacheWrite: 5120, CacheRead: 11264},
 			{OutputTokens: 88}, // the same message, grown
 			{InputTokens: 6, OutputTokens: 120, CacheWrite: 310, CacheRead: 16384},
 			{InputTokens: 6, OutputTokens: 64, CacheRead: 16694},
 			{InputTokens: 6, OutputTokens: 30, CacheWrite: 90, CacheRead: 16694},
-			{InputTokens: 410, OutputTokens: 25}, // the result's helper model
+			{InputTokens: 410, OutputTokens: 25, CostUSD: 0.0412, Costed: true}, // the result's helper model, and the cost
 		}},
-		{"codex.log", engine.Usage{InputTokens: 315, OutputTokens: 122, CacheRead: 24448}, []engine.Usage{
+		{file: "codex.log", turns: 1, want: engine.Usage{InputTokens: 315, OutputTokens: 122, CacheRead: 24448}, steps: []engine.Usage{
 			{InputTokens: 315, OutputTokens: 122, CacheRead: 24448},
 		}},
-		{"codex-failed.log", engine.Usage{}, nil},
-		{"gemini.log", engine.Usage{InputTokens: 4554, OutputTokens: 530, CacheRead: 4096}, []engine.Usage{
+		{file: "codex-failed.log"},
+		{file: "gemini.log", want: engine.Usage{InputTokens: 4554, OutputTokens: 530, CacheRead: 4096}, steps: []engine.Usage{
 			{InputTokens: 4554, OutputTokens: 530, CacheRead: 4096},
 		}},
-		{"gemini-json.log", engine.Usage{InputTokens: 3500, OutputTokens: 250, CacheRead: 4000}, []engine.Usage{
+		{file: "gemini-json.log", want: engine.Usage{InputTokens: 3500, OutputTokens: 250, CacheRead: 4000}, steps: []engine.Usage{
 			{InputTokens: 3500, OutputTokens: 250, CacheRead: 4000}, // at the end
 		}},
 	}
@@ -70,6 +73,9 @@ func TestMeter(t *testing.T) {
 				}
 				if got := m.Usage(); got != c.want {
 					t.Errorf("chunks of %d: usage = %+v, want %+v", chunk, got, c.want)
+				}
+				if got := m.Turns(); got != c.turns {
+					t.Errorf("chunks of %d: turns = %d, want %d (what the CLI reported)", chunk, got, c.turns)
 				}
 				if !slices.Equal(steps, c.steps) {
 					t.Errorf("chunks of %d: increments = %+v\nwant %+v", chunk, steps, c.steps)
@@ -111,16 +117,16 @@ func TestRunReportsUsage(t *testing.T) {
 		sum = sum.Add(u)
 	}
 	res := e.Run(context.Background(), s.Session)
-	want := engine.Usage{InputTokens: 432, OutputTokens: 335, CacheWrite: 5520, CacheRead: 61036}
-	if res.Outcome != engine.Success || res.Usage != want {
-		t.Fatalf("result %+v, want usage %+v", res, want)
+	want := engine.Usage{InputTokens: 432, OutputTokens: 335, CacheWrite: 5520, CacheRead: 61036, CostUSD: 0.0412, Costed: true}
+	if res.Outcome != engine.Success || res.Usage != want || res.Turns != 4 {
+		t.Fatalf("result %+v, want usage %+v and the CLI's 4 turns", res, want)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if sum != want {
 		t.Fatalf("OnUsage summed to %+v, want %+v", sum, want)
 	}
-	if !strings.Contains(s.log.String(), "=== end: success · tokens 432 in, 335 out, cache 5520 written, 61036 read\n") {
+	if !strings.Contains(s.log.String(), "=== end: success · tokens 432 in, 335 out, cache 5520 written, 61036 read, cost $0.0412\n") {
 		t.Fatalf("the log's end line has no usage:\n%s", s.log.String())
 	}
 }

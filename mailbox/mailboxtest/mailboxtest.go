@@ -8,6 +8,7 @@ package mailboxtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -79,6 +80,8 @@ func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
 		{"SendAndInbox", testSendAndInbox},
 		{"PostValidation", testPostValidation},
 		{"ReplyInheritsThread", testReplyInheritsThread},
+		{"Thread", testThread},
+		{"InboxFilters", testInboxFilters},
 		{"Broadcast", testBroadcast},
 		{"DeliveryLifecycle", testDeliveryLifecycle},
 		{"DeliverSelected", testDeliverSelected},
@@ -113,6 +116,7 @@ func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
 		{"SessionCapabilities", testSessionCapabilities},
 		{"Reports", testReports},
 		{"UsageSince", testUsageSince},
+		{"SessionCost", testSessionCost},
 		{"WorkItems", testWorkItems},
 	}
 	for _, tc := range tests {
@@ -262,6 +266,59 @@ func testReplyInheritsThread(e *env) {
 	}
 	if r2.ThreadID != root.ID || *r2.ReplyTo != r1.ID {
 		t.Errorf("reply to reply = %+v", r2)
+	}
+}
+
+// Thread reads a whole thread from any of its messages, oldest first,
+// and nothing of other threads.
+func testThread(e *env) {
+	t := e.t
+	root := e.post(message.Draft{From: "lead", To: "backend", Body: "build the API"})
+	other := e.post(message.Draft{From: "lead", To: "frontend", Body: "another thread"})
+	r1, err := e.p.Reply(e.ctx, root.ID, message.Draft{From: "backend", Body: "on it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := e.post(message.Draft{From: "lead", To: "backend", Body: "thanks", ReplyTo: r1.ID})
+	r3 := e.post(message.Draft{From: "frontend", To: "backend", Body: "me too", ReplyTo: root.ID})
+	want := []int64{root.ID, r1.ID, r2.ID, r3.ID}
+	for _, from := range want {
+		got, err := e.s.Thread(e.ctx, from)
+		if err != nil || !slices.Equal(ids(got), want) {
+			t.Fatalf("Thread(%d) = %v, %v; want %v", from, ids(got), err, want)
+		}
+	}
+	if got, err := e.s.Thread(e.ctx, other.ID); err != nil || !slices.Equal(ids(got), []int64{other.ID}) {
+		t.Fatalf("a thread of one = %v, %v", ids(got), err)
+	}
+	if _, err := e.s.Thread(e.ctx, 999); !errors.Is(err, mailbox.ErrNoSuchMessage) {
+		t.Fatalf("Thread(999) = %v, want ErrNoSuchMessage", err)
+	}
+}
+
+// Inbox narrows by sender, kind and body text, before the limit.
+func testInboxFilters(e *env) {
+	t := e.t
+	a := e.post(message.Draft{From: "lead", To: "backend", Body: "deploy <prod> && smile"})
+	b := e.post(message.Draft{From: "frontend", To: "backend", Body: "Deploy staging"})
+	c := e.post(message.Draft{From: "lead", To: "backend", Body: "T-1: write docs", Kind: message.KindTask})
+	e.post(message.Draft{From: "lead", To: "backend", Body: "lunch?"})
+	for _, tc := range []struct {
+		f    mailbox.Filter
+		want []int64
+	}{
+		{mailbox.Filter{From: "lead"}, []int64{a.ID, c.ID, c.ID + 1}},
+		{mailbox.Filter{Kind: message.KindTask}, []int64{c.ID}},
+		{mailbox.Filter{Grep: "deploy"}, []int64{a.ID}}, // case-sensitive
+		{mailbox.Filter{Grep: "<prod> &&"}, []int64{a.ID}},
+		{mailbox.Filter{Grep: "%"}, nil}, // no LIKE patterns
+		{mailbox.Filter{Grep: "e", From: "lead", Limit: 1}, []int64{c.ID}},
+		{mailbox.Filter{From: "frontend", Kind: message.KindMessage, Grep: "staging"}, []int64{b.ID}},
+	} {
+		got, err := e.s.Inbox(e.ctx, "backend", tc.f)
+		if err != nil || !slices.Equal(ids(got), tc.want) {
+			t.Errorf("Inbox(%+v) = %v, %v; want %v", tc.f, ids(got), err, tc.want)
+		}
 	}
 }
 
@@ -1114,8 +1171,8 @@ func testUsageSince(e *env) {
 		t.Fatal(err)
 	}
 	want := map[string]mailbox.Usage{
-		"backend":  {Input: 201, Output: 22, CacheWrite: 3, CacheRead: 11},
-		"frontend": {Input: 50, Output: 5},
+		"backend":  {Input: 201, Output: 22, CacheWrite: 3, CacheRead: 11, Unpriced: 2},
+		"frontend": {Input: 50, Output: 5, Unpriced: 1},
 	}
 	if len(got) != len(want) || got["backend"] != want["backend"] || got["frontend"] != want["frontend"] {
 		t.Fatalf("UsageSince = %+v, want %+v", got, want)
@@ -1129,6 +1186,47 @@ func testUsageSince(e *env) {
 	}
 	if got, err := s.UsageSince(e.ctx, since.Add(time.Nanosecond)); err != nil || len(got) != 0 {
 		t.Errorf("after every session ended: %v, %v", got, err)
+	}
+}
+
+// testSessionCost: a session's cost is stored as given, nil (unknown) kept
+// apart from 0; UsageSince sums the known costs and counts the unknown.
+func testSessionCost(e *env) {
+	t, s := e.t, e.s
+	if err := s.RegisterAgent(e.ctx, mailbox.AgentInfo{Name: "backend", Mode: "execute", Engine: "script"}); err != nil {
+		t.Fatal(err)
+	}
+	since := e.clk.Now()
+	usd := func(f float64) *float64 { return &f }
+	for seq, cost := range map[int64]*float64{1: usd(0.25), 2: nil, 3: usd(0.5), 4: usd(0)} {
+		if err := s.InTx(e.ctx, func(tx mailbox.Tx) error {
+			if err := tx.StartSession(mailbox.SessionStart{Agent: "backend", Seq: seq, Engine: "script"}); err != nil {
+				return err
+			}
+			return tx.EndSession(mailbox.SessionEnd{Agent: "backend", Seq: seq, State: mailbox.SessionCompleted, TokensIn: 10, CostUSD: cost})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seq, want := range map[int64]string{1: "0.25", 2: "unknown", 3: "0.5", 4: "0"} {
+		got, err := s.Session(e.ctx, "backend", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := "unknown"
+		if got.CostUSD != nil {
+			text = fmt.Sprint(*got.CostUSD)
+		}
+		if text != want {
+			t.Errorf("session %d cost %s, want %s", seq, text, want)
+		}
+	}
+	u, err := s.UsageSince(e.ctx, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u["backend"]; got.CostUSD != 0.75 || got.Unpriced != 1 || got.Input != 40 {
+		t.Fatalf("UsageSince = %+v, want $0.75 known, 1 unpriced, 40 in", got)
 	}
 }
 

@@ -307,9 +307,9 @@ func (t *txn) EndSession(e mailbox.SessionEnd) error {
 		return fmt.Errorf("end session %s/%d: %w", e.Agent, e.Seq, err)
 	}
 	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET state = $1, ended_at = $2, tokens_in = $3, tokens_out = $4,
-		cache_write = $5, cache_read = $6, error = $7
+		cache_write = $5, cache_read = $6, error = $7, cost_usd = $10
 		WHERE agent = $8 AND seq = $9 AND state = 'running'`, string(e.State), t.now(), e.TokensIn, e.TokensOut,
-		e.CacheWrite, e.CacheRead, e.Error, e.Agent, e.Seq)
+		e.CacheWrite, e.CacheRead, e.Error, e.Agent, e.Seq, e.CostUSD)
 	if err != nil {
 		return fmt.Errorf("end session %s/%d: %w", e.Agent, e.Seq, err)
 	}
@@ -351,7 +351,7 @@ func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgi
 }
 
 const sessionCols = `id, agent, seq, state, engine, started_at, ended_at, prompt, tasks, tokens_in, tokens_out,
-	cache_write, cache_read, pgids, error, capabilities`
+	cache_write, cache_read, cost_usd, pgids, error, capabilities`
 
 func scanSession(sc pgx.Row) (mailbox.Session, error) {
 	var (
@@ -363,7 +363,7 @@ func scanSession(sc pgx.Row) (mailbox.Session, error) {
 		caps    *string
 	)
 	err := sc.Scan(&s.ID, &s.Agent, &s.Seq, &s.State, &s.Engine, &started, &ended, &s.Prompt, &tasks,
-		&s.TokensIn, &s.TokensOut, &s.CacheWrite, &s.CacheRead, &pgids, &s.Error, &caps)
+		&s.TokensIn, &s.TokensOut, &s.CacheWrite, &s.CacheRead, &s.CostUSD, &pgids, &s.Error, &caps)
 	if err != nil {
 		return s, err
 	}
@@ -542,7 +542,8 @@ func (s *Store) LastCapabilities(ctx context.Context) (map[string]mode.Vector, e
 // UsageSince sums each agent's tokens over the sessions that ended at or
 // after since.
 func (s *Store) UsageSince(ctx context.Context, since time.Time) (map[string]mailbox.Usage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT agent, sum(tokens_in)::bigint, sum(tokens_out)::bigint, sum(cache_write)::bigint, sum(cache_read)::bigint
+	rows, err := s.pool.Query(ctx, `SELECT agent, sum(tokens_in)::bigint, sum(tokens_out)::bigint, sum(cache_write)::bigint, sum(cache_read)::bigint,
+		coalesce(sum(cost_usd), 0)::double precision, (count(*) - count(cost_usd))::bigint
 		FROM sessions WHERE ended_at >= $1 GROUP BY agent`, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("sum the sessions' tokens: %w", err)
@@ -552,7 +553,7 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time) (map[string]mai
 	for rows.Next() {
 		var agent string
 		var u mailbox.Usage
-		if err := rows.Scan(&agent, &u.Input, &u.Output, &u.CacheWrite, &u.CacheRead); err != nil {
+		if err := rows.Scan(&agent, &u.Input, &u.Output, &u.CacheWrite, &u.CacheRead, &u.CostUSD, &u.Unpriced); err != nil {
 			return nil, fmt.Errorf("sum the sessions' tokens: %w", err)
 		}
 		out[agent] = u

@@ -246,6 +246,20 @@ func (s *Store) Message(ctx context.Context, id int64) (message.Message, error) 
 	return m, nil
 }
 
+// Thread returns the messages of message id's thread, oldest first.
+func (s *Store) Thread(ctx context.Context, id int64) ([]message.Message, error) {
+	first, err := s.Message(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := collect(s.pool.Query(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE id = $1 OR thread_id = $1 ORDER BY id`, first.ThreadID))
+	if err != nil {
+		return nil, fmt.Errorf("read the thread of #%d: %w", id, err)
+	}
+	return ms, nil
+}
+
 // Queued returns the agent's queued mail in prompt order.
 func (s *Store) Queued(ctx context.Context, agent string) ([]message.Message, error) {
 	ms, err := collect(s.pool.Query(ctx, `SELECT `+messageCols+` FROM messages
@@ -319,6 +333,18 @@ func (s *Store) Inbox(ctx context.Context, name string, f mailbox.Filter) ([]mes
 		}
 		q += ` AND state = $2`
 		args = append(args, string(f.State))
+	}
+	if f.From != "" {
+		args = append(args, f.From)
+		q += fmt.Sprintf(` AND sender = $%d`, len(args))
+	}
+	if f.Kind != "" {
+		args = append(args, string(f.Kind))
+		q += fmt.Sprintf(` AND kind = $%d`, len(args))
+	}
+	if f.Grep != "" {
+		args = append(args, f.Grep)
+		q += fmt.Sprintf(` AND strpos(body, $%d) > 0`, len(args))
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {

@@ -240,7 +240,14 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	for _, m := range all {
-		if err := s.applyMigration(ctx, m); err != nil {
+		err := s.applyMigration(ctx, m)
+		switch {
+		case err == nil:
+		case s.Unavailable(err):
+			// No connection (refused, cut, or a failed login): no
+			// migration is at fault, so none is named.
+			return err
+		default:
 			return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
 		}
 	}

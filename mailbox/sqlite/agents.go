@@ -310,9 +310,9 @@ func (t *txn) EndSession(e mailbox.SessionEnd) error {
 		return fmt.Errorf("end session %s/%d: %w", e.Agent, e.Seq, err)
 	}
 	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET state = ?, ended_at = ?, tokens_in = ?, tokens_out = ?,
-		cache_write = ?, cache_read = ?, error = ?
+		cache_write = ?, cache_read = ?, cost_usd = ?, error = ?
 		WHERE agent = ? AND seq = ? AND state = 'running'`, e.State, t.now(), e.TokensIn, e.TokensOut,
-		e.CacheWrite, e.CacheRead, e.Error, e.Agent, e.Seq)
+		e.CacheWrite, e.CacheRead, e.CostUSD, e.Error, e.Agent, e.Seq)
 	if err != nil {
 		return fmt.Errorf("end session %s/%d: %w", e.Agent, e.Seq, err)
 	}
@@ -357,7 +357,7 @@ func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgi
 }
 
 const sessionCols = `id, agent, seq, state, engine, started_at, ended_at, prompt, tasks, tokens_in, tokens_out,
-	cache_write, cache_read, pgids, error, capabilities`
+	cache_write, cache_read, cost_usd, pgids, error, capabilities`
 
 func scanSession(sc interface{ Scan(...any) error }) (mailbox.Session, error) {
 	var (
@@ -369,7 +369,7 @@ func scanSession(sc interface{ Scan(...any) error }) (mailbox.Session, error) {
 		caps    sql.NullString
 	)
 	err := sc.Scan(&s.ID, &s.Agent, &s.Seq, &s.State, &s.Engine, &started, &ended, &s.Prompt, &tasks,
-		&s.TokensIn, &s.TokensOut, &s.CacheWrite, &s.CacheRead, &pgids, &s.Error, &caps)
+		&s.TokensIn, &s.TokensOut, &s.CacheWrite, &s.CacheRead, &s.CostUSD, &pgids, &s.Error, &caps)
 	if err != nil {
 		return s, err
 	}
@@ -551,7 +551,8 @@ func (s *Store) LastCapabilities(ctx context.Context) (map[string]mode.Vector, e
 // UsageSince sums each agent's tokens over the sessions that ended at or
 // after since.
 func (s *Store) UsageSince(ctx context.Context, since time.Time) (map[string]mailbox.Usage, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT agent, sum(tokens_in), sum(tokens_out), sum(cache_write), sum(cache_read)
+	rows, err := s.db.QueryContext(ctx, `SELECT agent, sum(tokens_in), sum(tokens_out), sum(cache_write), sum(cache_read),
+		coalesce(sum(cost_usd), 0), count(*) - count(cost_usd)
 		FROM sessions WHERE ended_at >= ? GROUP BY agent`, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("sum the sessions' tokens: %w", err)
@@ -561,7 +562,7 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time) (map[string]mai
 	for rows.Next() {
 		var agent string
 		var u mailbox.Usage
-		if err := rows.Scan(&agent, &u.Input, &u.Output, &u.CacheWrite, &u.CacheRead); err != nil {
+		if err := rows.Scan(&agent, &u.Input, &u.Output, &u.CacheWrite, &u.CacheRead, &u.CostUSD, &u.Unpriced); err != nil {
 			return nil, fmt.Errorf("sum the sessions' tokens: %w", err)
 		}
 		out[agent] = u

@@ -195,6 +195,20 @@ func (s *Store) Message(ctx context.Context, id int64) (message.Message, error) 
 	return m, err
 }
 
+// Thread returns the messages of message id's thread, oldest first.
+func (s *Store) Thread(ctx context.Context, id int64) ([]message.Message, error) {
+	first, err := s.Message(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE id = ? OR thread_id = ? ORDER BY id`, first.ThreadID, first.ThreadID))
+	if err != nil {
+		return nil, fmt.Errorf("read the thread of #%d: %w", id, err)
+	}
+	return ms, nil
+}
+
 // Queued returns the agent's queued mail in prompt order.
 func (s *Store) Queued(ctx context.Context, agent string) ([]message.Message, error) {
 	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
@@ -278,6 +292,18 @@ func (s *Store) Inbox(ctx context.Context, name string, f mailbox.Filter) ([]mes
 		}
 		q += ` AND state = ?`
 		args = append(args, f.State)
+	}
+	if f.From != "" {
+		q += ` AND sender = ?`
+		args = append(args, f.From)
+	}
+	if f.Kind != "" {
+		q += ` AND kind = ?`
+		args = append(args, string(f.Kind))
+	}
+	if f.Grep != "" {
+		q += ` AND instr(body, ?) > 0`
+		args = append(args, f.Grep)
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {

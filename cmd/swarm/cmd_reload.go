@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/swarm"
+)
+
+// ReloadOptions are the inputs of `swarm reload`.
+type ReloadOptions struct {
+	App *App
+}
+
+func init() {
+	commands = append(commands, newReloadCmd)
+}
+
+func newReloadCmd(app *App) *cobra.Command {
+	opts := &ReloadOptions{App: app}
+	return &cobra.Command{
+		Use:   "reload",
+		Short: "Apply an edited swarm.toml to the running swarm, without a restart",
+		Long: `Ask the running supervisor to read swarm.toml again. What can change
+safely is applied: [budget], [prices] and [notify] at once (an agent held
+by a budget that is no longer spent is released, its escalation resolved
+by swarm), [liveness] nudges and task polling at once, and each agent's
+role, mode, strategy, capabilities, session_timeout, max_turns and budget
+from its next session. What cannot change while the swarm runs (engines,
+models, interrupt, new or removed agents, [prompt], [errors], [mailbox],
+[worktree], [env], workflows, the team, heartbeat, stall_after) is listed
+as needing a restart ('swarm down', then 'swarm up').
+
+A swarm.toml with an error is refused with its file:line and the running
+configuration stays (exit 1). Sending SIGHUP to the 'swarm up' process
+does the same as this command. For the operator only.
+
+--json prints {"path", "applied": [...], "restart": [...]}.`,
+		Example: `  $EDITOR swarm.toml   # tokens = 5_000_000
+  swarm reload
+  swarm reload --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReload(cmd.Context(), opts)
+		},
+	}
+}
+
+func runReload(ctx context.Context, opts *ReloadOptions) error {
+	app := opts.App
+	if err := app.operatorOnly("swarm reload"); err != nil {
+		return err
+	}
+	l, err := app.layout()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := control.Call(ctx, l, control.Request{Op: control.OpReload})
+	switch {
+	case errors.Is(err, control.ErrNoSupervisor):
+		return errors.New("no supervisor is running in this repository: nothing to reload ('swarm up' reads swarm.toml when it starts)")
+	case err != nil && resp.Error != "":
+		return fmt.Errorf("swarm reload: %s", resp.Error)
+	case err != nil:
+		return fmt.Errorf("swarm reload: %w", err)
+	}
+	var rep swarm.ReloadReport
+	if err := json.Unmarshal(resp.Data, &rep); err != nil {
+		return fmt.Errorf("swarm reload: the supervisor's answer does not read (is it an older swarm? restart it): %w", err)
+	}
+	if app.JSON {
+		return app.printJSON(rep)
+	}
+	printReload(app.Stdout, l.Root, rep)
+	return nil
+}
+
+// printReload says what a reload applied and what waits for a restart.
+func printReload(w io.Writer, root string, rep swarm.ReloadReport) {
+	if len(rep.Applied) == 0 && len(rep.Restart) == 0 {
+		fmt.Fprintf(w, "reloaded %s: nothing changed\n", rel(root, rep.Path))
+		return
+	}
+	fmt.Fprintf(w, "reloaded %s\n", rel(root, rep.Path))
+	if len(rep.Applied) > 0 {
+		fmt.Fprintln(w, "applied:")
+		for _, s := range rep.Applied {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+	if len(rep.Restart) > 0 {
+		fmt.Fprintln(w, "needs a restart ('swarm down', then 'swarm up'):")
+		for _, s := range rep.Restart {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+}
