@@ -18,6 +18,7 @@ import (
 
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/sandbox"
 	"github.com/swarmhq/swarm/tomlfile"
 )
 
@@ -61,6 +62,7 @@ type Config struct {
 	Mailbox  Mailbox
 	Worktree Worktree
 	Env      Env
+	Sandbox  Sandbox
 	Notify   Notify
 	// Budget is [budget]: every agent's default budget and the swarm's
 	// cap. Each Agent carries its own, with its overrides applied.
@@ -201,6 +203,14 @@ type Worktree struct {
 	Push string
 }
 
+// Sandbox is [sandbox]: how sessions are contained (DESIGN §13.3).
+type Sandbox struct {
+	// Mode is auto (the default: bubblewrap when installed and usable,
+	// else none with a warning), bwrap (refuse to start without it) or
+	// none.
+	Mode sandbox.Mode
+}
+
 // Env controls the environment of agent sessions.
 type Env struct {
 	// Pass names variables that reach agent sessions although their names
@@ -232,6 +242,7 @@ func defaults(root string) Config {
 		Errors:   Errors{MaxConsecutive: 5, MaxTotal: 20, BackoffMin: time.Second, BackoffMax: 5 * time.Minute},
 		Mailbox:  Mailbox{Retention: 720 * time.Hour},
 		Worktree: Worktree{Dir: filepath.Join(root, ".swarm", "worktrees")},
+		Sandbox:  Sandbox{Mode: sandbox.Auto},
 		Notify:   defaultNotify,
 		Budget:   defaultBudget,
 		Spawn:    Spawn{MaxAgents: DefaultMaxAgents},

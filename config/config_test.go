@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/swarmhq/swarm/sandbox"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -524,5 +525,22 @@ func TestWorkflowErrors(t *testing.T) {
 	}
 	if w, _ := cfg.Workflow("review"); w.ResultTimeout != 45*time.Minute {
 		t.Fatalf("result_timeout = %s, want 45m", w.ResultTimeout)
+	}
+}
+
+func TestSandboxMode(t *testing.T) {
+	cfg, err := Parse([]byte("[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+	if err != nil || cfg.Sandbox.Mode != sandbox.Auto {
+		t.Fatalf("default: %q, %v; want auto", cfg.Sandbox.Mode, err)
+	}
+	for _, m := range sandbox.Modes {
+		cfg, err := Parse([]byte("[sandbox]\nmode = \""+string(m)+"\"\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+		if err != nil || cfg.Sandbox.Mode != m {
+			t.Errorf("mode = %q: %q, %v", m, cfg.Sandbox.Mode, err)
+		}
+	}
+	_, err = Parse([]byte("[sandbox]\nmode = \"docker\"\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), `swarm.toml:2: [sandbox] mode = "docker" is not a mode: use "auto"`) {
+		t.Errorf("bad mode: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/sandbox"
 	"github.com/swarmhq/swarm/tomlfile"
 )
 
@@ -28,6 +29,7 @@ type rawFile struct {
 	Mailbox  rawMailbox           `toml:"mailbox"`
 	Worktree rawWorktree          `toml:"worktree"`
 	Env      rawEnv               `toml:"env"`
+	Sandbox  rawSandbox           `toml:"sandbox"`
 	Notify   rawNotify            `toml:"notify"`
 	Budget   *rawBudget           `toml:"budget"`
 	Prices   map[string]rawPrice  `toml:"prices"`
@@ -103,6 +105,10 @@ type rawMailbox struct {
 type rawWorktree struct {
 	Dir  *string `toml:"dir"`
 	Push *string `toml:"push"`
+}
+
+type rawSandbox struct {
+	Mode *string `toml:"mode"`
 }
 
 type rawEnv struct {
@@ -197,6 +203,13 @@ func (b *builder) build(raw *rawFile) {
 		}
 	}
 	b.env(raw.Env)
+	if m := raw.Sandbox.Mode; m != nil {
+		if slices.Contains(sandbox.Modes, sandbox.Mode(*m)) {
+			b.cfg.Sandbox.Mode = sandbox.Mode(*m)
+		} else {
+			b.errorf("sandbox.mode", "[sandbox] mode = %q is not a mode: use \"auto\" (bubblewrap when usable), \"bwrap\" (required) or \"none\"", *m)
+		}
+	}
 	b.notify(raw.Notify)
 	b.budgets(raw.Budget)
 	b.prices(raw.Prices)

@@ -21,9 +21,15 @@
 // it through an os.Root on the worktree, so a symlink swapped in meanwhile
 // cannot lead them out. Writes replace files by rename and refuse files
 // with more than one hard link. bash is not
-// confined: it runs with the user's rights, in the worktree, in its own
+// confined by the file tools' checks: it runs in the worktree, in its own
 // process group (killed on cancel, on its timeout and when it returns),
-// with the session environment minus credentials (Scrub).
+// with the session environment minus credentials (Scrub), and with the
+// user's rights unless the session has a Sandbox: then each command runs
+// in a bubblewrap of its own (one PID namespace per call, so nothing it
+// started, setsid'd or not, outlives the call; the session's private /tmp
+// is shared by its calls). The swarm tool runs swarm's own binary (and
+// bd) with an argv the mode allows and no shell; it runs beside the
+// sandbox, as the session.
 package engine
 
 import (
@@ -33,6 +39,7 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/mode"
+	contain "github.com/swarmhq/swarm/sandbox"
 )
 
 // Engine runs sessions.
@@ -87,7 +94,12 @@ type Session struct {
 	// Door is the session's own control socket (SWARM_DOOR, DESIGN §13.2):
 	// a connection to it is this session. The sandbox keeps its directory
 	// reachable; "" when the supervisor opened none (tests of engines).
-	Door     string
+	Door string
+	// Sandbox, when set, contains every process the session starts (the
+	// bash tool's commands, an exec agent's CLI): each runs wrapped by
+	// Sandbox.Command (DESIGN §13.3). nil: they run with the user's
+	// rights.
+	Sandbox  *contain.Box
 	Agents   []string
 	Worktree string // the session's working directory
 	Branch   string

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/swarmhq/swarm/proc"
+	contain "github.com/swarmhq/swarm/sandbox"
 )
 
 // osEnviron is the base environment when a session has none of its own.
@@ -44,7 +45,14 @@ func (tb *toolbox) bashGrace() time.Duration {
 func (tb *toolbox) bash(ctx context.Context, a bashArgs) (string, error) {
 	tctx, cancel := context.WithTimeoutCause(ctx, a.Timeout, errBashTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, shell(), "-c", a.Command)
+	argv := []string{shell(), "-c", a.Command}
+	if box := tb.s.Sandbox; box != nil {
+		var err error
+		if argv, err = box.Command(argv, contain.Extra{Dir: tb.sb.raw}); err != nil {
+			return "", err
+		}
+	}
+	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	proc.Configure(cmd, tb.bashGrace())
 	cmd.Dir = tb.sb.raw
 	cmd.Env = tb.env

@@ -181,7 +181,7 @@ func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 	}
 	// A supervisor that crashed (kill -9) left its sessions running: their
 	// processes must not go on writing in the worktrees being merged.
-	if res.Killed, err = killLeftoverSessions(ctx, req.Store, mine); err != nil {
+	if res.Killed, err = killLeftoverSessions(ctx, req.Store, req.Layout.Root, mine); err != nil {
 		return res, err
 	}
 	// Finish what an interrupted swarm down left half done first; each
@@ -445,7 +445,7 @@ func StopSupervisor(ctx context.Context, l repo.Layout, wait time.Duration) (boo
 // while one of its processes carries the session's marker, so a reused
 // process group id is left alone. The sessions stay as they are in the
 // store; the next swarm up records them as crashed.
-func killLeftoverSessions(ctx context.Context, st mailbox.Store, agents []string) ([]string, error) {
+func killLeftoverSessions(ctx context.Context, st mailbox.Store, root string, agents []string) ([]string, error) {
 	killed := []string{}
 	for _, agent := range agents {
 		sess, err := st.LastSession(ctx, agent, mailbox.SessionRunning)
@@ -465,10 +465,16 @@ func killLeftoverSessions(ctx context.Context, st mailbox.Store, agents []string
 				sent = append(sent, pg)
 			}
 		}
-		if len(sent) == 0 {
+		// What left the groups (setsid, a double fork) carries the marker.
+		marked := proc.KillMarked(sessionMarker(agent, sess.Seq), rootMarker(root))
+		if len(sent) == 0 && len(marked) == 0 {
 			continue
 		}
-		killed = append(killed, fmt.Sprintf("%s session %d (%d process group(s))", agent, sess.Seq, len(sent)))
+		what := fmt.Sprintf("%s session %d (%d process group(s)", agent, sess.Seq, len(sent))
+		if len(marked) > 0 {
+			what += fmt.Sprintf(", %d process(es) outside them", len(marked))
+		}
+		killed = append(killed, what+")")
 		// A killed git must be gone before its index.lock can be shown
 		// stale and removed.
 		deadline := time.Now().Add(killWait)

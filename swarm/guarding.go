@@ -171,6 +171,10 @@ func (s *Supervisor) KillSessions() int {
 			n++
 		}
 	}
+	// And what left the groups (setsid, a double fork).
+	for _, m := range slices.Compact(slices.Sorted(slices.Values(markers))) {
+		proc.KillMarked(m, rootMarker(s.opts.Layout.Root))
+	}
 	return n
 }
 

@@ -14,12 +14,14 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
+	"github.com/swarmhq/swarm/sandbox"
 	"github.com/swarmhq/swarm/worktree"
 )
 
 // recover moves every agent found in a non-terminal state back to
 // Initializing, records its running sessions as crashed, requeues its
-// delivered mail and kills the process groups the crash left behind.
+// delivered mail and kills the process groups the crash left behind, and
+// every process carrying a crashed session's marker.
 func (s *Supervisor) recover(ctx context.Context) error {
 	for _, r := range s.allRunners() {
 		if err := s.recoverAgent(ctx, r); err != nil {
@@ -76,6 +78,16 @@ func (s *Supervisor) recoverAgent(ctx context.Context, r *runner) error {
 			if sent {
 				killed = append(killed, pg)
 			}
+		}
+	}
+	for _, sess := range rec.Sessions {
+		// What left the groups (setsid, a double fork) still carries the
+		// session's marker; a sandbox's host directory stays behind too.
+		if pids, gone := proc.EndMarked(endProcessesWait, sessionMarker(name, sess.Seq), rootMarker(s.opts.Layout.Root)); len(pids) > 0 {
+			s.log.Info("killed processes a crashed session left behind", "agent", name, "session_seq", sess.Seq, "pids", pids, "gone", gone)
+		}
+		if _, err := sandbox.RemoveLeftover("", SessionID(name, sess.Seq)); err != nil {
+			s.log.Warn("remove a crashed session's sandbox directory", "agent", name, "session_seq", sess.Seq, "err", err)
 		}
 	}
 	if len(rec.Sessions) > 0 {

@@ -6,6 +6,7 @@ import (
 	"github.com/swarmhq/swarm/identity"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/protocol"
+	"github.com/swarmhq/swarm/sandbox"
 )
 
 // killWait bounds the wait for an engine after its process groups were
@@ -267,9 +269,23 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 	// its door.
 	es.Env = withoutCredentials(engine.SessionEnv(os.Environ(), es))
 	es.EnvPass = r.sup.cfg.Env.Pass
+	box, err := r.sup.sandboxFor(r, es)
+	if err != nil {
+		logf.Close()
+		dr.close()
+		cancel(err)
+		return nil, err
+	}
+	es.Sandbox = box
 	fmt.Fprintf(logf, "# session %d of %s on %s, started %s\n", r.seq, r.agent.Name, r.eng.Name(), r.sup.clock.Now().Format(time.RFC3339))
 	go func() {
 		res := runEngine(sctx, r.eng, es)
+		// Every process ends with its session, before anyone sees the
+		// end: those that left its process groups too.
+		r.sup.endProcesses(r.agent.Name, s.seq)
+		if err := box.Close(); err != nil {
+			r.sup.log.Warn("remove the session's sandbox directory", "agent", r.agent.Name, "session_seq", s.seq, "err", err)
+		}
 		if m != nil {
 			res.Usage = m.atLeast(res.Usage)
 		}
@@ -277,6 +293,84 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		s.done <- res
 	}()
 	return s, nil
+}
+
+// sandboxFor builds the box of a session when a sandbox is in force (nil
+// otherwise): the operator's checkout read-only, .swarm hidden but for the
+// session's door, the worktree and the agent's branch writable.
+func (s *Supervisor) sandboxFor(r *runner, es *engine.Session) (*sandbox.Box, error) {
+	if !s.contain.Contained() {
+		return nil, nil
+	}
+	hidden := []string{s.opts.Layout.State, operatorRuntimeDir()}
+	// A database kept outside .swarm is hidden too, unless its directory
+	// holds the checkout or the worktree.
+	if dir := filepath.Dir(absPath(s.opts.Layout.DB)); !within(dir, s.opts.Layout.Root) && !within(dir, r.worktree) {
+		hidden = append(hidden, dir)
+	}
+	box, err := sandbox.New(sandbox.Spec{
+		Bwrap:    s.contain.Bwrap,
+		Root:     s.opts.Layout.Root,
+		Worktree: r.worktree,
+		Branch:   r.branch,
+		Door:     es.Door,
+		Hidden:   hidden,
+		Home:     envValue(es.Env, "HOME"),
+		Path:     envValue(es.Env, "PATH"),
+		Name:     es.ID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox of session %d: %w", r.seq, err)
+	}
+	return box, nil
+}
+
+// operatorRuntimeDir is where the operator's control socket goes when
+// .swarm is too deep for a socket path (control's fallback): hidden from
+// sessions like .swarm.
+func operatorRuntimeDir() string {
+	base := os.Getenv("XDG_RUNTIME_DIR")
+	if base == "" {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "swarm-"+strconv.Itoa(os.Getuid()))
+}
+
+// within reports whether dir is path or one of its ancestors.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// rootMarker is the environment entry every process of this swarm's
+// sessions carries besides sessionMarker: session ids repeat across
+// repositories.
+func rootMarker(root string) string { return "SWARM_ROOT=" + root }
+
+// endProcessesWait bounds the wait for a session's killed processes.
+const endProcessesWait = 2 * time.Second
+
+// endProcesses kills every process left of agent's session seq: those
+// carrying its marker, wherever they went (setsid, a double fork), and
+// reaps the orphans among them. In a sandbox the PID namespace already
+// ended them; this is the net without one.
+func (s *Supervisor) endProcesses(agent string, seq int64) {
+	killed, gone := proc.EndMarked(endProcessesWait, sessionMarker(agent, seq), rootMarker(s.opts.Layout.Root))
+	if len(killed) > 0 {
+		s.log.Info("killed processes the session left behind", "agent", agent, "session_seq", seq, "pids", killed)
+	}
+	if !gone {
+		s.log.Warn("processes the session left behind still exist after the kill", "agent", agent, "session_seq", seq, "pids", killed)
+	}
 }
 
 // runEngine runs one session. A panic in the engine fails this session,

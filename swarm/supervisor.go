@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -54,7 +55,9 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/sandbox"
 )
 
 // ErrShutdown is the cancellation cause of a graceful stop (SIGINT,
@@ -126,19 +129,22 @@ type Supervisor struct {
 	fleet   fleet
 	names   []string // every configured agent, in config order; read-only
 
-	bus       noticeBus
-	mail      mailTracker
-	desk      *desk          // escalations: notices, holds and notifications
-	protocol  *Protocol      // protocol messages and ACKs, for the engines' tools
-	acks      *ackDeadlines  // the ack-deadlines service
-	flow      *flow          // the workflows service and dev-qa's session gate
-	book      sessionBook    // when sessions ran, and their process groups
-	leases    mailbox.Leases // this supervisor's agents, while Run holds them
-	leaseMu   sync.Mutex
-	more      []mailbox.Leases // the leases of agents spawned while Run runs
-	claimed   []string         // their agents
-	team      *launch          // the team launch; nil without [team]
-	probed    bool             // Preflight passed
+	bus      noticeBus
+	mail     mailTracker
+	desk     *desk          // escalations: notices, holds and notifications
+	protocol *Protocol      // protocol messages and ACKs, for the engines' tools
+	acks     *ackDeadlines  // the ack-deadlines service
+	flow     *flow          // the workflows service and dev-qa's session gate
+	book     sessionBook    // when sessions ran, and their process groups
+	leases   mailbox.Leases // this supervisor's agents, while Run holds them
+	leaseMu  sync.Mutex
+	more     []mailbox.Leases // the leases of agents spawned while Run runs
+	claimed  []string         // their agents
+	team     *launch          // the team launch; nil without [team]
+	probed   bool             // Preflight passed
+	// contain is the sandbox in force, decided by Preflight (none
+	// without it).
+	contain   sandbox.Decision
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 	// live is what `swarm reload` replaced (budgets, liveness); nil until
@@ -268,6 +274,9 @@ func (s *Supervisor) whileAway(ctx context.Context, what string, fn func() error
 	return err
 }
 
+// Sandbox is the containment of the sessions, as Preflight decided it.
+func (s *Supervisor) Sandbox() sandbox.Decision { return s.contain }
+
 // Preflight checks what every engine needs and what the worktrees need,
 // before anything is created. The error names everything missing.
 func (s *Supervisor) Preflight(ctx context.Context) error {
@@ -293,6 +302,16 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 			offline = offline || !scripted
 		}
 	}
+	// The sandbox before any session: mode = "bwrap" without a usable
+	// bwrap stops here; auto falls back to none, and Sandbox says why.
+	d, err := sandbox.Decide(ctx, s.cfg.Sandbox.Mode, os.Getenv)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	s.contain = d
+	if !d.Contained() && err == nil {
+		s.log.Warn("sessions run without a sandbox", "mode", string(d.Mode), "why", d.Why, "fix", sandbox.Fix)
+	}
 	if offline {
 		problems = append(problems, "to try swarm offline meanwhile, with scripted agents: swarm up --engine script")
 	}
@@ -311,6 +330,13 @@ func (s *Supervisor) Preflight(ctx context.Context) error {
 func (s *Supervisor) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(ErrShutdown)
+	// Orphans of the sessions' processes (setsid'd, double-forked) come
+	// to us rather than to init: they stay findable, and reapable.
+	if err := proc.BecomeSubreaper(); err != nil {
+		s.log.Warn("could not become a child subreaper", "err", err)
+	} else {
+		proc.ReapWhile(ctx)
+	}
 	// The leases first: another host's supervisor may run some of these
 	// agents, and recovering them here would wreck its sessions.
 	if err := s.Claim(ctx); err != nil {

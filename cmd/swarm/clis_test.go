@@ -79,7 +79,8 @@ stream_max_retries = 0
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"jsonq": cmdJSONQ,
+			"jsonq":        cmdJSONQ,
+			"sessionprocs": cmdSessionProcs,
 			// waitstate as in the up scripts, with more time: two real
 			// CLIs start at once (node, MCP servers, a probe), on a
 			// loaded machine in 10-30 s each.
@@ -177,8 +178,9 @@ func cmdWaitCLIState(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // fakeAnthropic is the Messages API as Claude Code streams it: a request
-// that offers mcp__swarm__send_message and carries no tool result yet is
-// answered with a call to it; any other with "done". Every answer reports
+// that carries no tool result yet is answered with a call to Bash when it
+// holds RUN-BASH[<command>] and offers Bash, else with a call to
+// mcp__swarm__send_message when it offers that; any other with "done". Every answer reports
 // 100 input, 20 cache-write and 30 cache-read tokens, and 7 (a call) or 5
 // output tokens. Requests are told apart by the agent named in the swarm's
 // prompt ("You are <agent>, an LLM coding agent").
@@ -192,6 +194,10 @@ type anthropicRequest struct {
 	Model string
 	Tools []string
 }
+
+// bashRE finds RUN-BASH[<command>] in a request (the mail in the prompt):
+// the fake then calls Claude Code's Bash tool with that command.
+var bashRE = regexp.MustCompile(`RUN-BASH\[([^\]]*)\]`)
 
 // swarmAgentRE finds the agent in its prompt's first line (section 1).
 var swarmAgentRE = regexp.MustCompile(`You are ([a-z][a-z0-9-]*), an LLM coding agent in a swarm`)
@@ -248,7 +254,15 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 20, "cache_read_input_tokens": 30}}})
 	call := slices.Contains(tools, "mcp__swarm__send_message") && !answered
-	if call {
+	bash := bashRE.FindSubmatch(body)
+	if bash != nil && slices.Contains(tools, "Bash") && !answered {
+		call = true
+		input, _ := json.Marshal(map[string]any{"command": string(bash[1]), "description": "run it"})
+		event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "tool_use", "id": "toolu_fake", "name": "Bash", "input": map[string]any{}}})
+		event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+	} else if call {
 		input, _ := json.Marshal(map[string]any{"to": "operator", "body": "hello from " + agent + " through MCP"})
 		event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 			"content_block": map[string]any{"type": "tool_use", "id": "toolu_fake", "name": "mcp__swarm__send_message", "input": map[string]any{}}})

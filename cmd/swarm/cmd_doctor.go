@@ -26,6 +26,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/sandbox"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/worktree"
 )
@@ -65,6 +66,9 @@ anything missing:
   database    .swarm/swarm.db passes PRAGMA integrity_check
   notify      [notify]'s command can run (found, executable), and where
               escalations go (nowhere is fine)
+  sandbox     per agent, the sandbox its sessions run in ([sandbox] mode):
+              bubblewrap, or none (a warning, with the fix: apt-get install
+              bubblewrap); mode = "bwrap" without a usable bwrap fails
 
 Exit status 1 when a check fails. --engine NAME checks the engine that
 'swarm up --engine NAME' would use instead of the configured ones.
@@ -160,6 +164,7 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 	}
 	if cfg != nil {
 		doctorNotify(r, cfg)
+		doctorSandbox(ctx, r, app, cfg)
 	}
 
 	r.OK = !slices.ContainsFunc(r.Checks, func(c doctorCheck) bool { return c.Status == checkFail })
@@ -628,4 +633,22 @@ func doctorHosts(ctx context.Context, r *doctorReport, l repo.Layout, cfg *confi
 func firstLineOf(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// doctorSandbox says, per agent, which sandbox its sessions run in and why
+// ([sandbox] mode and a trial run of bwrap, as swarm up decides it).
+func doctorSandbox(ctx context.Context, r *doctorReport, app *App, cfg *config.Config) {
+	d, err := sandbox.Decide(ctx, cfg.Sandbox.Mode, app.Env.Getenv)
+	for _, name := range cfg.AgentNames() {
+		switch {
+		case err != nil:
+			r.add("sandbox", checkFail, "%s: %v", name, err)
+		case d.Contained():
+			r.add("sandbox", checkOK, "%s: bwrap (mode %s: %s)", name, d.Mode, d.Why)
+		case d.Mode == sandbox.None:
+			r.add("sandbox", checkWarn, "%s: none (%s); set [sandbox] mode = \"auto\" and %s to contain its sessions", name, d.Why, sandbox.Fix)
+		default:
+			r.add("sandbox", checkWarn, "%s: none (mode %s: %s): its sessions run with your rights; fix: %s", name, d.Mode, d.Why, sandbox.Fix)
+		}
+	}
 }

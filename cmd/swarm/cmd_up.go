@@ -23,6 +23,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/open"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/sandbox"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/worktree"
@@ -207,6 +208,10 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	}
 	if err := sup.Preflight(ctx); err != nil {
 		return err
+	}
+	if d := sup.Sandbox(); !d.Contained() {
+		// Never silently: the sessions get the operator's rights.
+		fmt.Fprintf(app.Stderr, "swarm: warning: no sandbox (%s): sessions run with your rights; fix: %s\n", d.Why, sandbox.Fix)
 	}
 	// The agents' leases before their worktrees are touched: on a swarm
 	// spanning hosts, another supervisor may run some of them.

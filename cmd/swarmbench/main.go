@@ -36,6 +36,10 @@
 //	    scripted members, from `swarm up` to the launch RUNNING (the part
 //	    beyond making the worktrees); `swarm spawn` into the running swarm,
 //	    from the command to the new agent Running (beyond its worktree add)
+//	P11 the sandbox (DESIGN §13.3): one scripted agent running 30
+//	    sessions of one `true` bash call, with [sandbox] mode = "none" and
+//	    under bubblewrap: BuildingPrompt → Running p50/p99, and Running →
+//	    complete (one bwrap per bash call)
 //
 // Usage (make bench builds bin/swarm first):
 //
@@ -188,7 +192,7 @@ func run(binPath, out string, keep, quick bool, only string) int {
 		id string
 		fn func(context.Context) error
 	}{
-		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6}, {"P8", b.p8}, {"P9", b.p9}, {"P10", b.p10},
+		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6}, {"P8", b.p8}, {"P9", b.p9}, {"P10", b.p10}, {"P11", b.p11},
 	}
 	var errs []string
 	for _, s := range steps {

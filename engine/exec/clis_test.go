@@ -17,6 +17,7 @@ import (
 	"github.com/swarmhq/swarm/engine"
 	execengine "github.com/swarmhq/swarm/engine/exec"
 	"github.com/swarmhq/swarm/proc"
+	"github.com/swarmhq/swarm/sandbox"
 )
 
 // The published CLIs are optional here: each check is skipped when its
@@ -93,8 +94,9 @@ func TestRealCLIsFailFast(t *testing.T) {
 		t.Skip("set SWARM_TEST_CLIS=1 to start the real CLIs against a local fake API")
 	}
 	for _, preset := range config.Presets {
-		for _, prompt := range []string{config.PromptStdin, config.PromptArg} {
-			t.Run(preset+"/"+prompt, func(t *testing.T) {
+		for _, run := range []string{config.PromptStdin, config.PromptArg, config.PromptStdin + "-sandboxed"} {
+			prompt, boxed := strings.CutSuffix(run, "-sandboxed")
+			t.Run(preset+"/"+run, func(t *testing.T) {
 				presetBinary(t, preset)
 				api := newFakeAPI(t)
 				home := t.TempDir()
@@ -141,6 +143,21 @@ func TestRealCLIsFailFast(t *testing.T) {
 				s.Env = engine.SessionEnv(append(base, "HOME="+home), s.Session)
 				s.Timeout = 2 * time.Minute
 				s.Model = model
+				if boxed {
+					// The CLI in a session's bubblewrap (DESIGN §13.3):
+					// its home read-only but for its own state directory.
+					d, err := sandbox.Decide(context.Background(), sandbox.Bwrap, func(string) string { return "" })
+					if err != nil {
+						t.Skipf("bubblewrap is not usable here: %v", err)
+					}
+					box, err := sandbox.New(sandbox.Spec{Bwrap: d.Bwrap, Root: s.Root, Worktree: s.Worktree, Home: home,
+						Path: os.Getenv("PATH"), TmpDir: t.TempDir(), Name: "alice-3"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer box.Close()
+					s.Sandbox = box
+				}
 
 				res := e.Run(context.Background(), s.Session)
 				log := s.log.String()

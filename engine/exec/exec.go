@@ -34,6 +34,15 @@
 // group is killed at once, so no agent process outlives its session.
 // stdout and stderr go to the session log.
 //
+// With Session.Sandbox the CLI runs in the session's bubblewrap
+// (sandbox.Box.Command): its command is found as the supervisor would find
+// it and shown read-only inside, with the prompt file; gemini-cli's
+// per-session home is writable; the other presets' state directories
+// (Preset.State) are fresh per session, their login and settings files
+// bound read-only into them. Killing the process
+// group kills bwrap, and with it the session's PID namespace: whatever the
+// CLI started, setsid'd or not (Claude Code's Bash tool), ends too.
+//
 // Outcomes: exit 0 is Success; a non-zero exit is Failed with the status
 // and the tail of stderr; the session timeout is Timeout; cancellation is
 // Cancelled with Cause = context.Cause(ctx). Exec engines have no tool
@@ -62,6 +71,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/proc"
+	contain "github.com/swarmhq/swarm/sandbox"
 )
 
 // MaxArgBytes is the longest single argument the kernel accepts
@@ -105,6 +115,10 @@ type Engine struct {
 	// mcp is how the preset's CLI is told of `swarm mcp` (Preset.MCP);
 	// empty for a custom command.
 	mcp string
+	// state is what the CLI keeps in the home directory, given a
+	// per-session copy in a sandbox (Preset.State).
+	state       presetState
+	loginDirEnv string // Preset.LoginDirEnv
 }
 
 var (
@@ -154,6 +168,7 @@ func New(opts Options) (*Engine, error) {
 			e.env = append(slices.Clone(p.RootEnv), e.env...)
 		}
 		e.install = "install it with: " + p.Install
+		e.state, e.loginDirEnv = p.State, p.LoginDirEnv
 	case len(opts.Command) > 0:
 		if opts.Command[0] == "" {
 			return nil, fmt.Errorf("exec engine %s: command[0] must name a program", e.name)
@@ -350,6 +365,46 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		}
 	}
 
+	// The CLI, as errors and the activity name it (argv[0] becomes
+	// bwrap in a sandbox).
+	cli := argv[0]
+	if s.Sandbox != nil {
+		// Found where the supervisor would find it (a relative path in
+		// the worktree), then shown inside.
+		bin := argv[0]
+		switch {
+		case strings.Contains(bin, "/"):
+			if !filepath.IsAbs(bin) {
+				bin = filepath.Join(s.Worktree, bin)
+			}
+		default:
+			var err error
+			if bin, err = osexec.LookPath(bin); err != nil {
+				return fail(fmt.Errorf("exec engine %s: start %s: %w", e.name, argv[0], err))
+			}
+		}
+		argv[0] = bin
+		x := contain.Extra{ReadOnly: []string{filepath.Dir(bin)}, State: e.state.dirs, StateFiles: e.state.files, Env: e.state.env}
+		// A CLI whose home the user moved ($CODEX_HOME) keeps its state
+		// there: that directory is the one given per session.
+		if d := lookupEnv(env, e.loginDirEnv); e.loginDirEnv != "" && filepath.IsAbs(d) {
+			x.State, x.StateFiles = []string{d}, nil
+			for _, f := range e.state.files {
+				x.StateFiles = append(x.StateFiles, filepath.Join(d, filepath.Base(f)))
+			}
+		}
+		if promptFile != "" {
+			x.ReadOnly = append(x.ReadOnly, filepath.Dir(promptFile))
+		}
+		if gem != nil {
+			// gemini-cli's home for this session: it writes there.
+			x.Writable = append(x.Writable, gem.Dir)
+		}
+		var err error
+		if argv, err = s.Sandbox.Command(argv, x); err != nil {
+			return fail(fmt.Errorf("exec engine %s: %w", e.name, err))
+		}
+	}
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	proc.Configure(cmd, s.Grace)
 	cmd.Dir = s.Worktree
@@ -366,15 +421,16 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		if ctx.Err() != nil {
 			return stopped(parent, ctx)
 		}
-		return fail(fmt.Errorf("exec engine %s: start %s: %w", e.name, argv[0], err))
+		return fail(fmt.Errorf("exec engine %s: start %s: %w", e.name, cli, err))
 	}
 	if gem != nil {
 		// What gemini-cli really loaded goes in the log; asked beside the
-		// session, not before it, so the session does not wait for it.
+		// session, not before it, so the session does not wait for it
+		// (and beside its sandbox: it only reads the session's settings).
 		probed := make(chan struct{})
 		go func() {
 			defer close(probed)
-			loaded, err := probeGemini(ctx, argv[0], s.Worktree, env)
+			loaded, err := probeGemini(ctx, cli, s.Worktree, env)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				fmt.Fprintf(lw, "\n=== mcp: could not ask gemini-cli what it loaded: %v\n", err)
@@ -389,7 +445,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 		s.OnProcess(pgid)
 	}
 	if s.OnActivity != nil {
-		s.OnActivity("exec: " + filepath.Base(argv[0]))
+		s.OnActivity("exec: " + filepath.Base(cli))
 	}
 	werr := cmd.Wait()
 	// The leader is gone: nothing of its group may outlive the session.
@@ -406,7 +462,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	var ee *osexec.ExitError
 	if !errors.As(werr, &ee) {
-		return fail(fmt.Errorf("exec engine %s: %s: %w", e.name, argv[0], werr))
+		return fail(fmt.Errorf("exec engine %s: %s: %w", e.name, cli, werr))
 	}
 	why := strings.TrimSpace(stderrTail.String())
 	if why == "" {
@@ -414,9 +470,9 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	status := ee.ProcessState.String() // "exit status 2", "signal: killed"
 	if why == "" {
-		return fail(fmt.Errorf("exec engine %s: %s: %s", e.name, filepath.Base(argv[0]), status))
+		return fail(fmt.Errorf("exec engine %s: %s: %s", e.name, filepath.Base(cli), status))
 	}
-	return fail(fmt.Errorf("exec engine %s: %s: %s: %s", e.name, filepath.Base(argv[0]), status, lastLines(why, 10, 1<<10)))
+	return fail(fmt.Errorf("exec engine %s: %s: %s: %s", e.name, filepath.Base(cli), status, lastLines(why, 10, 1<<10)))
 }
 
 // stopped is the result of a session whose context ended: a cancellation
@@ -484,4 +540,14 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.ToValidUTF8(string(t.buf), "")
+}
+
+// lookupEnv is the last value of key in env (NAME=value entries).
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }

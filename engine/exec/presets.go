@@ -45,6 +45,19 @@ type Preset struct {
 	// MCP is how the CLI is told of swarm's MCP server (MCPClaude,
 	// MCPCodex, MCPGemini): every session of a preset gets `swarm mcp`.
 	MCP string
+	// State is what the CLI writes in the home directory. In a sandbox
+	// each session gets its own copy of those directories (the user's
+	// stay untouched: a session cannot plant hooks or MCP servers in the
+	// operator's own CLI), with the login and settings files bound
+	// read-only into it.
+	State presetState
+}
+
+// presetState is what a CLI keeps under $HOME (paths relative to it).
+type presetState struct {
+	dirs  []string // written during a session
+	files []string // read: logins and settings
+	env   []string // set inside the sandbox ({home} is $HOME)
 }
 
 // Credentials reports whether the preset's CLI looks able to authenticate:
@@ -106,6 +119,10 @@ var Presets = map[string]Preset{
 		Logins:  []string{".claude/.credentials.json"},
 		Login:   "log in once by running claude and /login",
 		MCP:     MCPClaude,
+		// CLAUDE_CONFIG_DIR moves ~/.claude.json (rewritten by rename in
+		// $HOME, which is read-only in a sandbox) into ~/.claude.
+		State: presetState{dirs: []string{".claude"}, files: []string{".claude/.credentials.json", ".claude/settings.json"},
+			env: []string{"CLAUDE_CONFIG_DIR={home}/.claude"}},
 	},
 	// codex exec reads the prompt from stdin given "-". Its workspace
 	// sandbox blocks the linked worktree's git dir (it lives under the main
@@ -123,6 +140,7 @@ var Presets = map[string]Preset{
 		LoginDirEnv: "CODEX_HOME",
 		Login:       "log in once with 'codex login'",
 		MCP:         MCPCodex,
+		State:       presetState{dirs: []string{".codex"}, files: []string{".codex/auth.json", ".codex/config.toml"}},
 	},
 	// gemini -p is headless; stdin comes first and -p's text is appended
 	// to it, so an empty -p runs the stdin prompt. Without --skip-trust a
@@ -142,5 +160,6 @@ var Presets = map[string]Preset{
 		Logins:  []string{".gemini/oauth_creds.json"},
 		Login:   "log in once by running gemini and choosing Login with Google",
 		MCP:     MCPGemini,
+		// No State: each session has its own GEMINI_CLI_HOME (gemini.go).
 	},
 }
