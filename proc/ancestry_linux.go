@@ -27,6 +27,22 @@ func InSession(pid int, root string) (SessionMark, bool) {
 	return SessionMark{}, false
 }
 
+// SessionMarks is every process from pid up its ancestry (to pid 1) that
+// was started inside a session of the swarm at root, nearest first: a
+// door checks that all of them are its own session's, so a process of one
+// session cannot borrow another session's door by naming it, even with a
+// forged environment of its own (its ancestors keep theirs).
+func SessionMarks(pid int, root string) []SessionMark {
+	var out []SessionMark
+	for i := 0; pid > 1 && i < maxAncestors; i++ {
+		if m, ok := marked(pid, root); ok {
+			out = append(out, m)
+		}
+		pid = parentOf(pid)
+	}
+	return out
+}
+
 // marked reads pid's starting environment for a session mark of root.
 func marked(pid int, root string) (SessionMark, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")

@@ -45,3 +45,34 @@ func TestInSession(t *testing.T) {
 		t.Error("the test process counted as a session's")
 	}
 }
+
+// TestSessionMarks: a process that forges another session's variables
+// still has its session's ancestors, which a door reads too.
+func TestSessionMarks(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `env SWARM_SESSION_ID=critic-2 sh -c 'echo $$; exec sleep 30'; :`)
+	cmd.Env = append(os.Environ(), "SWARM_DOOR=/tmp/door/s", "SWARM_ROOT=/repo", "SWARM_SESSION_ID=dev-3")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, _ := strconv.Atoi(strings.TrimSpace(line))
+	defer func() { p, _ := os.FindProcess(child); p.Kill() }()
+	var sessions []string
+	for _, m := range SessionMarks(child, "/repo") {
+		sessions = append(sessions, m.Session)
+	}
+	if strings.Join(sessions, ",") != "critic-2,dev-3" {
+		t.Errorf("marks %v; want the forged critic-2 and its ancestor's dev-3", sessions)
+	}
+	if len(SessionMarks(child, "/other")) != 0 {
+		t.Error("another repository's marks counted")
+	}
+}

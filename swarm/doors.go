@@ -89,6 +89,9 @@ func (s *Supervisor) handleDoor(ctx context.Context, d *door, req control.Reques
 	if d.closed.Load() {
 		return control.Response{Error: fmt.Sprintf("session %s: %v; a process left over from it cannot act for the agent", d.caller.SessionID(), ErrDoorClosed)}
 	}
+	if why := s.otherSession(ctx, d.caller); why != "" {
+		return control.Response{Error: why}
+	}
 	return HandleDoor(ctx, d.caller, req, s.opts.RunCommand)
 }
 
@@ -155,6 +158,27 @@ func namedIn(req control.Request) string {
 		what = append(what, "mail")
 	}
 	return strings.Join(what, ", ")
+}
+
+// otherSession refuses a request on c's door from a process started inside
+// another session of this swarm (the kernel names the process; its own
+// environment and its ancestors' say which sessions it runs in): a session
+// uses only its own door. "" when the request may go on; a process no
+// session marks (a double-forked one that cleared its environment) cannot
+// be told apart without the sandbox, which hides other sessions' doors.
+func (s *Supervisor) otherSession(ctx context.Context, c identity.Caller) string {
+	pid, ok := control.PeerPID(ctx)
+	if !ok {
+		return ""
+	}
+	for _, m := range proc.SessionMarks(pid, s.opts.Layout.Root) {
+		if m.Session != "" && m.Session != c.SessionID() {
+			return (&identity.Refusal{Rule: identity.RuleDoor, Caller: c, What: "a request on the door of session " + c.SessionID(),
+				Why:  fmt.Sprintf("it came from process %d, which runs inside session %s", pid, m.Session),
+				Hint: "a session uses only its own door ($" + control.DoorEnv + ")"}).Error()
+		}
+	}
+	return ""
 }
 
 // fromSession refuses an operator's-door request from a process of one of
