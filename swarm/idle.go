@@ -147,6 +147,9 @@ func (r *runner) idle(ctx context.Context) error {
 		defer t.Stop()
 		nudgeC = t.C
 	}
+	if h := r.sup.idleHook; h != nil {
+		h(r.agent.Name) // tests: the runner found no work and now waits
+	}
 	for {
 		select {
 		case <-ctx.Done():

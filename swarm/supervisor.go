@@ -144,7 +144,10 @@ type Supervisor struct {
 	probed   bool             // Preflight passed
 	// contain is the sandbox in force, decided by Preflight (none
 	// without it).
-	contain   sandbox.Decision
+	contain sandbox.Decision
+	// idleHook, set by tests before Run, is told when a runner found no
+	// work and waits in Idle (nil in production).
+	idleHook  func(agent string)
 	stopOnce  sync.Once
 	requested chan struct{} // closed when `swarm down` asks to stop
 	// live is what `swarm reload` replaced (budgets, liveness); nil until

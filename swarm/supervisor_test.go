@@ -798,6 +798,7 @@ func TestMailAnswerSaysWhatHappened(t *testing.T) {
 	// The mail below is posted without a waker and announced by OpMail
 	// alone: the change feed must not wake bravo first (CI saw it).
 	h.sup.opts.PollInterval = time.Hour
+	parked := idleSignal(h.sup, "bravo")
 	h.start()
 	runs := map[string]*fakeRun{}
 	for range 3 {
@@ -807,7 +808,7 @@ func TestMailAnswerSaysWhatHappened(t *testing.T) {
 	h.waitFor("alpha", lifecycle.Running)
 	h.waitFor("soft", lifecycle.Running)
 	runs["bravo"].finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("bravo", lifecycle.Idle)
+	<-parked // bravo looked for work, found none, and waits
 
 	p := mailbox.NewPoster(h.store, []string{"alpha", "bravo", "soft"}, nil)
 	var ms []message.Message
@@ -859,10 +860,11 @@ func TestMailAnswerSaysWhatHappened(t *testing.T) {
 func TestMailAnswerAfterTheFeedWokeIt(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"bravo\"\n")
 	h.sup.opts.PollInterval = time.Hour
+	parked := idleSignal(h.sup, "bravo")
 	h.start()
 	r := h.nextRun()
 	r.finish <- engine.Result{Outcome: engine.Success}
-	h.waitFor("bravo", lifecycle.Idle)
+	<-parked
 	p := mailbox.NewPoster(h.store, []string{"bravo"}, nil)
 	m, err := p.Post(context.Background(), message.Draft{From: "operator", To: "bravo", Body: "look", Urgency: message.Urgent})
 	if err != nil {
@@ -954,4 +956,20 @@ func TestEveryAgentStoppedSaysWhy(t *testing.T) {
 	if strings.Contains(err.Error(), ": ;") || !strings.Contains(err.Error(), "database is locked") {
 		t.Fatalf("a reason is missing: %v", err)
 	}
+}
+
+// idleSignal returns a channel told each time agent's runner finds no work
+// and waits in Idle: a test posts mail after it, so the runner's own look
+// for work cannot find that mail first.
+func idleSignal(s *Supervisor, agent string) <-chan struct{} {
+	ch := make(chan struct{}, 16)
+	s.idleHook = func(a string) {
+		if a == agent {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return ch
 }
