@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -15,8 +16,9 @@ import (
 func TestInSession(t *testing.T) {
 	// The inner shell prints its pid once it runs with the cleared
 	// environment, then waits as a child of the outer one.
-	cmd := exec.Command("sh", "-c", `env -u SWARM_DOOR -u SWARM_SESSION_ID sh -c 'echo $$; exec sleep 30'; :`)
+	cmd := exec.Command("sh", "-c", `env -u SWARM_DOOR -u SWARM_SESSION_ID sh -c 'echo $$; sleep 30'; :`)
 	cmd.Env = append(os.Environ(), "SWARM_DOOR=/tmp/door/s", "SWARM_ROOT=/repo", "SWARM_SESSION_ID=dev-3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the cleanup ends the sleep too
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +26,7 @@ func TestInSession(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +35,6 @@ func TestInSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { p, _ := os.FindProcess(child); p.Kill() }()
 	m, in := InSession(child, "/repo")
 	if !in || m.Session != "dev-3" || m.Pid != cmd.Process.Pid || m.Door != "/tmp/door/s" {
 		t.Errorf("the cleared child: %+v, %v; want the shell %d of dev-3", m, in, cmd.Process.Pid)
@@ -49,8 +50,9 @@ func TestInSession(t *testing.T) {
 // TestSessionMarks: a process that forges another session's variables
 // still has its session's ancestors, which a door reads too.
 func TestSessionMarks(t *testing.T) {
-	cmd := exec.Command("sh", "-c", `env SWARM_SESSION_ID=critic-2 sh -c 'echo $$; exec sleep 30'; :`)
+	cmd := exec.Command("sh", "-c", `env SWARM_SESSION_ID=critic-2 sh -c 'echo $$; sleep 30'; :`)
 	cmd.Env = append(os.Environ(), "SWARM_DOOR=/tmp/door/s", "SWARM_ROOT=/repo", "SWARM_SESSION_ID=dev-3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the cleanup ends the sleep too
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -58,13 +60,12 @@ func TestSessionMarks(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
 	}
 	child, _ := strconv.Atoi(strings.TrimSpace(line))
-	defer func() { p, _ := os.FindProcess(child); p.Kill() }()
 	var sessions []string
 	for _, m := range SessionMarks(child, "/repo") {
 		sessions = append(sessions, m.Session)
