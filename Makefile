@@ -76,7 +76,8 @@ CLI_PACKAGES := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.169.0 @google/
 
 # As root, the CLIs run again as CLI_USER (gemini-cli treats root
 # differently): the test binaries and a hard-linked copy of the CLIs go in
-# a directory that user can read, with a home of its own; TMPDIR stays
+# a directory that user can read (under /var/tmp: a sandboxed session has
+# a private /tmp), with a home of its own; TMPDIR stays
 # /tmp, where the control sockets' paths are short enough.
 CLI_USER     ?= nobody
 
@@ -88,7 +89,7 @@ presets: ## install claude, codex and gemini-cli from npm; journeys where each c
 
 .PHONY: presets-user
 presets-user: ## (as root) the presets' tests again as CLI_USER
-	set -e; dir=$$(mktemp -d /tmp/swarm-presets-XXXXXX); trap 'rm -rf "$$dir"' EXIT; chmod 755 "$$dir"; \
+	set -e; dir=$$(mktemp -d /var/tmp/swarm-presets-XXXXXX); trap 'rm -rf "$$dir"' EXIT; chmod 755 "$$dir"; \
 	cp -al $(CLI_PREFIX) "$$dir/clis" 2>/dev/null || cp -a $(CLI_PREFIX) "$$dir/clis"; \
 	$(GO) test -c -o "$$dir/exec.test" ./engine/exec/; $(GO) test -c -o "$$dir/swarm.test" ./cmd/swarm/; \
 	mkdir "$$dir/home"; chown $(CLI_USER) "$$dir/home"; \
