@@ -29,8 +29,9 @@
 //	R4 escapes: through `swarm up --engine script`, agents that commit on
 //	            the base branch (as themselves, and under another name),
 //	            leave their branch, rewind the base, move a teammate's
-//	            branch, or commit late from a detached process: each is
-//	            reported to operator
+//	            branch: each is reported to operator (without the
+//	            sandbox); a detached process that would commit late ends
+//	            with its session instead
 //	R5 secrets: a gemini session against a fake server; the API key is
 //	            nowhere in the database, logs, prompts or tool environment
 //	R6 sources: bd hanging, missing or printing garbage; git missing

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,11 @@ import (
 // whose bash tool commits on the base branch from the repository root, one
 // that leaves its branch. The supervisor must fail each session after it
 // ends and report it to operator with a status message.
+// r4Config runs R4's agents without the sandbox: the escapes are what an
+// agent can do with the user's rights, which bubblewrap refuses before the
+// guard could see them (sandbox/bwrap shows that).
+const r4Config = "[liveness]\nnudge_after = \"0s\"\n\n[errors]\nbackoff_min = \"50ms\"\nbackoff_max = \"200ms\"\n\n[sandbox]\nmode = \"none\"\n"
+
 func TestR4BaseBranchEscapes(t *testing.T) {
 	agents := []string{"leaker", "wanderer"}
 	oneTurn := func(command string) string {
@@ -31,7 +38,7 @@ func TestR4BaseBranchEscapes(t *testing.T) {
 			"leaker":   oneTurn(`git -C "$SWARM_ROOT" commit --allow-empty -q -m leak`),
 			"wanderer": oneTurn(`git switch -q -c other`),
 		},
-		toml: "[liveness]\nnudge_after = \"0s\"\n\n[errors]\nbackoff_min = \"50ms\"\nbackoff_max = \"200ms\"\n",
+		toml: r4Config,
 	})
 	base := h.git(h.root, "rev-parse", "main")
 	up := h.up("--engine", "script")
@@ -149,7 +156,7 @@ func TestR4GuardCases(t *testing.T) {
 		"rewinder": `git -C "$SWARM_ROOT" update-ref refs/heads/main "$(git -C "$SWARM_ROOT" rev-parse main~1)"`,
 		// setsid takes it out of the tool's process group, which the tool
 		// kills when the command returns: it waits until setsid is done.
-		"late":     `setsid sh -c ': > "$R4_GATES/late-started"; while [ ! -e "$R4_GATES/late-commit" ]; do sleep 0.05; done; git -C "$SWARM_ROOT" commit --allow-empty -q -m "late commit"' </dev/null >"$R4_GATES/late.out" 2>&1 & while [ ! -e "$R4_GATES/late-started" ]; do sleep 0.02; done`,
+		"late":     `setsid sh -c 'echo $$ > "$R4_GATES/late-started"; while [ ! -e "$R4_GATES/late-commit" ]; do sleep 0.05; done; git -C "$SWARM_ROOT" commit --allow-empty -q -m "late commit"' </dev/null >"$R4_GATES/late.out" 2>&1 & while [ ! -s "$R4_GATES/late-started" ]; do sleep 0.02; done`,
 		"impostor": `GIT_AUTHOR_NAME=tester GIT_COMMITTER_NAME=tester git -C "$SWARM_ROOT" commit --allow-empty -q -m "impostor commit"`,
 	}
 	scripts := map[string]string{}
@@ -158,7 +165,7 @@ func TestR4GuardCases(t *testing.T) {
 			actions[a] + "'''\n\n[[session.turn]]\ntext = \"done\"\n"
 	}
 	h := newHarness(t, swarmConfig{agents: agents, scripts: scripts,
-		toml: "[liveness]\nnudge_after = \"0s\"\n\n[errors]\nbackoff_min = \"50ms\"\nbackoff_max = \"200ms\"\n"})
+		toml: r4Config})
 	gates := filepath.Join(h.dir, "gates")
 	if err := os.MkdirAll(gates, 0o755); err != nil {
 		t.Fatal(err)
@@ -244,36 +251,30 @@ func TestR4GuardCases(t *testing.T) {
 	report("rewinder", "branch_violation", "update-ref refs/heads/main")
 	failedByGuard("rewinder")
 
-	// The late commit lands after late's session was checked: nothing is
-	// found then; the next session's start finds it.
+	// A background process that would commit after late's session was
+	// checked (setsid, so outside the session's process group) ends with
+	// the session (DESIGN §13.3): the late commit never happens.
 	open("late")
 	h.waitFor(30*time.Second, "late's session 1 to complete", func() (bool, error) {
 		s, ok := session("late", 1)
 		return ok && s.State == mailbox.SessionCompleted, nil
 	})
-	open("late-commit")
-	if err := waitUntil(30*time.Second, func() (bool, error) {
-		out, err := h.gitErr(h.root, "log", "-1", "--format=%s", "main")
-		return out == "late commit", err
+	pidText, err := os.ReadFile(filepath.Join(gates, "late-started"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatalf("late's background pid %q: %v", pidText, err)
+	}
+	if err := waitUntil(10*time.Second, func() (bool, error) {
+		return syscall.Kill(pid, 0) != nil, nil
 	}); err != nil {
-		logs, _ := filepath.Glob(filepath.Join(h.root, ".swarm", "logs", "late", "*.log"))
-		var b strings.Builder
-		for _, l := range logs {
-			data, _ := os.ReadFile(l)
-			b.WriteString(l + ":\n" + string(data))
-		}
-		out, _ := os.ReadFile(filepath.Join(gates, "late.out"))
-		t.Fatalf("the late commit is not on main (%v); its output: %s\nmain: %s\n%s", err, string(out), h.git(h.root, "log", "--format=%h %s (%cn)", "main"), b.String())
+		t.Fatalf("late's setsid background process %d outlived its session: %v", pid, err)
 	}
-	if rs, _ := h.guardReports(); len(rs["late"]) > 0 {
-		t.Fatalf("late was reported before its next session: %+v", rs["late"])
-	}
-	if r := h.swarm("send", "late", "anything new?"); r.code != 0 {
-		t.Fatalf("swarm send: %s", r)
-	}
-	m := report("late", "branch_violation", "late commit")
-	if s, ok := session("late", 2); !ok || s.StartedAt.After(m.CreatedAt) {
-		t.Errorf("late's report (%s) came before its session 2 started (%+v)", m.CreatedAt, s)
+	open("late-commit") // nobody is left to take it
+	if out := h.git(h.root, "log", "-1", "--format=%s", "main"); out == "late commit" {
+		t.Fatalf("the late commit landed on main after its session ended")
 	}
 
 	up.interrupt(t)
@@ -287,5 +288,5 @@ func TestR4GuardCases(t *testing.T) {
 	report("impostor", "branch_violation", "impostor commit", "committed by tester")
 	failedByGuard("impostor")
 	up.interrupt(t)
-	t.Logf("each case reported to operator: a teammate's branch moved, main rewound, a late background commit (at the next session's start), a commit under another name")
+	t.Logf("each case reported to operator: a teammate's branch moved, main rewound, a commit under another name; a late background committer ended with its session")
 }
