@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/swarm"
 	"io"
 	"log/slog"
 	"os/exec"
@@ -123,9 +128,17 @@ func (b *bench) p6Exec(ctx context.Context, builder *promptpipe.Builder, repo st
 	if err != nil {
 		return err
 	}
+	// swarm mcp serves a session through its door: a door like the
+	// supervisor's, whose commands the bench runs with the binary (the
+	// server only reads the agent's capabilities through it).
+	door, stopDoor, err := b.benchDoor(ctx, dir, "backend")
+	if err != nil {
+		return err
+	}
+	defer stopDoor()
 	cmd := exec.Command(b.bin, "mcp")
 	cmd.Dir = dir
-	cmd.Env = b.env("SWARM_AGENT=backend", "SWARM_SESSION_ID=backend-1", "SWARM_ROOT="+dir)
+	cmd.Env = b.env("SWARM_AGENT=backend", "SWARM_SESSION_ID=backend-1", "SWARM_ROOT="+dir, control.DoorEnv+"="+door)
 	client := mcp.NewClient(&mcp.Implementation{Name: "swarmbench", Version: "v0"}, nil)
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -152,4 +165,35 @@ func (b *bench) p6Exec(ctx context.Context, builder *promptpipe.Builder, repo st
 		Value: float64(tokens), Unit: "tokens", Text: fmt.Sprintf("%s B, %d tokens", thousands(float64(len(js))), tokens)},
 		"< 1,000 tokens", tokens < 1000)
 	return nil
+}
+
+// benchDoor opens a session door for session 1 of agent in the swarm at
+// dir, in this process, with the production door rules; the commands that
+// come through it run as the bench's `swarm --dir dir` process.
+func (b *bench) benchDoor(ctx context.Context, dir, agent string) (string, func(), error) {
+	caller := identity.Session(agent, 1, mode.Spec{Mode: mode.Code}.Vector())
+	srv, err := control.ListenDoor(repo.At(dir, ""), caller.SessionID())
+	if err != nil {
+		return "", nil, err
+	}
+	run := func(ctx context.Context, _ identity.Caller, req control.RunRequest) control.RunResult {
+		cmd := exec.CommandContext(ctx, b.bin, append([]string{"--dir", dir}, req.Args...)...)
+		cmd.Env = b.env()
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		code := 0
+		if err := cmd.Run(); err != nil {
+			code = 1
+		}
+		return control.RunResult{Stdout: out.String(), Stderr: errb.String(), Code: code}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(sctx, func(ctx context.Context, req control.Request, _ func(any) error) control.Response {
+			return swarm.HandleDoor(ctx, caller, req, run)
+		})
+	}()
+	return srv.Path(), func() { cancel(); <-done }, nil
 }
