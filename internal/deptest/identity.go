@@ -27,8 +27,9 @@ var (
 )
 
 // sessionBuilders may build a session's Caller: the supervisor's doors and
-// sessions.
-var sessionBuilders = []string{"swarm/"}
+// sessions, and the bench, which stands in for a supervisor's door to
+// measure `swarm mcp`.
+var sessionBuilders = []string{"swarm/", "cmd/swarmbench/"}
 
 // CheckIdentity returns every violation of the identity rules in files.
 func CheckIdentity(files []File) []Violation {
