@@ -140,7 +140,21 @@ func TestTeamLaunchBreachesWithoutASession(t *testing.T) {
 			break
 		}
 	}
-	l, err := h.store.Team(ctx, "t")
+	// The escalation and the launch's move to FALLBACK are two writes: the
+	// notice of the first may come before the second is stored.
+	var l team.Launch
+	var err error
+	for wait := time.After(20 * time.Second); ; {
+		l, err = h.store.Team(ctx, "t")
+		if err != nil || l.State == team.Fallback {
+			break
+		}
+		select {
+		case <-wait:
+			t.Fatalf("the launch never fell back: %+v", l)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 	if err != nil || l.State != team.Fallback || len(l.Breaches) != 1 || l.Breaches[0].Code != team.BreachCoreNotReady {
 		t.Fatalf("launch = %+v, %v", l, err)
 	}
