@@ -168,6 +168,24 @@ func (r *argReader) nonEmpty(key string) string {
 	return s
 }
 
+// lineRange reads start_line and end_line (each optional, 1 or more, end
+// not before start); 0 means not given.
+func (r *argReader) lineRange() (start, end int) {
+	s, hasStart := r.integer("start_line")
+	e, hasEnd := r.integer("end_line")
+	switch {
+	case hasStart && s < 1:
+		r.fail("start_line must be 1 or more, got %d", s)
+	case hasEnd && e < 1:
+		r.fail("end_line must be 1 or more, got %d", e)
+	case hasStart && hasEnd && e < s:
+		r.fail("end_line (%d) is before start_line (%d)", e, s)
+	case s > math.MaxInt32 || e > math.MaxInt32:
+		r.fail("line numbers must be below %d", math.MaxInt32)
+	}
+	return int(s), int(e)
+}
+
 func (r *argReader) integer(key string) (int64, bool) {
 	v, ok := r.get(key)
 	if !ok {
@@ -327,19 +345,7 @@ func parseArgs(tool string, args map[string]any) (any, error) {
 		out = a
 	case mode.ReadFile:
 		a := readArgs{Path: r.nonEmpty("path")}
-		s, hasStart := r.integer("start_line")
-		e, hasEnd := r.integer("end_line")
-		switch {
-		case hasStart && s < 1:
-			r.fail("start_line must be 1 or more, got %d", s)
-		case hasEnd && e < 1:
-			r.fail("end_line must be 1 or more, got %d", e)
-		case hasStart && hasEnd && e < s:
-			r.fail("end_line (%d) is before start_line (%d)", e, s)
-		case s > math.MaxInt32 || e > math.MaxInt32:
-			r.fail("line numbers must be below %d", math.MaxInt32)
-		}
-		a.Start, a.End = int(s), int(e)
+		a.Start, a.End = r.lineRange()
 		out = a
 	case mode.WriteFile:
 		out = writeArgs{Path: r.nonEmpty("path"), Content: r.str("content", true)}
@@ -362,19 +368,7 @@ func parseArgs(tool string, args map[string]any) (any, error) {
 		if tool == mode.GitDiff {
 			a.Stat = r.boolean("stat")
 		}
-		s, hasStart := r.integer("start_line")
-		e, hasEnd := r.integer("end_line")
-		switch {
-		case hasStart && s < 1:
-			r.fail("start_line must be 1 or more, got %d", s)
-		case hasEnd && e < 1:
-			r.fail("end_line must be 1 or more, got %d", e)
-		case hasStart && hasEnd && e < s:
-			r.fail("end_line (%d) is before start_line (%d)", e, s)
-		case s > math.MaxInt32 || e > math.MaxInt32:
-			r.fail("line numbers must be below %d", math.MaxInt32)
-		}
-		a.Start, a.End = int(s), int(e)
+		a.Start, a.End = r.lineRange()
 		out = a
 	case mode.SendMessage:
 		a := sendArgs{To: strings.TrimSpace(r.nonEmpty("to")), Body: r.nonEmpty("body"), Urgent: r.boolean("urgent")}

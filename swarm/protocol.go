@@ -382,14 +382,12 @@ func MessageNumber(ref string) (int64, bool) {
 // protocolTool is the engine's way to send protocol messages and ACKs as
 // the agent, from its running session.
 type protocolTool struct {
-	p       *Protocol
-	agent   string
-	session string
-	caller  identity.Caller // the running session
+	p      *Protocol
+	caller identity.Caller // the running session
 }
 
 func (t protocolTool) Send(ctx context.Context, pm engine.ProtocolMessage) (engine.ProtocolSent, error) {
-	d := protocol.Draft{Type: protocol.Type(pm.Type), From: t.agent, To: pm.To, TaskID: pm.TaskID, Payload: pm.Payload,
+	d := protocol.Draft{Type: protocol.Type(pm.Type), From: t.caller.Name(), To: pm.To, TaskID: pm.TaskID, Payload: pm.Payload,
 		ContextRef: pm.ContextRef, AckTimeout: pm.AckTimeout, NoAck: pm.NoAck}
 	m, env, err := t.p.Send(ctx, SendRequest{Draft: d, ReplyTo: pm.ReplyTo, Caller: t.caller})
 	var bv *BranchViolationError

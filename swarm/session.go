@@ -229,7 +229,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		Mail:      mail,
 		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name},
 		Escalator: escalator{sup: r.sup, agent: r.agent.Name},
-		Protocol:  protocolTool{p: r.sup.protocol, agent: r.agent.Name, session: SessionID(r.agent.Name, r.seq), caller: caller},
+		Protocol:  protocolTool{p: r.sup.protocol, caller: caller},
 		Reviews:   r.sup.reviewsOf(ctx, r.agent.Name),
 		Log:       activityLog{w: logf, touch: r.touch},
 		OnProcess: func(pgid int) {

@@ -167,22 +167,32 @@ func (m *Manager) journalDir(ctx context.Context) error {
 
 // journaledAgents lists the agents that have an entry, sorted.
 func (m *Manager) journaledAgents() ([]string, error) {
-	ents, err := os.ReadDir(m.journal)
+	agents, err := journalNames(m.journal, checkAgent)
+	if err != nil {
+		return nil, fmt.Errorf("read the journal: %w", err)
+	}
+	return agents, nil
+}
+
+// journalNames lists the names of dir's regular <name>.json files that
+// valid accepts, sorted; none when dir does not exist.
+func journalNames(dir string, valid func(string) error) ([]string, error) {
+	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the journal: %w", err)
+		return nil, err
 	}
-	var agents []string
+	var names []string
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if ok && e.Type().IsRegular() && checkAgent(name) == nil {
-			agents = append(agents, name)
+		if ok && e.Type().IsRegular() && valid(name) == nil {
+			names = append(names, name)
 		}
 	}
-	sort.Strings(agents)
-	return agents, nil
+	sort.Strings(names)
+	return names, nil
 }
 
 // writeAtomic replaces path with data: temp file, fsync, rename, fsync of

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -182,21 +181,10 @@ func (m *Manager) clearLanding(key string) error {
 
 // landings lists the keys of the journaled landings, sorted.
 func (m *Manager) landings() ([]string, error) {
-	ents, err := os.ReadDir(m.landDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	keys, err := journalNames(m.landDir(), landingKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the landing journal: %w", err)
 	}
-	var keys []string
-	for _, e := range ents {
-		key, ok := strings.CutSuffix(e.Name(), ".json")
-		if ok && e.Type().IsRegular() && landingKey(key) == nil {
-			keys = append(keys, key)
-		}
-	}
-	sort.Strings(keys)
 	return keys, nil
 }
 
