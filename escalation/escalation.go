@@ -42,11 +42,12 @@ const (
 	KindBudget            Kind = "budget"             // a token budget tripped
 	KindRepoTamper        Kind = "repo_tamper"        // a session changed the shared .git
 	KindApproval          Kind = "approval"           // a step needs the operator's yes
+	KindReservation       Kind = "reservation"        // a session committed under a teammate's exclusive reservation
 )
 
 // Kinds lists every kind.
 var Kinds = []Kind{KindAgent, KindAckTimeout, KindBranchViolation, KindHallucinationLock, KindStageTimeout,
-	KindCIFailure, KindStalled, KindErrors, KindProtocolBreach, KindBudget, KindRepoTamper, KindApproval}
+	KindCIFailure, KindStalled, KindErrors, KindProtocolBreach, KindBudget, KindRepoTamper, KindApproval, KindReservation}
 
 // Valid reports whether k is a known kind.
 func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
@@ -277,7 +278,7 @@ type Draft struct {
 // (DESIGN §9.1).
 func DefaultSeverity(k Kind) Severity {
 	switch k {
-	case KindAgent, KindStageTimeout, KindCIFailure:
+	case KindAgent, KindStageTimeout, KindCIFailure, KindReservation:
 		return Warning
 	case KindApproval:
 		return Info

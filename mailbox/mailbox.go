@@ -258,6 +258,26 @@ type Store interface {
 	// it has no spawned row); retiring it again keeps the first time.
 	RetireSpawned(ctx context.Context, name string) error
 
+	// Reserve stores reservations rs (each agent's of one glob, at now)
+	// all or none. check sees the reservations live at now, read in the
+	// same transaction as the write, so two racing reservations cannot
+	// both pass it; an error from check refuses them, storing nothing. A
+	// glob its agent holds already (not released, even if expired) is
+	// refreshed: exclusive, reason and expiry replaced, and created_at
+	// restarted at now when it had expired. It returns the stored rows, in
+	// the order of rs.
+	Reserve(ctx context.Context, now time.Time, rs []Reservation, check func(live []Reservation) error) ([]Reservation, error)
+	// ReleaseReservations releases agent's held reservations of globs
+	// (every one of the agent's when globs is empty) at now and returns
+	// them, oldest first. A glob the agent does not hold is skipped.
+	ReleaseReservations(ctx context.Context, agent string, globs []string, now time.Time) ([]Reservation, error)
+	// Reservations lists reservations oldest first: those live at now (held
+	// and not expired), or with all every stored one, released or expired.
+	Reservations(ctx context.Context, now time.Time, all bool) ([]Reservation, error)
+	// ExpireReservations releases the held reservations whose expiry is at
+	// or before now (released_at is their expiry) and returns how many.
+	ExpireReservations(ctx context.Context, now time.Time) (int64, error)
+
 	// InTx runs fn in one transaction. fn must only use tx.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
 
@@ -388,6 +408,29 @@ type Spawned struct {
 
 // Retired reports whether the agent was retired.
 func (s Spawned) Retired() bool { return s.RetiredAt != nil }
+
+// Reservation is an agent's advisory lease on the files a glob matches
+// (DESIGN §14): shown to teammates, and when exclusive, a commit of
+// another agent's session to one of those files raises a reservation
+// escalation. Its JSON is what `swarm reservations --json` prints.
+type Reservation struct {
+	ID        int64  `json:"id"`
+	Agent     string `json:"agent"`
+	Glob      string `json:"glob"`
+	Exclusive bool   `json:"exclusive"`
+	Reason    string `json:"reason"`
+	// CreatedAt is when it was taken (refreshing keeps it).
+	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt is when it lapses; nil until released.
+	ExpiresAt  *time.Time `json:"expires_at"`
+	ReleasedAt *time.Time `json:"released_at"`
+}
+
+// Live reports whether the reservation holds at now: not released and not
+// expired.
+func (r Reservation) Live(now time.Time) bool {
+	return r.ReleasedAt == nil && (r.ExpiresAt == nil || r.ExpiresAt.After(now))
+}
 
 // Feed reports changes made by other processes. One goroutine owns it.
 type Feed interface {

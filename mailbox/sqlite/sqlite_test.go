@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
@@ -401,5 +402,54 @@ func TestStaleLeaseIsTakenOver(t *testing.T) {
 	}
 	if err := la.Renew(ctx); !errors.Is(err, mailbox.ErrLeaseLost) || !strings.Contains(err.Error(), "x") {
 		t.Fatalf("the old holder's Renew = %v, want ErrLeaseLost naming x", err)
+	}
+}
+
+// TestReservationsMigrationKeepsEscalations applies the migrations before
+// 0013 to a database with escalations in it (the newest deleted), then
+// opens it: 0013's rebuild keeps every row and the id sequence, so no id
+// is used twice, and the widened kind CHECK takes reservation.
+func TestReservationsMigrationKeepsEscalations(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "swarm.db")
+	db, err := openDB(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := migrations.For("sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all {
+		if m.Name == "reservations" {
+			break
+		}
+		if err := applyMigration(ctx, db, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if _, err := db.ExecContext(ctx, `INSERT INTO escalations (kind, severity, summary, dedupe_key, created_at) VALUES ('agent', 'warning', ?, ?, 1)`,
+			fmt.Sprint("old ", i), fmt.Sprint("k", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM escalations WHERE id = 3`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s := open(t, path, nil)
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM escalations WHERE summary LIKE 'old %'`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d old escalations after the migration, %v; want 2", n, err)
+	}
+	var id int64
+	err = s.InTx(ctx, func(tx mailbox.Tx) error {
+		e, err := tx.InsertEscalation(escalation.Draft{Kind: escalation.KindReservation, Severity: escalation.Warning, Summary: "crossed", DedupeKey: "r"})
+		id = e.ID
+		return err
+	})
+	if err != nil || id != 4 {
+		t.Fatalf("a reservation escalation after the migration: id %d, %v; want id 4 (3 was used)", id, err)
 	}
 }
