@@ -66,6 +66,12 @@ var Commands = []Command{
 	{ID: "task:report:blocked", Capability: CanReportTaskLevel, Program: "swarm", Args: []string{"report", "blocked"}, Syntax: `swarm report blocked <task> "<what blocks it>"`, Does: "say a task is stuck"},
 	{ID: "task:report:complete", Capability: CanReportTaskLevel, Program: "swarm", Args: []string{"report", "complete"}, Syntax: `swarm report complete <task> "<what was done>"`, Does: "say a task is done"},
 
+	// File reservations (DESIGN §14): Environment lists them, so the list
+	// command is allowed but not shown.
+	{ID: "files:reserve", Capability: CanEditFiles, Program: "swarm", Args: []string{"reserve"}, Syntax: `swarm reserve <glob>... [--exclusive] [--ttl <d>] [--reason "<why>"]`, Does: "tell teammates which files you are changing"},
+	{ID: "files:release", Capability: CanEditFiles, Program: "swarm", Args: []string{"release"}, Syntax: "swarm release [<glob>...]", Does: "release your file reservations"},
+	{ID: "files:reservations", Program: "swarm", Args: []string{"reservations"}, Syntax: "swarm reservations", Does: "who reserved which files", Hidden: true},
+
 	{ID: "session:report", Capability: CanReportSessionLevel, Program: "swarm", Args: []string{"report", "session"}, Syntax: `swarm report session "<message>"`, Does: "a milestone of this session"},
 
 	// The workflows' (DESIGN §9.3): section 4 gives the exact line to the

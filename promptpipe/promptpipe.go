@@ -127,6 +127,20 @@ type PromptContext struct {
 	// Messages is the mail to show: the queued mail that is delivered into
 	// this session. Shown > 0 marks mail an earlier, unfinished session saw.
 	Messages []message.Message
+	// Reservations are the file reservations live when the prompt is
+	// built (DESIGN §14), the agent's own included: Environment lists
+	// them.
+	Reservations []Reservation
+}
+
+// Reservation is one live file reservation: Agent holds the files Glob
+// matches until Until (zero: until released).
+type Reservation struct {
+	Agent     string
+	Glob      string
+	Exclusive bool
+	Until     time.Time
+	Reason    string
 }
 
 // WorkflowContext places the agent in a workflow (DESIGN §9.3): the

@@ -45,7 +45,7 @@ func Render(pc PromptContext, src Sources, cfg config.Prompt, now time.Time) Pro
 	add(SecToolUsagePolicy, toolUsagePolicyFor(pc.CLI))
 	add(SecSwarmWorkflow, swarmWorkflow)
 	add(SecToneStyle, toneStyle)
-	add(SecEnvironment, environment(src.Env, now))
+	add(SecEnvironment, environment(src.Env, now)+reservations(pc.Agent, pc.Reservations, now))
 	if len(pc.Messages) > 0 {
 		add(SecMessages, messages(pc, cfg.MessageCap, now))
 	}
@@ -465,4 +465,57 @@ func cutBytes(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// maxReservations is how many file reservations Environment lists.
+const maxReservations = 20
+
+// reservations is Environment's list of live file reservations: the
+// teammates' first, which the agent must keep clear of (an exclusive one
+// warns the operator if its files are committed), then the agent's own,
+// to release when done.
+func reservations(self string, rs []Reservation, now time.Time) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("File reservations (`swarm reservations`; leave a teammate's exclusive ones alone, or ask first):\n")
+	var lines []string
+	var mine []string
+	for _, r := range rs {
+		how := ""
+		if r.Exclusive {
+			how = " exclusively"
+		}
+		if !r.Until.IsZero() {
+			how += " until " + clockTime(r.Until, now)
+		}
+		if r.Reason != "" {
+			how += ": " + oneLine(r.Reason)
+		}
+		if r.Agent == self {
+			mine = append(mine, fmt.Sprintf("  you hold %s%s (`swarm release` when done)", r.Glob, how))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("  %s holds %s%s", r.Agent, r.Glob, how))
+	}
+	lines = append(lines, mine...)
+	for i, l := range lines {
+		if i == maxReservations {
+			fmt.Fprintf(&b, "  … and %d more\n", len(lines)-i)
+			break
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+// clockTime is t as 15:04 in now's zone, with the date when it is another
+// day.
+func clockTime(t, now time.Time) string {
+	t = t.In(now.Location())
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04")
+	}
+	return t.Format("2006-01-02 15:04")
 }

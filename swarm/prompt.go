@@ -140,6 +140,9 @@ func (p PipePrompts) render(ctx context.Context, req PromptRequest) (promptpipe.
 		}
 		pc.Interrupt = &promptpipe.InterruptContext{MessageID: m.ID, From: m.From, Body: m.Body, When: when, Reason: in.Reason}
 	}
+	if pc.Reservations, err = p.reservations(ctx); err != nil {
+		return promptpipe.Prompt{}, err
+	}
 	if p.Config != nil && len(p.Config.Workflows) > 0 {
 		if pc.Workflow, err = WorkflowContextFor(ctx, p.Store, p.Config, req.Agent.Name); err != nil {
 			return promptpipe.Prompt{}, fmt.Errorf("read the agent's workflow items: %w", err)
@@ -255,4 +258,25 @@ func NextSession(ctx context.Context, st mailbox.Store, agent string) (int64, er
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// reservations are the file reservations live now, for Environment.
+func (p PipePrompts) reservations(ctx context.Context) ([]promptpipe.Reservation, error) {
+	now := time.Now()
+	if p.Builder != nil && p.Builder.Now != nil {
+		now = p.Builder.Now()
+	}
+	rs, err := p.Store.Reservations(ctx, now, false)
+	if err != nil {
+		return nil, fmt.Errorf("read the file reservations: %w", err)
+	}
+	var out []promptpipe.Reservation
+	for _, r := range rs {
+		pr := promptpipe.Reservation{Agent: r.Agent, Glob: r.Glob, Exclusive: r.Exclusive, Reason: r.Reason}
+		if r.ExpiresAt != nil {
+			pr.Until = *r.ExpiresAt
+		}
+		out = append(out, pr)
+	}
+	return out, nil
 }

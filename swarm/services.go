@@ -31,6 +31,7 @@ func (s *Supervisor) services() []Service {
 		{Name: "ack-deadlines", Run: s.acks.run},
 		{Name: "workflows", Run: s.flow.run},
 		{Name: "team-launch", Run: s.runLaunch},
+		{Name: "reservations", Run: s.expireReservations},
 	}, s.opts.Services...)
 }
 

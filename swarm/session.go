@@ -649,6 +649,7 @@ func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result
 	if ferr := r.checkGuard(ctx, s); ferr != nil {
 		res = engine.Result{Outcome: engine.Failed, Err: fmt.Errorf("base-branch guard: %w", ferr), Usage: res.Usage, Turns: res.Turns}
 	}
+	r.checkReservations(ctx, s)
 	r.publish(ctx, s)
 	if res.Outcome == engine.Success {
 		if r.sup.opts.Tasks != nil {
@@ -717,6 +718,7 @@ func (r *runner) checkCut(ctx context.Context, s *session) {
 	if err := r.checkGuard(ctx, s); err != nil {
 		fmt.Fprintf(s.log, "# base-branch guard: %v\n", err)
 	}
+	r.checkReservations(ctx, s)
 	r.publish(ctx, s)
 }
 

@@ -290,6 +290,9 @@ func (r *runner) retire(ctx context.Context) error {
 	if err := r.sup.store.RetireSpawned(bg(ctx), r.agent.Name); err != nil {
 		return err
 	}
+	if err := ReleaseRetired(bg(ctx), r.sup.store, r.agent.Name, r.sup.clock.Now()); err != nil {
+		return err
+	}
 	return r.move(ctx, lifecycle.OperatorStop, lifecycle.Stopped, CauseRetired)
 }
 
@@ -301,6 +304,7 @@ type RetireRequest struct {
 	Name   string
 	Mode   DownMode // keep (the default), merge, squash or discard
 	Env    []string
+	Now    func() time.Time // when its file reservations are released; nil: time.Now
 }
 
 // RetireResult is what `swarm retire --json` prints.
@@ -330,6 +334,13 @@ func Retire(ctx context.Context, req RetireRequest) (RetireResult, error) {
 		return res, fmt.Errorf("no spawned agent %s: 'swarm status' lists the agents", req.Name)
 	}
 	if err := req.Store.RetireSpawned(ctx, req.Name); err != nil {
+		return res, err
+	}
+	now := time.Now
+	if req.Now != nil {
+		now = req.Now
+	}
+	if err := ReleaseRetired(ctx, req.Store, req.Name, now()); err != nil {
 		return res, err
 	}
 	resp, err := control.Call(ctx, req.Layout, control.Request{Op: control.OpRetire, Agent: req.Name})

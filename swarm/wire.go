@@ -113,6 +113,9 @@ type guard struct {
 
 func (g guard) Prior() []Finding { return findings(g.g.Prior()) }
 
+// Committed lists the files the session's own commits changed.
+func (g guard) Committed(ctx context.Context) ([]string, error) { return g.g.Committed(ctx) }
+
 func (g guard) Check(ctx context.Context) ([]Finding, error) {
 	found, err := g.g.Check(ctx)
 	if err == nil && g.w.Meta != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -142,6 +143,21 @@ func TestMCPServesTheSwarmsVerbs(t *testing.T) {
 	cs := mcpSession(t, root, "backend")
 	if got, want := toolNames(t, cs), []string{"ack", "escalate", "inbox", "reply", "report", "send_message", "send_protocol"}; !slices.Equal(got, want) {
 		t.Fatalf("backend's tools %v, want %v", got, want)
+	}
+	// P6: the definitions, as sent, stay under 1,000 tokens.
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defs []map[string]any
+	for _, tool := range res.Tools {
+		defs = append(defs, map[string]any{"name": tool.Name, "description": tool.Description, "input_schema": tool.InputSchema})
+	}
+	js, _ := json.Marshal(defs)
+	if tokens := utf8.RuneCount(js) / 4; tokens >= 1000 {
+		t.Errorf("backend's %d tool definitions are %d tokens, budget 1,000", len(defs), tokens)
+	} else {
+		t.Logf("backend's %d tool definitions: %d bytes, %d tokens", len(defs), len(js), tokens)
 	}
 
 	out, isErr := call(t, cs, "send_message", map[string]any{"to": "operator", "body": "-- hello from mcp"})
