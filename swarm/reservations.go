@@ -361,9 +361,9 @@ func Reserve(ctx context.Context, req ReserveRequest) (ReserveResult, error) {
 				if req.Exclusive && h.Exclusive {
 					return &ReservationConflictError{Glob: g, Holder: h, Now: now}
 				}
-				kind := "a shared"
+				kind := "shared"
 				if h.Exclusive {
-					kind = "an exclusive"
+					kind = "exclusive"
 				}
 				overlaps = append(overlaps, fmt.Sprintf("%s overlaps %s's %s reservation of %s%s", g, h.Agent, kind, h.Glob, holding(h, now)))
 			}
@@ -527,7 +527,7 @@ func CrossingDraft(agent string, seq int64, files []string, live []mailbox.Reser
 		Agent:    agent,
 		Ref:      "session:" + SessionID(agent, seq),
 		Summary:  truncate(summary, escalation.MaxSummary),
-		Details: details(map[string]any{"agent": agent, "session_seq": seq, "files": all, "reservations": detail}),
+		Details:  details(map[string]any{"agent": agent, "session_seq": seq, "files": all, "reservations": detail}),
 		// The same agent crossing the same reservations counts one row,
 		// whichever session and files.
 		DedupeKey: escalation.DefaultDedupeKey(escalation.KindReservation, agent, "", "crossed "+strings.Join(keys, " ")),

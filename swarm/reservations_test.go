@@ -1,0 +1,423 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/repo"
+)
+
+func TestNormalizeGlob(t *testing.T) {
+	for in, want := range map[string]string{
+		"api/**": "api/**", "./api/users.go": "api/users.go", "api/": "api/**", " docs/*.md ": "docs/*.md",
+		"**/*_test.go": "**/*_test.go", "web/[a-c]?.ts": "web/[a-c]?.ts",
+	} {
+		if got, err := NormalizeGlob(in); err != nil || got != want {
+			t.Errorf("NormalizeGlob(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, why := range map[string]string{
+		"": "empty", "/etc/passwd": "absolute", "../other/x": "..", "api/../../x": "..", "a//b": "empty segment",
+		"a/./b": ". segment", "api/**.go": "whole segment", "web/[a-": "malformed", `api\x`: `\`, "a\nb": "control",
+	} {
+		if got, err := NormalizeGlob(in); err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "path.Match") {
+			t.Errorf("NormalizeGlob(%q) = %q, %v; want an error saying %q and what a glob is", in, got, err, why)
+		}
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, tt := range []struct {
+		glob, file string
+		want       bool
+	}{
+		{"api/**", "api/users.go", true},
+		{"api/**", "api/v1/users.go", true},
+		{"api/**", "api", true}, // ** takes zero segments
+		{"api/**", "apix/users.go", false},
+		{"api/*.go", "api/users.go", true},
+		{"api/*.go", "api/v1/users.go", false},
+		{"**/*_test.go", "a/b/c_test.go", true},
+		{"**/*_test.go", "c_test.go", true},
+		{"api/**/users.go", "api/users.go", true},
+		{"api/**/users.go", "api/x/y/users.go", true},
+		{"api/**/users.go", "api/x/y/users.ts", false},
+		{"README.md", "README.md", true},
+		{"README.md", "docs/README.md", false},
+		{"web/[a-c]?.ts", "web/bx.ts", true},
+		{"web/[a-c]?.ts", "web/dx.ts", false},
+	} {
+		if got := GlobMatch(tt.glob, tt.file); got != tt.want {
+			t.Errorf("GlobMatch(%q, %q) = %v, want %v", tt.glob, tt.file, got, tt.want)
+		}
+	}
+}
+
+func TestGlobsOverlap(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"api/**", "api/users.go", true},
+		{"api/**", "api/v1/**", true},
+		{"api/**", "**/*.go", true},
+		{"api/*.go", "api/users.*", true},
+		{"api/*.go", "api/*.ts", false},
+		{"api/*.go", "web/*.go", false},
+		{"api/*.go", "api/v1/x.go", false},
+		{"**", "anything/at/all", true},
+		{"a*b", "*c*", true}, // acb
+		{"a?", "ab", true},
+		{"a?", "abc", false},
+		{"[a-c]x", "[c-e]x", true},
+		{"[a-b]x", "[d-e]x", false},
+		{"[a-b]x", "cx", false},
+		{"**/x.go", "api/**/y.go", false},
+		{"**/x.go", "api/**", true},
+		{"docs/*.md", "docs/setup.md", true},
+	} {
+		if got := GlobsOverlap(tt.a, tt.b); got != tt.want {
+			t.Errorf("GlobsOverlap(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+		if got := GlobsOverlap(tt.b, tt.a); got != tt.want {
+			t.Errorf("GlobsOverlap(%q, %q) = %v, want %v", tt.b, tt.a, got, tt.want)
+		}
+	}
+}
+
+// reservationStore is a fresh SQLite store.
+func reservationStore(t *testing.T) mailbox.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "swarm.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// editor is session seq of agent with code mode's capabilities.
+func editor(agent string, seq int64) identity.Caller {
+	return identity.Session(agent, seq, mode.Spec{Mode: mode.Code}.Vector())
+}
+
+// TestReserveRules: who may reserve and release for whom, the exclusive
+// conflict naming the holder, the warnings (overlap, no file), the
+// refresh, and nothing stored by a refusal.
+func TestReserveRules(t *testing.T) {
+	ctx := context.Background()
+	st := reservationStore(t)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	files := []string{"api/users.go", "api/orders.go", "web/app.ts"}
+	tracked := func(context.Context, string) ([]string, error) { return files, nil }
+	known := func(a string) bool { return a == "backend" || a == "frontend" || a == "critic" }
+	reserve := func(who identity.Caller, agent string, exclusive bool, globs ...string) (ReserveResult, error) {
+		return Reserve(ctx, ReserveRequest{Store: st, Caller: who, Agent: agent, Globs: globs, Exclusive: exclusive,
+			TTL: 30 * time.Minute, Reason: "migrating the schema", Now: now, Tracked: tracked, Known: known})
+	}
+	live := func() []mailbox.Reservation {
+		t.Helper()
+		rs, err := Reservations(ctx, ReservationsRequest{Store: st, Caller: editor("critic", 1), Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+
+	res, err := reserve(editor("backend", 3), "", true, "api/**")
+	if err != nil || len(res.Reservations) != 1 || res.Reservations[0].Agent != "backend" || len(res.Warnings) != 0 {
+		t.Fatalf("backend reserves api/**: %+v, %v", res, err)
+	}
+	// A session reserves only for itself, whatever --agent says.
+	_, err = reserve(editor("frontend", 2), "backend", false, "web/**")
+	if r, ok := identity.IsRefusal(err); !ok || r.Rule != identity.RuleOwnSession {
+		t.Fatalf("frontend reserving for backend: %v, want the own_session rule", err)
+	}
+	// A session without can_edit_files reserves nothing.
+	_, err = reserve(identity.Session("critic", 1, mode.Spec{Mode: mode.Review}.Vector()), "", false, "web/**")
+	if r, ok := identity.IsRefusal(err); !ok || r.Rule != identity.RuleCapability {
+		t.Fatalf("a review session reserving: %v, want the capability rule", err)
+	}
+	if _, err := reserve(identity.Operator(), "", false, "web/**"); err == nil || !strings.Contains(err.Error(), "--agent") {
+		t.Fatalf("the operator reserving for nobody: %v", err)
+	}
+	if _, err := reserve(identity.Operator(), "ghost", false, "web/**"); err == nil || !strings.Contains(err.Error(), "unknown agent") {
+		t.Fatalf("the operator reserving for an unknown agent: %v", err)
+	}
+	if _, err := reserve(identity.Caller{}, "", false, "web/**"); err == nil {
+		t.Fatal("nobody reserved")
+	}
+	// An exclusive overlap is refused, naming the holder, all or none.
+	_, err = reserve(editor("frontend", 2), "", true, "web/**", "api/users.go")
+	var conflict *ReservationConflictError
+	if !errors.As(err, &conflict) || conflict.Holder.Agent != "backend" ||
+		!strings.Contains(err.Error(), "api/users.go overlaps backend's exclusive reservation of api/** (until 12:30: migrating the schema): nothing was reserved") {
+		t.Fatalf("frontend's exclusive api/users.go: %v", err)
+	}
+	if got := live(); len(got) != 1 {
+		t.Fatalf("a refused reservation stored something: %+v", got)
+	}
+	// A shared one is allowed and warned of; a glob matching no tracked
+	// file is stored with a warning.
+	res, err = reserve(editor("frontend", 2), "", false, "api/users.go", "web/new/**")
+	if err != nil || len(res.Reservations) != 2 || len(res.Warnings) != 2 ||
+		res.Warnings[0] != "api/users.go overlaps backend's exclusive reservation of api/** (until 12:30: migrating the schema)" ||
+		!strings.Contains(res.Warnings[1], "web/new/** matches no file tracked on frontend's branch yet: reserved anyway") {
+		t.Fatalf("frontend's shared reservations: %+v, %v", res, err)
+	}
+	// The operator reserves for an agent; reserving again refreshes.
+	res, err = Reserve(ctx, ReserveRequest{Store: st, Caller: identity.Operator(), Agent: "frontend", Globs: []string{"web/new/"}, Now: now.Add(time.Minute), Known: known})
+	if err != nil || len(res.Reservations) != 1 || res.Reservations[0].Glob != "web/new/**" || res.Reservations[0].ExpiresAt != nil || len(live()) != 3 {
+		t.Fatalf("the operator refreshing frontend's web/new/**: %+v, %v; live %+v", res, err, live())
+	}
+
+	// Release: a session only its own; the operator anyone's.
+	_, err = Release(ctx, ReleaseRequest{Store: st, Caller: editor("frontend", 2), Agent: "backend", Now: now})
+	if r, ok := identity.IsRefusal(err); !ok || r.Rule != identity.RuleOwnSession {
+		t.Fatalf("frontend releasing backend's: %v, want the own_session rule", err)
+	}
+	rel, err := Release(ctx, ReleaseRequest{Store: st, Caller: editor("frontend", 2), Globs: []string{"web/new/", "nope/**"}, Now: now})
+	if err != nil || len(rel.Released) != 1 || rel.Released[0].Glob != "web/new/**" || len(rel.Warnings) != 1 || !strings.Contains(rel.Warnings[0], "frontend held no reservation of nope/**") {
+		t.Fatalf("frontend's release: %+v, %v", rel, err)
+	}
+	rel, err = Release(ctx, ReleaseRequest{Store: st, Caller: identity.Operator(), Agent: "backend", Now: now})
+	if err != nil || len(rel.Released) != 1 || rel.Released[0].Glob != "api/**" {
+		t.Fatalf("the operator releasing backend's: %+v, %v", rel, err)
+	}
+	// Now frontend may take api/users.go exclusively.
+	if _, err := reserve(editor("frontend", 2), "", true, "api/users.go"); err != nil {
+		t.Fatalf("frontend's exclusive api/users.go once backend released: %v", err)
+	}
+}
+
+// TestCrossingDraft: the files under other agents' exclusive reservations,
+// one draft naming both, the same key for the same crossing.
+func TestCrossingDraft(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	later := now.Add(30 * time.Minute)
+	live := []mailbox.Reservation{
+		{Agent: "backend", Glob: "api/**", Exclusive: true, Reason: "migrating the schema", ExpiresAt: &later},
+		{Agent: "critic", Glob: "web/**"}, // shared: not crossed
+		{Agent: "frontend", Glob: "api/users.go", Exclusive: true}, // its own
+	}
+	if _, ok := CrossingDraft("frontend", 2, []string{"web/app.ts", "README.md"}, live, now); ok {
+		t.Fatal("a crossing of a shared reservation")
+	}
+	d, ok := CrossingDraft("frontend", 2, []string{"api/users.go", "web/app.ts", "api/v1/orders.go"}, live, now)
+	if !ok || d.Kind != escalation.KindReservation || d.Severity != escalation.Warning || d.Hold || d.Agent != "frontend" ||
+		d.Summary != "session 2 of frontend committed api/users.go, api/v1/orders.go under backend's exclusive reservation of api/** (until 12:30: migrating the schema); ask them to agree who changes them, then resolve this" {
+		t.Fatalf("draft = %+v", d)
+	}
+	d2, _ := CrossingDraft("frontend", 5, []string{"api/other.go"}, live, now)
+	if d2.DedupeKey != d.DedupeKey {
+		t.Fatalf("another crossing of the same reservation has key %s, want %s", d2.DedupeKey, d.DedupeKey)
+	}
+	if _, ok := CrossingDraft("frontend", 2, []string{"api/users.go"}, live, later); ok {
+		t.Fatal("a lapsed reservation was crossed")
+	}
+}
+
+// committedBy is what each fake guard says its session committed.
+var committedBy sync.Map // *fakeGuard → []string
+
+func (g *fakeGuard) Committed(context.Context) ([]string, error) {
+	if v, ok := committedBy.Load(g); ok {
+		return v.([]string), nil
+	}
+	return nil, nil
+}
+
+// TestSessionCrossingAReservationEscalatesOnce: bravo's sessions commit
+// under alpha's exclusive reservation twice: one reservation escalation
+// (a warning that holds nobody) naming both, counted twice.
+func TestSessionCrossingAReservationEscalatesOnce(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n")
+	ctx := context.Background()
+	if _, err := Reserve(ctx, ReserveRequest{Store: h.store, Caller: editor("alpha", 1), Globs: []string{"api/**"}, Exclusive: true,
+		Reason: "migrating the schema", Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	h.wt.guard = func(agent string) *fakeGuard {
+		g := &fakeGuard{}
+		if agent == "bravo" {
+			committedBy.Store(g, []string{"api/users.go", "README.md"})
+		}
+		return g
+	}
+	h.start()
+	for range 2 {
+		r := h.nextRun()
+		r.finish <- engine.Result{Outcome: engine.Success}
+	}
+	e := h.waitEscalation(escalation.KindReservation, escalation.Open)
+	if e.AgentName() != "bravo" || e.Hold || e.Severity != escalation.Warning ||
+		!strings.Contains(e.Summary, "of bravo committed api/users.go under alpha's exclusive reservation of api/**") || strings.Contains(e.Summary, "README") {
+		t.Fatalf("escalation = %+v", e)
+	}
+	h.waitFor("bravo", lifecycle.Idle)
+	h.send(message.Draft{From: "operator", To: "bravo", Body: "again"})
+	r := h.nextRun()
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitForSeq("bravo", lifecycle.Idle, 2)
+	var got []escalation.Escalation
+	for _, x := range escalations(t, h.store) {
+		if x.Kind == escalation.KindReservation {
+			got = append(got, x)
+		}
+	}
+	if len(got) != 1 || got[0].Count != 2 {
+		t.Fatalf("reservation escalations %+v, want one counted twice", got)
+	}
+}
+
+// TestReservationExpiryService runs the expiry service in a synctest
+// bubble: a reservation is released at its TTL, not before, and one of
+// an agent the swarm no longer has is released at start.
+func TestReservationExpiryService(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		root := t.TempDir()
+		cfg, err := config.Parse([]byte(baseConfig+"[[agent]]\nname = \"alpha\"\n"), "swarm.toml", root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := repo.At(root, "")
+		clk := offsetClock(time.Until(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)))
+		st, err := sqlite.Open(ctx, l.DB, sqlite.Options{Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		sup, err := New(Options{Config: cfg, Layout: l, Store: st, Clock: clk,
+			Engines:   func(config.Agent) (engine.Engine, error) { return &fakeEngine{name: "script"}, nil },
+			Worktrees: &fakeWorktrees{root: filepath.Join(root, "wt")}, Prompts: &fakePrompts{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reserve := func(agent, glob string, ttl time.Duration) {
+			if _, err := Reserve(ctx, ReserveRequest{Store: st, Caller: identity.Operator(), Agent: agent, Globs: []string{glob}, TTL: ttl, Now: clk.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reserve("alpha", "api/**", 10*time.Minute)
+		reserve("alpha", "docs/**", 0)
+		reserve("gone", "web/**", 0) // an agent removed from swarm.toml
+		held := func() []string {
+			rs, err := st.Reservations(ctx, time.Time{}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, r := range rs {
+				if r.ReleasedAt == nil {
+					out = append(out, r.Agent+":"+r.Glob)
+				}
+			}
+			return out
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); sup.expireReservations(ctx) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait()
+		if got := strings.Join(held(), " "); got != "alpha:api/** alpha:docs/**" {
+			t.Fatalf("held at start: %s; want gone's released", got)
+		}
+		time.Sleep(10*time.Minute - time.Second)
+		synctest.Wait()
+		if got := strings.Join(held(), " "); got != "alpha:api/** alpha:docs/**" {
+			t.Fatalf("held a second before the TTL: %s", got)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := strings.Join(held(), " "); got != "alpha:docs/**" {
+			t.Fatalf("held at the TTL: %s; want api/** expired", got)
+		}
+	})
+}
+
+// TestRetireReleasesReservations: retiring a spawned agent releases its
+// reservations, whether the operator retires it or it retires itself.
+func TestRetireReleasesReservations(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	cfg, err := config.Parse([]byte(baseConfig+"[[agent]]\nname = \"lead\"\n"), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := repo.At(root, "")
+	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	if err := st.InTx(ctx, func(tx mailbox.Tx) error {
+		return tx.AddSpawned(mailbox.Spawned{Name: "worker", SpawnedBy: "lead", SpawnedAt: now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"worker", "lead"} {
+		if _, err := Reserve(ctx, ReserveRequest{Store: st, Caller: editor(a, 1), Globs: []string{a + "/**"}, Exclusive: true, Now: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Retire(ctx, RetireRequest{Config: cfg, Layout: l, Store: st, Name: "worker", Now: func() time.Time { return now }}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := st.Reservations(ctx, now, false)
+	if err != nil || len(rs) != 1 || rs[0].Agent != "lead" {
+		t.Fatalf("live after retiring worker: %+v, %v; want lead's only", rs, err)
+	}
+}
+
+// TestPromptListsTeammatesReservations: a teammate's prompt names the live
+// reservations in Environment; a lapsed one is gone.
+func TestPromptListsTeammatesReservations(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	cfg, err := config.Parse([]byte(baseConfig+"[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n"), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := repo.At(root, "")
+	st, err := sqlite.Open(ctx, l.DB, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	if _, err := Reserve(ctx, ReserveRequest{Store: st, Caller: editor("alpha", 1), Globs: []string{"api/**"}, Exclusive: true,
+		TTL: 30 * time.Minute, Reason: "migrating the schema", Now: at}); err != nil {
+		t.Fatal(err)
+	}
+	bravo, _ := cfg.Agent("bravo")
+	for _, tt := range []struct {
+		at   time.Time
+		want bool
+	}{{at.Add(time.Minute), true}, {at.Add(30 * time.Minute), false}} {
+		pp := NewPipePrompts(cfg, l, st, nil, func() time.Time { return tt.at }, slog.Default())
+		p, err := pp.Build(ctx, newPromptRequest(cfg.AgentNames(), bravo, 1, filepath.Join(root, "wt"), nil, nil, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(p.Text, "  alpha holds api/** exclusively until 12:30: migrating the schema\n"); got != tt.want {
+			t.Fatalf("at %s the prompt lists alpha's reservation: %v, want %v\n%s", tt.at.Format("15:04"), got, tt.want, p.Text)
+		}
+	}
+}
