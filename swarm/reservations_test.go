@@ -213,7 +213,7 @@ func TestCrossingDraft(t *testing.T) {
 	later := now.Add(30 * time.Minute)
 	live := []mailbox.Reservation{
 		{Agent: "backend", Glob: "api/**", Exclusive: true, Reason: "migrating the schema", ExpiresAt: &later},
-		{Agent: "critic", Glob: "web/**"}, // shared: not crossed
+		{Agent: "critic", Glob: "web/**"},                          // shared: not crossed
 		{Agent: "frontend", Glob: "api/users.go", Exclusive: true}, // its own
 	}
 	if _, ok := CrossingDraft("frontend", 2, []string{"web/app.ts", "README.md"}, live, now); ok {
