@@ -421,3 +421,32 @@ func TestPromptListsTeammatesReservations(t *testing.T) {
 		}
 	}
 }
+
+// TestEphemeralRetireReleasesReservations: an ephemeral agent that
+// retires itself (Idle with no work left) releases its reservations.
+func TestEphemeralRetireReleasesReservations(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"lead\"\nmode = \"coordinate\"\n")
+	h.start()
+	lead := h.nextRun()
+	ctx := context.Background()
+	if _, _, err := Spawn(ctx, h.sup.cfg, h.store, h.sup.Poster(), SpawnRequest{Name: "worker-1", Role: "write the tests",
+		Ephemeral: true, Caller: sessionOf("lead", 1)}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sup.StartSpawned(ctx, "worker-1"); err != nil {
+		t.Fatal(err)
+	}
+	w := h.nextRun()
+	if _, err := Reserve(ctx, ReserveRequest{Store: h.store, Caller: editor("worker-1", w.s.Seq), Globs: []string{"tests/**"}, Exclusive: true, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	w.finish <- engine.Result{Outcome: engine.Success}
+	if n := h.waitFor("worker-1", lifecycle.Stopped); n.Cause != CauseRetired {
+		t.Fatalf("worker-1 stopped with cause %q, want %q", n.Cause, CauseRetired)
+	}
+	if rs, err := h.store.Reservations(ctx, time.Now(), false); err != nil || len(rs) != 0 {
+		t.Fatalf("live reservations after worker-1 retired: %+v, %v", rs, err)
+	}
+	lead.finish <- engine.Result{Outcome: engine.Success}
+	h.waitFor("lead", lifecycle.Idle)
+}
