@@ -82,6 +82,9 @@ func runReserve(ctx context.Context, opts *ReserveOptions) error {
 			return err
 		}
 	}
+	if opts.Agent == "" && who.IsOperator() {
+		return usagef("whose reservation? run it from an agent's session, or pass --agent <name>")
+	}
 	if opts.TTL < 0 {
 		return usagef("--ttl %s is negative: give how long the reservation lasts, such as 2h", opts.TTL)
 	}
