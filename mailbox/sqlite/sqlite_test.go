@@ -406,8 +406,8 @@ func TestStaleLeaseIsTakenOver(t *testing.T) {
 }
 
 // TestReservationsMigrationKeepsEscalations applies the migrations before
-// 0013 to a database with escalations in it (the newest deleted), then
-// opens it: 0013's rebuild keeps every row and the id sequence, so no id
+// the reservations migration to a database with escalations in it (the newest deleted), then
+// opens it: its rebuild keeps every row and the id sequence, so no id
 // is used twice, and the widened kind CHECK takes reservation.
 func TestReservationsMigrationKeepsEscalations(t *testing.T) {
 	ctx := context.Background()

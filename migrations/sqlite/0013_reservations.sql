@@ -1,6 +1,6 @@
 -- File reservations (DESIGN §14): an agent's advisory lease on the files a
 -- glob matches, shown in teammates' prompts, expired by the supervisor and
--- released on retire. PostgreSQL has the same numbers: postgres/0013.
+-- released on retire. PostgreSQL has the same number and name.
 --
 -- A row is held while released_at is NULL; it is live while it is held and
 -- its expires_at (NULL: no expiry) is still ahead. An agent holds a glob at
