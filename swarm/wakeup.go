@@ -101,6 +101,7 @@ func (s *Supervisor) followFeed(ctx context.Context) error {
 		// was missed, or a workflow item another process moved.
 		s.EscalationChanged()
 		s.flow.poke()
+		s.merges.poke() // a candidate queued by a command or another host
 	}
 }
 
