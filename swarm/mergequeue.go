@@ -54,6 +54,12 @@ type MergeQueue struct {
 	// Notice, when set, is told of each landing, conflict and failure
 	// (the supervisor's notice bus).
 	Notice func(agent, text string)
+
+	// refuseDirty keeps the operator's dirty checkout a refusal
+	// (LandNow: the operator is at the terminal), and landed is the last
+	// landing LandNow made.
+	refuseDirty bool
+	landed      *worktree.Landing
 }
 
 // claimTTL is how long a claim outlives a CI timeout before another host
@@ -214,7 +220,7 @@ func (q *MergeQueue) retest(ctx context.Context, cs []merge.Candidate, why strin
 func (q *MergeQueue) test(ctx context.Context, cs []merge.Candidate, key string) (worktree.BatchResult, error) {
 	req := worktree.BatchRequest{Key: key, CI: q.Cfg.CI, CITimeout: q.Cfg.CITimeout}
 	for _, c := range cs {
-		req.Candidates = append(req.Candidates, worktree.BatchCandidate{Agent: c.Agent, Commit: c.Commit})
+		req.Candidates = append(req.Candidates, worktree.BatchCandidate{Agent: c.Agent, Commit: c.Commit, Subject: q.subject(ctx, c)})
 	}
 	res, err := q.Git.TestBatch(ctx, req)
 	if err != nil {
@@ -300,7 +306,7 @@ func (q *MergeQueue) land(ctx context.Context, cs []merge.Candidate, res worktre
 	}
 	subject := "swarm: land " + strings.Join(names, ", ")
 	l, err := q.Git.Land(ctx, worktree.LandRequest{Key: key, Agent: cs[0].Agent, Prepared: res.Commit, Expected: res.Old,
-		Subject: subject, LeaveDirty: true,
+		Subject: subject, LeaveDirty: !q.refuseDirty,
 		Record: func(ctx context.Context, l worktree.Landing) error { return q.recordLanded(ctx, cs, res, l) }})
 	if errors.Is(err, worktree.ErrBaseMoved) {
 		q.retest(ctx, cs, fmt.Sprintf("%s moved after the test; tested again on its new tip", res.Base))
@@ -309,6 +315,7 @@ func (q *MergeQueue) land(ctx context.Context, cs []merge.Candidate, res worktre
 	if err != nil {
 		return fmt.Errorf("land %s: %w", strings.Join(names, ", "), err)
 	}
+	q.landed = &l
 	for _, c := range cs {
 		// A batch a crash cut short left its landing's journal entry.
 		if c.Batch != "" && c.Batch != key {
@@ -407,4 +414,111 @@ func (q *MergeQueue) notice(agent, text string) {
 	if q.Notice != nil {
 		q.Notice(agent, text)
 	}
+}
+
+// subject is a candidate's merge commit message: an item's names the item
+// as `swarm workflow merge` always did.
+func (q *MergeQueue) subject(ctx context.Context, c merge.Candidate) string {
+	if c.Source != merge.FromItem || c.Item == "" {
+		return ""
+	}
+	it, err := q.Store.Item(ctx, c.Item)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("swarm: merge %s (%s, reviewed at %s)", it.ID, truncate(it.Title, 80), short(c.Commit))
+}
+
+// LandNow queues c and tests and lands it at once in this process,
+// through the queue's own steps: the operator's `swarm workflow merge` and
+// the merge of an approved approval. The candidate is claimed in the
+// transaction that queues it (or finds it queued, or takes it back from a
+// process that died testing it), so the supervisor's queue never tests it
+// too; a twin another live process is testing is waited for. Before the
+// base moves, a refusal (the operator's checkout is dirty) cancels the
+// candidate with the reason: nothing is left queued behind the operator's
+// back. It returns the candidate as it ended, and the landing when this
+// process made one.
+func (q *MergeQueue) LandNow(ctx context.Context, c merge.Candidate) (merge.Candidate, *worktree.Landing, error) {
+	return q.landNow(ctx, c, 0)
+}
+
+func (q *MergeQueue) landNow(ctx context.Context, c merge.Candidate, tries int) (merge.Candidate, *worktree.Landing, error) {
+	qq := *q
+	qq.refuseDirty, qq.landed = true, nil
+	var claimed merge.Candidate
+	var key string
+	err := q.Store.InTx(ctx, func(tx mailbox.Tx) error {
+		claimed, key = merge.Candidate{}, ""
+		cur, err := tx.EnqueueCandidate(c)
+		var qe *mailbox.QueuedError
+		switch {
+		case errors.As(err, &qe):
+			cur = qe.Candidate
+		case err != nil:
+			return err
+		default:
+			if _, err := fsm.Apply(tx, merge.Table, fsm.SubjectMerge, merge.Subject(cur.ID), "", merge.Enqueue, merge.Queued,
+				fmt.Sprintf("%s by %s (item %s), landed at once", c.Source, c.By, c.Item), 0); err != nil {
+				return err
+			}
+		}
+		if cur.State == merge.Testing {
+			if !q.gone(cur) {
+				claimed = cur // another process tests it: wait
+				return nil
+			}
+			if _, err := fsm.Apply(tx, merge.Table, fsm.SubjectMerge, merge.Subject(cur.ID), merge.Testing, merge.Retest, merge.Queued,
+				"its test was interrupted; tested again", 0); err != nil {
+				return err
+			}
+		}
+		now := q.now()
+		key = fmt.Sprintf("merge-%d-%d", cur.ID, now.UnixNano())
+		if _, err := fsm.Apply(tx, merge.Table, fsm.SubjectMerge, merge.Subject(cur.ID), merge.Queued, merge.Claim, merge.Testing,
+			"claimed by "+q.holder()+" to land at once", 0); err != nil {
+			return err
+		}
+		prev := cur.Batch
+		cur.State, cur.Claim, cur.ClaimedAt, cur.Batch = merge.Testing, q.holder(), &now, key
+		if err := tx.SaveCandidate(cur); err != nil {
+			return err
+		}
+		cur.Batch = prev // land() forgets the journal entry of an interrupted try
+		claimed = cur
+		return nil
+	})
+	if err != nil {
+		return claimed, nil, fmt.Errorf("queue %s's commit %s: %w", c.Agent, merge.Short(c.Commit), err)
+	}
+	if key == "" {
+		done, err := WaitLanded(ctx, q.Store, claimed.ID, 200*time.Millisecond)
+		return done, nil, err
+	}
+	err = qq.process(ctx, []merge.Candidate{claimed}, key)
+	if err == nil {
+		// The base moved between the test and the landing: the candidate
+		// is queued again; test it again at once, a few times.
+		if cur, rerr := q.Store.Candidate(ctx, claimed.ID); rerr == nil && cur.State == merge.Queued && tries < 5 {
+			return q.landNow(ctx, c, tries+1)
+		}
+	}
+	if err != nil {
+		cctx := context.WithoutCancel(ctx)
+		if merr := q.move(cctx, claimed, merge.Testing, merge.Cancel, merge.Cancelled, truncate("not landed: "+err.Error(), 300), func(cur *merge.Candidate) {
+			cur.Reason = err.Error()
+		}); merr != nil {
+			err = errors.Join(err, merr)
+		}
+		done, _ := q.Store.Candidate(cctx, claimed.ID)
+		return done, qq.landed, err
+	}
+	done, err := q.Store.Candidate(context.WithoutCancel(ctx), claimed.ID)
+	return done, qq.landed, err
+}
+
+// NewMergeQueue is the queue a command runs itself (swarm workflow merge,
+// an approval's merge): this process is its holder.
+func NewMergeQueue(st mailbox.Store, git QueueGit, cfg *config.Config, poster *mailbox.Poster) *MergeQueue {
+	return &MergeQueue{Store: st, Git: git, Cfg: cfg.Merge, Poster: poster, Holder: ThisHolder(), Log: slog.Default()}
 }

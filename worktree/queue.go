@@ -31,6 +31,9 @@ const DefaultCITimeout = 10 * time.Minute
 type BatchCandidate struct {
 	Agent  string
 	Commit string
+	// Subject is its merge commit's message; empty: "swarm: land
+	// swarm/<agent> at <commit>".
+	Subject string
 }
 
 // BatchRequest is one test of the merge queue.
@@ -169,7 +172,10 @@ func (m *Manager) buildBatch(ctx context.Context, req BatchRequest, res *BatchRe
 			res.Conflict = &BatchConflict{Index: i, Agent: c.Agent, Files: files}
 			return "", nil
 		}
-		subject := fmt.Sprintf("swarm: land %s at %s", Branch(c.Agent), shortHash(c.Commit))
+		subject := c.Subject
+		if subject == "" {
+			subject = fmt.Sprintf("swarm: land %s at %s", Branch(c.Agent), shortHash(c.Commit))
+		}
 		next, err := m.runStdin2(ctx, env, subject+"\n", "commit-tree", tree, "-p", res.Commit, "-p", c.Commit)
 		if err != nil {
 			return "", fmt.Errorf("make the merge commit of %s: %w", shortHash(c.Commit), err)
