@@ -62,10 +62,10 @@ type landJournal struct {
 	// HEAD is detached at Old just before the base moves, so its index and
 	// files stay consistent with its HEAD; a landing that does not happen
 	// puts HEAD back on the base branch.
-	Detached  bool      `json:"detached,omitempty"`
-	PID       int       `json:"pid"`
-	PIDStart  uint64    `json:"pid_start,omitempty"`
-	Time      time.Time `json:"time"`
+	Detached bool      `json:"detached,omitempty"`
+	PID      int       `json:"pid"`
+	PIDStart uint64    `json:"pid_start,omitempty"`
+	Time     time.Time `json:"time"`
 }
 
 // landStep, when set (by tests), is called after each journaled step of a
