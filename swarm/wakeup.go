@@ -69,6 +69,7 @@ func (s *Supervisor) wakeAll() {
 		r.poke(true)
 	}
 	s.flow.poke()
+	s.merges.poke() // swarm land queued a candidate
 }
 
 // announce emits one notice per message not announced before.

@@ -254,3 +254,31 @@ func Tail(s string, n, max int) string {
 	}
 	return s
 }
+
+// CheckoutBehind reports how many commits the operator's checkout is
+// behind the base branch when a landing left it alone (a dirty checkout:
+// its HEAD detached at an older tip of the base); 0 when it is on a
+// branch or not behind. It only reads.
+func (m *Manager) CheckoutBehind(ctx context.Context) (base string, n int, err error) {
+	base, err = m.BaseBranch(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	h, err := readHead(m.root)
+	if err != nil || !h.Detached() || h.Hash == "" {
+		return base, 0, err
+	}
+	tip, err := m.resolveRef(ctx, "refs/heads/"+base)
+	if err != nil || tip == "" || tip == h.Hash {
+		return base, 0, err
+	}
+	if on, err := m.isAncestor(ctx, h.Hash, tip); err != nil || !on {
+		return base, 0, err
+	}
+	out, err := m.run(ctx, m.root, "rev-list", "--count", h.Hash+".."+tip)
+	if err != nil {
+		return base, 0, err
+	}
+	fmt.Sscan(out, &n)
+	return base, n, nil
+}
