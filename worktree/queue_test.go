@@ -34,7 +34,7 @@ func TestTestBatchBuildsAndRunsCI(t *testing.T) {
 	ctx := context.Background()
 	before := f.git(".", "rev-parse", "main")
 	seen := filepath.Join(t.TempDir(), "seen")
-	res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-1-1", Candidates: []BatchCandidate{{"alpha", alpha}, {"bravo", bravo}},
+	res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-1-1", Candidates: []BatchCandidate{{Agent: "alpha", Commit: alpha}, {Agent: "bravo", Commit: bravo}},
 		CI: "pwd > " + seen + " && test -f a.txt && test -f b.txt && echo all good"})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestTestBatchConflictAndFailures(t *testing.T) {
 	t.Parallel()
 	f, alpha, _, charlie := queueFixture(t)
 	ctx := context.Background()
-	res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-2-1", Candidates: []BatchCandidate{{"alpha", alpha}, {"charlie", charlie}}, CI: "true"})
+	res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-2-1", Candidates: []BatchCandidate{{Agent: "alpha", Commit: alpha}, {Agent: "charlie", Commit: charlie}}, CI: "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestTestBatchConflictAndFailures(t *testing.T) {
 		{ci: "no-such-ci-command", reason: "not found"},
 		{ci: "echo started; sleep 60", reason: "timed out after 200ms", tail: "started", timeout: 200 * time.Millisecond},
 	} {
-		res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-3-1", Candidates: []BatchCandidate{{"alpha", alpha}}, CI: c.ci, CITimeout: c.timeout})
+		res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-3-1", Candidates: []BatchCandidate{{Agent: "alpha", Commit: alpha}}, CI: c.ci, CITimeout: c.timeout})
 		if err != nil {
 			t.Fatalf("%s: %v", c.ci, err)
 		}
@@ -104,7 +104,7 @@ func TestTestBatchConflictAndFailures(t *testing.T) {
 	// A scratch worktree a crash left is replaced.
 	stale := filepath.Join(f.root, ".swarm", "merging", "merge-4-1")
 	writeFile(t, filepath.Join(stale, "junk"), "left by a crash\n")
-	if res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-4-1", Candidates: []BatchCandidate{{"alpha", alpha}}, CI: "test ! -e junk"}); err != nil || !res.Passed() {
+	if res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-4-1", Candidates: []BatchCandidate{{Agent: "alpha", Commit: alpha}}, CI: "test ! -e junk"}); err != nil || !res.Passed() {
 		t.Fatalf("over a stale scratch worktree: %+v, %v", res, err)
 	}
 	if exists(stale) {
@@ -119,7 +119,7 @@ func TestLandPreparedBaseMoved(t *testing.T) {
 	t.Parallel()
 	f, alpha, _, _ := queueFixture(t)
 	ctx := context.Background()
-	res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-1-1", Candidates: []BatchCandidate{{"alpha", alpha}}})
+	res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-1-1", Candidates: []BatchCandidate{{Agent: "alpha", Commit: alpha}}})
 	if err != nil || !res.Passed() || res.CIRan {
 		t.Fatalf("TestBatch = %+v, %v", res, err)
 	}
@@ -131,7 +131,7 @@ func TestLandPreparedBaseMoved(t *testing.T) {
 	if !errors.Is(err, ErrBaseMoved) || recorded || f.git(".", "rev-parse", "main") != moved || len(f.landings()) != 0 {
 		t.Fatalf("Land after main moved = %v (recorded %v)", err, recorded)
 	}
-	res, err = f.m.TestBatch(ctx, BatchRequest{Key: "merge-1-2", Candidates: []BatchCandidate{{"alpha", alpha}}})
+	res, err = f.m.TestBatch(ctx, BatchRequest{Key: "merge-1-2", Candidates: []BatchCandidate{{Agent: "alpha", Commit: alpha}}})
 	if err != nil || !res.Passed() || res.Old != moved {
 		t.Fatalf("the retest = %+v, %v", res, err)
 	}
@@ -154,7 +154,7 @@ func TestLandLeavesADirtyCheckout(t *testing.T) {
 	before := f.git(".", "rev-parse", "main")
 	writeFile(t, filepath.Join(f.root, "shared.txt"), "the operator's uncommitted edit\n")
 	status := f.git(".", "status", "--porcelain")
-	res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-1-1", Candidates: []BatchCandidate{{"alpha", alpha}}})
+	res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-1-1", Candidates: []BatchCandidate{{Agent: "alpha", Commit: alpha}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestLandLeavesADirtyCheckout(t *testing.T) {
 		t.Fatal("git switch main did not catch up with the edit kept")
 	}
 	// A landing that fails its compare-and-set puts HEAD back.
-	res, err = f.m.TestBatch(ctx, BatchRequest{Key: "merge-2-1", Candidates: []BatchCandidate{{"bravo", bravo}}})
+	res, err = f.m.TestBatch(ctx, BatchRequest{Key: "merge-2-1", Candidates: []BatchCandidate{{Agent: "bravo", Commit: bravo}}})
 	if err != nil {
 		t.Fatal(err)
 	}
