@@ -147,3 +147,54 @@ func TestMergeQueueLeavesALiveClaim(t *testing.T) {
 }
 
 func joinWords(ws []string) string { return strings.Join(ws, " ") }
+
+// movingGit moves main (an operator's commit) right after the first test:
+// the landing's compare-and-set then fails.
+type movingGit struct {
+	GitWorktrees
+	t     *testing.T
+	root  string
+	moved bool
+}
+
+func (g *movingGit) TestBatch(ctx context.Context, req worktree.BatchRequest) (worktree.BatchResult, error) {
+	res, err := g.GitWorktrees.TestBatch(ctx, req)
+	if !g.moved {
+		g.moved = true
+		gittest.WriteFile(g.t, filepath.Join(g.root, "op.txt"), "the operator's\n")
+		gittest.Git(g.t, g.root, "add", "op.txt")
+		gittest.Git(g.t, g.root, "commit", "-q", "-m", "operator: op.txt")
+	}
+	return res, err
+}
+
+// TestMergeQueueRetestsWhenTheBaseMoved: main moved between the test and
+// the landing; the candidate goes back to the queue, is tested on the new
+// tip and lands on top of it, never forced over it.
+func TestMergeQueueRetestsWhenTheBaseMoved(t *testing.T) {
+	ctx := context.Background()
+	st, git, root := mergeQueueFixture(t)
+	tip, _ := git.Tip(ctx, "alpha")
+	q := &MergeQueue{Store: st, Git: &movingGit{GitWorktrees: git, t: t, root: root}, Cfg: config.Merge{Batch: 1, CITimeout: time.Minute}, Holder: ThisHolder()}
+	c, _, err := Enqueue(ctx, st, merge.Candidate{Agent: "alpha", Commit: tip, Source: merge.FromLand, By: "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.Candidate(ctx, c.ID)
+	op := gittest.Git(t, root, "rev-parse", "main^1")
+	if got.State != merge.Landed || gittest.Git(t, root, "log", "-1", "--format=%s", op) != "operator: op.txt" ||
+		gittest.Git(t, root, "rev-parse", "main^2") != tip {
+		t.Fatalf("candidate %+v; main^1 %s", got, op)
+	}
+	evs, _ := st.Events(ctx, mailbox.EventFilter{Kind: "merge"})
+	var tos []string
+	for _, e := range evs {
+		tos = append(tos, e.To)
+	}
+	if want := "queued testing queued testing landed"; joinWords(tos) != want {
+		t.Fatalf("events %q, want %q", joinWords(tos), want)
+	}
+}
