@@ -56,11 +56,19 @@ func (m *mergeQueue) run(ctx context.Context) error {
 	}
 	t := m.s.clock.NewTimer(mergePoll)
 	defer t.Stop()
+	last := ""
 	for {
 		if err := q.Drain(ctx); err != nil && ctx.Err() == nil {
 			// The candidates went back to the queue; the next look tries
-			// again, the supervisor keeps running.
+			// again, the supervisor keeps running. The operator hears of
+			// each new reason once, not every look.
 			m.s.log.Warn("merge queue", "err", err)
+			if err.Error() != last {
+				q.notice("", "merge queue: "+err.Error()+"; its candidates wait in the queue and are tried again")
+			}
+			last = err.Error()
+		} else {
+			last = ""
 		}
 		select {
 		case <-ctx.Done():

@@ -350,9 +350,13 @@ func (m *Manager) moveBase(ctx context.Context, req LandRequest, res Landing, j 
 	}
 	if j.Checkout {
 		// Untracked files in the way of the new ones are refused now,
-		// before the base moves, not half way through the update.
+		// before the base moves, not half way through the update; with
+		// LeaveDirty the checkout is left alone instead.
 		if err := m.dryForward(ctx, j); err != nil {
-			return res, drop(err)
+			if !req.LeaveDirty {
+				return res, drop(err)
+			}
+			j.Checkout, j.Detached = false, true
 		}
 	}
 	if j, err = m.writeLanding(ctx, j, landMoving); err != nil {

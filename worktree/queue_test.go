@@ -194,3 +194,25 @@ func TestLandLeavesADirtyCheckout(t *testing.T) {
 		t.Fatalf("a landing whose compare-and-set failed: %v, HEAD %s", err, f.git(".", "rev-parse", "--symbolic-full-name", "HEAD"))
 	}
 }
+
+// TestLandLeavesACheckoutWithFilesInTheWay: untracked files where the
+// landing adds tracked ones refuse a landing, but with LeaveDirty it lands
+// and leaves the checkout alone, the files untouched.
+func TestLandLeavesACheckoutWithFilesInTheWay(t *testing.T) {
+	t.Parallel()
+	f, _, bravo, _ := queueFixture(t)
+	ctx := context.Background()
+	res, err := f.m.TestBatch(ctx, BatchRequest{Key: "merge-5-1", Candidates: []BatchCandidate{{Agent: "bravo", Commit: bravo}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(f.root, "b.txt"), "the operator's untracked b.txt\n")
+	if _, err := f.m.Land(ctx, LandRequest{Key: "merge-5-1", Agent: "bravo", Prepared: res.Commit, Expected: res.Old}); err == nil || !strings.Contains(err.Error(), "b.txt") {
+		t.Fatalf("without LeaveDirty: %v, want a refusal naming b.txt", err)
+	}
+	l, err := f.m.Land(ctx, LandRequest{Key: "merge-5-1", Agent: "bravo", Prepared: res.Commit, Expected: res.Old, LeaveDirty: true})
+	if err != nil || !l.Behind || f.git(".", "rev-parse", "main") != res.Commit || f.git(".", "rev-parse", "HEAD") != res.Old ||
+		readFile(t, filepath.Join(f.root, "b.txt")) != "the operator's untracked b.txt\n" {
+		t.Fatalf("an untracked file in the way: %+v, %v", l, err)
+	}
+}
