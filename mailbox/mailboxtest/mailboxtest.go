@@ -118,6 +118,7 @@ func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
 		{"UsageSince", testUsageSince},
 		{"SessionCost", testSessionCost},
 		{"WorkItems", testWorkItems},
+		{"MergeQueue", testMergeQueue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
