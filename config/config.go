@@ -61,9 +61,11 @@ type Config struct {
 	Errors   Errors
 	Mailbox  Mailbox
 	Worktree Worktree
-	Env      Env
-	Sandbox  Sandbox
-	Notify   Notify
+	// Merge is [merge]: the merge queue (DESIGN §14).
+	Merge   Merge
+	Env     Env
+	Sandbox Sandbox
+	Notify  Notify
 	// Budget is [budget]: every agent's default budget and the swarm's
 	// cap. Each Agent carries its own, with its overrides applied.
 	Budget Budgets
@@ -203,6 +205,22 @@ type Worktree struct {
 	Push string
 }
 
+// Merge is [merge]: how the merge queue tests and lands (DESIGN §14).
+type Merge struct {
+	// CI is a shell command run (sh -c) on base + candidates in the
+	// queue's scratch worktree before they land; empty: none, a clean
+	// merge lands.
+	CI string
+	// CITimeout bounds one CI run (default 10m); past it the run is killed
+	// and the candidates fail with the reason.
+	CITimeout time.Duration
+	// Batch is how many queued candidates are tested together (default
+	// 1); a failing batch is bisected.
+	Batch int
+	// AfterQA queues a dev-qa item's dev branch when it reaches QA_PASSED.
+	AfterQA bool
+}
+
 // Sandbox is [sandbox]: how sessions are contained (DESIGN §13.3).
 type Sandbox struct {
 	// Mode is auto (the default: bubblewrap when installed and usable,
@@ -242,6 +260,7 @@ func defaults(root string) Config {
 		Errors:   Errors{MaxConsecutive: 5, MaxTotal: 20, BackoffMin: time.Second, BackoffMax: 5 * time.Minute},
 		Mailbox:  Mailbox{Retention: 720 * time.Hour},
 		Worktree: Worktree{Dir: filepath.Join(root, ".swarm", "worktrees")},
+		Merge:    Merge{CITimeout: 10 * time.Minute, Batch: 1},
 		Sandbox:  Sandbox{Mode: sandbox.Auto},
 		Notify:   defaultNotify,
 		Budget:   defaultBudget,

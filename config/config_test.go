@@ -66,6 +66,12 @@ nudge_after = "0s"
 
 [worktree]
 dir = "../wt"
+
+[merge]
+ci = "make test"
+ci_timeout = "90s"
+batch = 4
+after_qa = true
 `
 	cfg, err := Parse([]byte(src), "swarm.toml", root)
 	if err != nil {
@@ -85,6 +91,9 @@ dir = "../wt"
 	}
 	if cfg.Liveness.NudgeAfter != 0 || cfg.Liveness.NudgeEvery != 300*time.Second {
 		t.Errorf("liveness = %+v", cfg.Liveness)
+	}
+	if cfg.Merge != (Merge{CI: "make test", CITimeout: 90 * time.Second, Batch: 4, AfterQA: true}) {
+		t.Errorf("merge = %+v", cfg.Merge)
 	}
 	if want := filepath.Join(filepath.Dir(root), "wt"); cfg.Worktree.Dir != want {
 		t.Errorf("worktree dir = %q, want %q", cfg.Worktree.Dir, want)
@@ -178,6 +187,8 @@ func TestErrors(t *testing.T) {
 		{"unknown default engine", "[defaults]\nengine = \"gpt\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: unknown engine "gpt"`},
 		{"unknown mode", "[[agent]]\nname = \"a\"\nmode = \"boss\"\n", `swarm.toml:3: unknown mode "boss"`},
 		{"push is not a remote", "[worktree]\npush = \"--mirror\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: push = "--mirror" is not a git remote name`},
+		{"merge batch", "[merge]\nbatch = 0\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: [merge] batch = 0: test between 1 and 64`},
+		{"merge ci_timeout", "[merge]\nci_timeout = \"0s\"\n[[agent]]\nname = \"a\"\n", `swarm.toml:2: duration "0s" must be positive`},
 		{"no agents", "[defaults]\nengine = \"script\"\n", `swarm.toml: no agents`},
 		{"missing role file", "[[agent]]\nname = \"a\"\nrole = \"@prompts/none.md\"\n", `swarm.toml:3: role file prompts/none.md`},
 		{"wrong type", "[[agent]]\nname = \"a\"\nmax_turns = \"ten\"\n", `swarm.toml:3:`},
@@ -542,5 +553,14 @@ func TestSandboxMode(t *testing.T) {
 	_, err = Parse([]byte("[sandbox]\nmode = \"docker\"\n[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), `swarm.toml:2: [sandbox] mode = "docker" is not a mode: use "auto"`) {
 		t.Errorf("bad mode: %v", err)
+	}
+}
+
+// TestMergeDefaults: without [merge] there is no CI, one candidate at a
+// time, a 10 minute CI timeout, and QA_PASSED queues nothing.
+func TestMergeDefaults(t *testing.T) {
+	cfg, err := Parse([]byte("[[agent]]\nname = \"a\"\n"), "swarm.toml", t.TempDir())
+	if err != nil || cfg.Merge != (Merge{CITimeout: 10 * time.Minute, Batch: 1}) {
+		t.Fatalf("default [merge] = %+v, %v", cfg.Merge, err)
 	}
 }

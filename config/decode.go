@@ -28,6 +28,7 @@ type rawFile struct {
 	Errors   rawErrors            `toml:"errors"`
 	Mailbox  rawMailbox           `toml:"mailbox"`
 	Worktree rawWorktree          `toml:"worktree"`
+	Merge    rawMerge             `toml:"merge"`
 	Env      rawEnv               `toml:"env"`
 	Sandbox  rawSandbox           `toml:"sandbox"`
 	Notify   rawNotify            `toml:"notify"`
@@ -105,6 +106,13 @@ type rawMailbox struct {
 type rawWorktree struct {
 	Dir  *string `toml:"dir"`
 	Push *string `toml:"push"`
+}
+
+type rawMerge struct {
+	CI        *string `toml:"ci"`
+	CITimeout *string `toml:"ci_timeout"`
+	Batch     *int    `toml:"batch"`
+	AfterQA   *bool   `toml:"after_qa"`
 }
 
 type rawSandbox struct {
@@ -202,6 +210,7 @@ func (b *builder) build(raw *rawFile) {
 			b.cfg.Worktree.Push = r
 		}
 	}
+	b.merge(raw.Merge)
 	b.env(raw.Env)
 	if m := raw.Sandbox.Mode; m != nil {
 		if slices.Contains(sandbox.Modes, sandbox.Mode(*m)) {
@@ -671,6 +680,27 @@ func (b *builder) errorsSection(r rawErrors) {
 	}
 	if e.BackoffMax < e.BackoffMin {
 		b.errorf("errors.backoff_max", "backoff_max (%s) is below backoff_min (%s)", e.BackoffMax, e.BackoffMin)
+	}
+}
+
+// merge reads [merge].
+func (b *builder) merge(r rawMerge) {
+	m := &b.cfg.Merge
+	if r.CI != nil {
+		m.CI = strings.TrimSpace(*r.CI)
+	}
+	if r.CITimeout != nil {
+		m.CITimeout = b.duration("merge.ci_timeout", *r.CITimeout, false)
+	}
+	if r.Batch != nil {
+		if *r.Batch < 1 || *r.Batch > 64 {
+			b.errorf("merge.batch", "[merge] batch = %d: test between 1 and 64 candidates at once", *r.Batch)
+		} else {
+			m.Batch = *r.Batch
+		}
+	}
+	if r.AfterQA != nil {
+		m.AfterQA = *r.AfterQA
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package fsm is the one state-machine helper that swarm's lifecycles share:
-// the agent lifecycle, and the workflow items, escalations and team launch
-// of the coordination layer.
+// the agent lifecycle, and the workflow items, escalations, team launch
+// and merge queue candidates of the coordination layer.
 //
 // A machine is data: a Table of (from, event) → allowed targets. A
 // transition is checked against the table and then persisted by a Recorder
@@ -25,10 +25,11 @@ const (
 	SubjectItem       SubjectKind = "item"
 	SubjectEscalation SubjectKind = "escalation"
 	SubjectTeam       SubjectKind = "team"
+	SubjectMerge      SubjectKind = "merge" // a merge queue candidate (its id)
 )
 
 // SubjectKinds lists every kind.
-var SubjectKinds = []SubjectKind{SubjectAgent, SubjectItem, SubjectEscalation, SubjectTeam}
+var SubjectKinds = []SubjectKind{SubjectAgent, SubjectItem, SubjectEscalation, SubjectTeam, SubjectMerge}
 
 // Valid reports whether k is a known kind.
 func (k SubjectKind) Valid() bool { return slices.Contains(SubjectKinds, k) }

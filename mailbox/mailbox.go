@@ -25,6 +25,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/team"
@@ -69,6 +70,11 @@ var (
 	// ErrAgentExists means a spawn names an agent that is spawned and not
 	// retired.
 	ErrAgentExists = errors.New("agent already spawned")
+	// ErrNoSuchCandidate means no merge queue candidate has the id.
+	ErrNoSuchCandidate = errors.New("no such merge candidate")
+	// ErrCandidateQueued means the agent's commit is in the merge queue
+	// already (queued or testing); the error is a *QueuedError naming it.
+	ErrCandidateQueued = errors.New("already in the merge queue")
 	// ErrDatabaseGone means the database file this store opened was
 	// deleted or replaced by another file: what it writes now would be
 	// lost, and what others write goes elsewhere. The process must stop.
@@ -93,6 +99,27 @@ func (e *AnsweredError) Error() string {
 }
 
 func (e *AnsweredError) Unwrap() error { return ErrAlreadyAnswered }
+
+// QueuedError refuses a second live candidate for one agent's commit:
+// Candidate is the one in the queue. It unwraps to ErrCandidateQueued.
+type QueuedError struct {
+	Candidate merge.Candidate
+}
+
+func (e *QueuedError) Error() string {
+	return fmt.Sprintf("%s's commit %s is in the merge queue already as #%d (%s)", e.Candidate.Agent,
+		merge.Short(e.Candidate.Commit), e.Candidate.ID, e.Candidate.State)
+}
+
+func (e *QueuedError) Unwrap() error { return ErrCandidateQueued }
+
+// CandidateFilter selects merge queue candidates.
+type CandidateFilter struct {
+	Agent  string        // only this agent's
+	States []merge.State // only in these states; empty: all
+	// Newest keeps only the newest Newest rows (still oldest first); 0: all.
+	Newest int
+}
 
 // Store is an open swarm database. It is safe for concurrent use.
 type Store interface {
@@ -225,6 +252,12 @@ type Store interface {
 	// empty), first in, first out.
 	Items(ctx context.Context, workflow string) ([]workflow.Item, error)
 
+	// Candidate returns one merge queue candidate, or ErrNoSuchCandidate.
+	Candidate(ctx context.Context, id int64) (merge.Candidate, error)
+	// Candidates lists merge queue candidates as f selects them, first in,
+	// first out (by id).
+	Candidates(ctx context.Context, f CandidateFilter) ([]merge.Candidate, error)
+
 	// Meta reads a swarm-wide setting, such as the recorded base branch.
 	Meta(ctx context.Context, key string) (string, bool, error)
 	// SetMeta writes a swarm-wide setting.
@@ -315,7 +348,10 @@ type Tx interface {
 	// way, and their events carry c.By as their agent.
 	// Team subjects (the team's name) move the teams row; a team's first
 	// change (From "") creates it, and fails with ErrStateConflict when
-	// it exists.
+	// it exists. Merge subjects (the candidate's id in decimal) move the
+	// merge_candidates row like items (the first change finds the row
+	// EnqueueCandidate stored), and their events carry the candidate's
+	// agent; leaving testing clears the claim.
 	Transition(c fsm.Change) (fsm.Event, error)
 	// ResetErrors starts an agent's error counts over.
 	ResetErrors(agent string) error
@@ -382,6 +418,24 @@ type Tx interface {
 	// escalation (never its state: Transition moves that) and stamps
 	// updated_at; ErrNoSuchTeam when the row does not exist.
 	SaveTeam(l team.Launch) error
+	// EnqueueCandidate stores a new merge queue candidate in queued and
+	// returns it with its id and times. A live candidate (queued or
+	// testing) of the same agent and commit refuses it with a *QueuedError.
+	// Its first transition (from nothing, through Transition) is the
+	// caller's to record.
+	EnqueueCandidate(c merge.Candidate) (merge.Candidate, error)
+	// Candidate returns one candidate, or ErrNoSuchCandidate.
+	Candidate(id int64) (merge.Candidate, error)
+	// QueuedCandidates returns up to limit queued candidates, first in,
+	// first out: the next batch to claim (each through Transition, whose
+	// compare-and-set makes a claim another host made first fail with
+	// ErrStateConflict).
+	QueuedCandidates(limit int) ([]merge.Candidate, error)
+	// SaveCandidate writes a candidate's bookkeeping (everything but its
+	// state, which only Transition moves, and its identity) and stamps
+	// updated_at; ErrNoSuchCandidate when there is no row.
+	SaveCandidate(c merge.Candidate) error
+
 	// SpawnedAgents is Store.SpawnedAgents inside the transaction.
 	SpawnedAgents() ([]Spawned, error)
 	// AddSpawned stores a spawned agent, replacing a retired row of the

@@ -73,12 +73,15 @@ const (
 	CanReportTaskLevel    Capability = "can_report_task_level"
 	CanReportSessionLevel Capability = "can_report_session_level"
 	CanEscalate           Capability = "can_escalate"
+	// CanLand queues the agent's own branch in the merge queue (swarm
+	// land, DESIGN §14).
+	CanLand Capability = "can_land"
 )
 
 // Capabilities lists every capability in display order.
 var Capabilities = []Capability{
 	CanEditFiles, CanRunCommands, CanMessage, CanDispatch, CanClaimTasks, CanEditTasks,
-	CanUseQueue, CanSpawnSessions, CanReportTaskLevel, CanReportSessionLevel, CanEscalate,
+	CanUseQueue, CanSpawnSessions, CanReportTaskLevel, CanReportSessionLevel, CanEscalate, CanLand,
 }
 
 // CapabilityNames lists every capability's name in display order.
@@ -182,11 +185,11 @@ func (s Spec) Vector() Vector {
 	if s.Kind() == Coordinate {
 		v[CanDispatch], v[CanEditTasks], v[CanSpawnSessions] = true, true, true
 	} else {
-		v[CanEditFiles], v[CanRunCommands] = true, true
+		v[CanEditFiles], v[CanRunCommands], v[CanLand] = true, true, true
 		v[CanUseQueue] = s.EffectiveStrategy() == Queue
 	}
 	if specs[s.Mode].review {
-		v[CanEditFiles], v[CanRunCommands], v[CanClaimTasks], v[CanUseQueue] = false, false, false, false
+		v[CanEditFiles], v[CanRunCommands], v[CanClaimTasks], v[CanUseQueue], v[CanLand] = false, false, false, false, false
 	}
 	for c, on := range s.Overrides {
 		if c.Valid() {

@@ -83,6 +83,8 @@ var Commands = []Command{
 	// request and section 4 give the exact line.
 	{ID: "review:diff", Program: "swarm", Args: []string{"diff"}, Flag: "--commit", Syntax: "swarm diff <agent> --commit <hash> [-- <path>...]", Does: "read a reviewed commit", Hidden: true},
 
+	{ID: "merge:land", Capability: CanLand, Program: "swarm", Args: []string{"land"}, Syntax: "swarm land", Does: "queue your committed branch to land on the base branch"},
+
 	{ID: "operator:escalate", Capability: CanEscalate, Program: "swarm", Args: []string{"escalate"}, Syntax: `swarm escalate "<summary>" [--hold] [--approval]`, Does: "ask operator for a decision now"},
 }
 

@@ -63,7 +63,7 @@ func TestVectorDefaults(t *testing.T) {
 		return v
 	}
 	common := []Capability{CanMessage, CanReportTaskLevel, CanReportSessionLevel, CanEscalate}
-	executor := append([]Capability{CanEditFiles, CanRunCommands, CanClaimTasks}, common...)
+	executor := append([]Capability{CanEditFiles, CanRunCommands, CanClaimTasks, CanLand}, common...)
 	coordinator := append([]Capability{CanClaimTasks, CanDispatch, CanEditTasks, CanSpawnSessions}, common...)
 	tests := []struct {
 		spec Spec
@@ -81,7 +81,7 @@ func TestVectorDefaults(t *testing.T) {
 		{Spec{Mode: Review}, on(common...)},
 		{Spec{Mode: Review, Strategy: Queue}, on(common...)},
 		{Spec{Mode: ExecuteMode, Overrides: map[Capability]bool{CanRunCommands: false, CanSpawnSessions: true}},
-			on(CanEditFiles, CanClaimTasks, CanSpawnSessions, CanMessage, CanReportTaskLevel, CanReportSessionLevel, CanEscalate)},
+			on(CanEditFiles, CanClaimTasks, CanLand, CanSpawnSessions, CanMessage, CanReportTaskLevel, CanReportSessionLevel, CanEscalate)},
 	}
 	for _, tt := range tests {
 		got := tt.spec.Vector()

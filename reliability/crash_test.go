@@ -23,9 +23,9 @@ import (
 // The scripted agents of R1 form a ring. Every session each agent
 //   - sends its ring neighbour a message from bash with `swarm send` (a
 //     separate process) and, once that succeeded, appends the body to the
-//     ledger;
+//     ledger (a note in its worktree: see notesDir);
 //   - commits a line to a file in its worktree and appends the commit to the
-//     commits ledger;
+//     commits note;
 //   - sends operator and its other neighbour a message with the
 //     send_message tool (in-process; the session log records the id);
 //   - sleeps a little, and ends.
@@ -37,12 +37,12 @@ const r1Script = `after = "repeat"
 [[session.turn]]
 tool = "bash"
 [session.turn.args]
-command = '''b="<<{A} bash-to {P} s$SWARM_SESSION_SEQ $(date +%s%N)>>"; swarm send {P} "$b" >/dev/null && printf '%s\n' "$b" >> "$R1_LEDGER"'''
+command = '''b="<<{A} bash-to {P} s$SWARM_SESSION_SEQ $(date +%s%N)>>"; swarm send {P} "$b" >/dev/null && mkdir -p .r1 && printf '%s\n' "$b" >> .r1/ledger'''
 
 [[session.turn]]
 tool = "bash"
 [session.turn.args]
-command = '''echo "$SWARM_SESSION_SEQ $(date +%s%N)" >> work-{A}.txt && git add work-{A}.txt && git commit -q -m "work {A} s$SWARM_SESSION_SEQ" && echo "{A} $(git rev-parse HEAD)" >> "$R1_COMMITS"'''
+command = '''echo "$SWARM_SESSION_SEQ $(date +%s%N)" >> work-{A}.txt && git add work-{A}.txt && git commit -q -m "work {A} s$SWARM_SESSION_SEQ" && mkdir -p .r1 && echo "{A} $(git rev-parse HEAD)" >> .r1/commits'''
 
 [[session.turn]]
 tool = "send_message"
@@ -68,10 +68,11 @@ var (
 // crashWorld is what R1 knows was sent and committed, and what the last
 // check saw.
 type crashWorld struct {
-	h       *harness
-	agents  []string
-	ledger  string // bodies `swarm send` stored from inside sessions
-	commits string // "<agent> <hash>" of commits made in sessions
+	h      *harness
+	agents []string
+	// The sessions' notes (harness.noteLines): "ledger" holds the bodies
+	// `swarm send` stored from inside sessions, "commits" the
+	// "<agent> <hash>" of commits made in sessions.
 
 	mu       sync.Mutex
 	external []string // bodies the operator-side sender stored
@@ -120,9 +121,7 @@ func TestR1CrashRecovery(t *testing.T) {
 	}
 	h := newHarness(t, swarmConfig{agents: agents, scripts: scripts,
 		toml: "[liveness]\nnudge_after = \"0s\"\nheartbeat = \"1s\"\n\n[errors]\nbackoff_min = \"50ms\"\nbackoff_max = \"500ms\"\n"})
-	w := &crashWorld{h: h, agents: agents, ledger: filepath.Join(h.dir, "ledger"), commits: filepath.Join(h.dir, "commits"),
-		maxSeq: map[string]int64{}, history: map[string]map[int64]string{}}
-	h.extra = []string{"R1_LEDGER=" + w.ledger, "R1_COMMITS=" + w.commits}
+	w := &crashWorld{h: h, agents: agents, maxSeq: map[string]int64{}, history: map[string]map[int64]string{}}
 
 	// The operator keeps sending from outside, up or down.
 	stop := make(chan struct{})
@@ -186,7 +185,7 @@ func TestR1CrashRecovery(t *testing.T) {
 	st := h.store(agents)
 	defer func() {
 		if t.Failed() {
-			t.Logf("at the failure:\n%s", w.diagnose(st))
+			t.Logf("at the failure:\n%s\nthe final supervisor's log on leases, stops and errors:\n%s", w.diagnose(st), grepLines(up.output(), "lease", "stop", "level=ERROR", "level=WARN"))
 		}
 	}()
 	h.waitFor(60*time.Second, "every agent to complete a session after the last restart", func() (bool, error) {
@@ -215,7 +214,7 @@ func TestR1CrashRecovery(t *testing.T) {
 	}
 	s := w.stats
 	t.Logf("%d kill -9 rounds: %d sessions (%d completed, %d crashed), %d messages (%d sent from outside, %d from sessions' bash), %d commits; invariants held after every kill and every recovery",
-		rounds, s.sessions, s.completed, s.crashed, s.messages, len(w.external), len(readLines(w.ledger)), s.commits)
+		rounds, s.sessions, s.completed, s.crashed, s.messages, len(w.external), len(h.noteLines(agents, "ledger")), s.commits)
 	t.Logf("summed over the checks: %d tool sends matched to their rows, %d done messages found in their completed session's prompt, %d messages left delivered by a crash found queued again, %d process groups of crashed sessions found gone",
 		s.toolSends, s.doneChecked, s.requeued, s.groupsGone)
 }
@@ -290,6 +289,21 @@ func (w *crashWorld) diagnose(st *testStore) string {
 		rows.Close()
 	}
 	return b.String()
+}
+
+// grepLines keeps the lines of text that contain any of words (the last
+// 80 of them): what a failure's diagnosis needs of a long log.
+func grepLines(text string, words ...string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		for _, w := range words {
+			if strings.Contains(l, w) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out[max(0, len(out)-80):], "\n")
 }
 
 func readLines(path string) []string {
@@ -398,7 +412,7 @@ func (w *crashWorld) check(t *testing.T, stage string) {
 	w.mu.Lock()
 	external := slices.Clone(w.external)
 	w.mu.Unlock()
-	ledger := readLines(w.ledger)
+	ledger := w.h.noteLines(w.agents, "ledger")
 	ms, ss, agentSeq := w.load(t, db)
 
 	// Every message ever sent exists: from outside, from sessions' bash,
@@ -537,14 +551,15 @@ func (w *crashWorld) check(t *testing.T, stage string) {
 			onBranch[a][hsh] = true
 		}
 	}
-	commits := readLines(w.commits)
+	commits := w.h.noteLines(w.agents, "commits")
 	for _, l := range commits {
 		a, hsh, _ := strings.Cut(l, " ")
 		if !onBranch[a][hsh] {
 			fail("%s's commit %s is not on swarm/%s", a, hsh, a)
 		}
 	}
-	if _, err := w.h.gitErr(w.h.root, "fsck", "--no-progress", "--no-dangling"); err != nil {
+	// --name-objects says where a missing object is referenced from.
+	if _, err := w.h.gitErr(w.h.root, "fsck", "--no-progress", "--no-dangling", "--name-objects"); err != nil {
 		fail("git fsck: %v", err)
 	}
 

@@ -143,6 +143,22 @@ func newHarnessIn(t *testing.T, dir string, c swarmConfig) *harness {
 		h.git(h.root, "add", "-A")
 		h.git(h.root, "commit", "-q", "-m", "first commit")
 	}
+	// Sessions note what they did in their worktree's notesDir, which git
+	// ignores (see noteLines).
+	exclude := filepath.Join(h.root, ".git", "info", "exclude")
+	if err := os.MkdirAll(filepath.Dir(exclude), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(exclude, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(f, "/%s/\n", notesDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if r := h.swarm("init"); r.code != 0 {
 		t.Fatalf("swarm init: %s", r)
 	}
@@ -303,6 +319,21 @@ func (h *harness) startUp(env []string, args ...string) (*upProc, error) {
 	h.procs = append(h.procs, p)
 	h.mu.Unlock()
 	return p, nil
+}
+
+// notesDir is where a session's script notes what it did (a message it
+// sent, a commit it made): in its own worktree, since a sandboxed session
+// can write nowhere else (DESIGN §13.3). git ignores it.
+const notesDir = ".r1"
+
+// noteLines reads the note file name of every agent's worktree, in agent
+// order.
+func (h *harness) noteLines(agents []string, name string) []string {
+	var out []string
+	for _, a := range agents {
+		out = append(out, readLines(filepath.Join(h.root, ".swarm", "worktrees", a, notesDir, name))...)
+	}
+	return out
 }
 
 func (p *upProc) pid() int { return p.cmd.Process.Pid }

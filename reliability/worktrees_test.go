@@ -82,7 +82,7 @@ const r1WorktreeScript = `[[session]]
 [[session.turn]]
 tool = "bash"
 [session.turn.args]
-command = '''printf 'changed by {A}\n' >> {M} && git rm -q {D} && printf 'new file of {A}\n' > new-{A}.txt && git add -A && git commit -q -m "work of {A}" && echo "{A} $(git rev-parse HEAD)" >> "$R1_COMMITS"'''
+command = '''printf 'changed by {A}\n' >> {M} && git rm -q {D} && printf 'new file of {A}\n' > new-{A}.txt && git add -A && git commit -q -m "work of {A}" && mkdir -p .r1 && echo "{A} $(git rev-parse HEAD)" >> .r1/commits'''
 
 [[session.turn]]
 text = "done"
@@ -155,7 +155,6 @@ func newWorktreeWorld(t *testing.T, dir string) *worktreeWorld {
 	h := newHarnessIn(t, dir, swarmConfig{agents: agents, scripts: scripts, big: true,
 		toml: "[liveness]\nnudge_after = \"0s\"\n\n[errors]\nbackoff_min = \"50ms\"\nbackoff_max = \"200ms\"\n"})
 	w := &worktreeWorld{h: h, agents: agents, changes: map[string]map[string]string{}}
-	h.extra = []string{"R1_COMMITS=" + filepath.Join(h.dir, "commits")}
 	var err error
 	if w.realGit, err = exec.LookPath("git"); err != nil {
 		t.Fatal(err)
@@ -234,14 +233,15 @@ func (w *worktreeWorld) killEnv(sub, sig string, nth int, delay time.Duration, r
 	}, done
 }
 
-// downUntilDone runs `swarm down --<mode>` until it exits 0, at most three
+// downUntilDone runs `swarm down --<mode> --delete-ignored` (the sessions'
+// notes are ignored files: notesDir) until it exits 0, at most three
 // times, and returns how many runs it took and the lines saying what was
 // recovered.
 func (w *worktreeWorld) downUntilDone(t *testing.T, stage, mode string) (int, []string) {
 	t.Helper()
 	var recovered []string
 	for attempt := 1; attempt <= 3; attempt++ {
-		r := w.h.swarm("down", "--"+mode)
+		r := w.h.swarm("down", "--"+mode, "--delete-ignored")
 		for _, l := range strings.Split(r.stdout, "\n") {
 			if strings.HasPrefix(l, "recovered: ") || strings.HasPrefix(l, "Killed ") {
 				recovered = append(recovered, l)
@@ -380,7 +380,7 @@ func TestR1WorktreeKills(t *testing.T) {
 			h.restore(w.worked)
 			tRestore := time.Since(t0)
 			env, done := w.killEnv(p.sub, sig, nth, delay, fmt.Sprint(i))
-			r := h.swarmEnv(env, "down", "--"+p.mode)
+			r := h.swarmEnv(env, "down", "--"+p.mode, "--delete-ignored")
 			if _, err := os.Stat(done); err == nil {
 				fired++
 			} else {
@@ -403,7 +403,7 @@ func TestR1WorktreeKills(t *testing.T) {
 		h.restore(w.worked)
 		stage := "MERGE_HEAD window: SIGKILL after the 2. 'git merge --no-ff' committed"
 		env, done := w.killEnv("merge --no-ff", "KILL", 2, 0, "mergehead")
-		r := h.swarmEnv(append(env, "R1_KILL_MERGEHEAD=1"), "down", "--merge")
+		r := h.swarmEnv(append(env, "R1_KILL_MERGEHEAD=1"), "down", "--merge", "--delete-ignored")
 		if _, err := os.Stat(done); err != nil {
 			t.Fatalf("%s: the wrapper did not fire: %s", stage, r)
 		}
@@ -431,8 +431,6 @@ func TestR1WorktreeKills(t *testing.T) {
 			delay := time.Duration(rng.Int64N(int64(200 * time.Millisecond)))
 			stage := fmt.Sprintf("first up %d: SIG%s after %s in the %d. 'git %s'", i+1, sig, delay.Round(time.Millisecond), nth, sub)
 			h.restore(w.fresh)
-			ledger := filepath.Join(h.dir, "commits")
-			_ = os.Remove(ledger)
 			env, done := w.killEnv(sub, sig, nth, delay, fmt.Sprint("up", i))
 			up, err := h.startUp(env, "--engine", "script")
 			if err != nil {
@@ -445,7 +443,7 @@ func TestR1WorktreeKills(t *testing.T) {
 				t.Fatalf("%s: the wrapper did not fire:\n%s", stage, tail(up.output(), 3000))
 			}
 			var committed []string
-			for _, l := range readLines(ledger) {
+			for _, l := range h.noteLines(w.agents, "commits") {
 				a, _, _ := strings.Cut(l, " ")
 				committed = append(committed, a)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/protocol"
@@ -606,6 +607,15 @@ func (f *flow) raiseCI(ctx context.Context, w config.Workflow, it workflow.Item,
 // begins when none is active, and the active item's stage agent is told
 // when its turn comes.
 func (f *flow) qa(ctx context.Context, w config.Workflow, items []workflow.Item) error {
+	if f.s.cfg.Merge.AfterQA {
+		for _, it := range items {
+			if it.State == workflow.QAPassed {
+				if err := f.queueQA(ctx, w, it); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	active, ok := activeQA(items)
 	if !ok {
 		begun := false
@@ -839,4 +849,35 @@ func (e *StageTimeoutError) Error() string {
 func itemNotice(at time.Time, it workflow.Item, from workflow.State, cause string) lifecycle.Notice {
 	return lifecycle.Notice{At: at, Kind: lifecycle.NoticeInfo,
 		Text: fmt.Sprintf("workflow %s: item %s %s → %s (%s)", it.Workflow, it.ID, from, it.State, truncate(cause, 120))}
+}
+
+// queueQA queues a dev-qa item's dev branch in the merge queue once it
+// passed QA ([merge] after_qa), once per item: a candidate of the item
+// already stored (queued, landed, sent back) is not queued again; the dev
+// re-queues with swarm land after a conflict.
+func (f *flow) queueQA(ctx context.Context, w config.Workflow, it workflow.Item) error {
+	git, ok := f.s.opts.Worktrees.(QueueGit)
+	if !ok {
+		return nil
+	}
+	cs, err := f.s.store.Candidates(ctx, mailbox.CandidateFilter{Agent: w.Dev})
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.Source == merge.FromQA && c.Item == it.ID {
+			return nil
+		}
+	}
+	tip, err := git.Tip(ctx, w.Dev)
+	if err != nil {
+		return err
+	}
+	c, _, err := Enqueue(ctx, f.s.store, merge.Candidate{Agent: w.Dev, Commit: tip, Source: merge.FromQA, Item: it.ID, By: message.Swarm})
+	if err != nil {
+		return err
+	}
+	f.s.log.Info("merge queue: queued a dev-qa item that passed QA", "item", it.ID, "candidate", c.ID, "commit", merge.Short(tip))
+	f.s.merges.poke()
+	return nil
 }

@@ -277,3 +277,27 @@ func TestSessionBookOverlap(t *testing.T) {
 	}
 	_ = b1
 }
+
+// TestSessionEndRemovesAStaleLock: a session's end removes the index.lock
+// a git killed with SIGKILL left in the worktree (what a sandbox's end
+// does to a commit half way), however the session ended: it completed
+// here, and nothing was killed by the runner.
+func TestSessionEndRemovesAStaleLock(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
+	h.start()
+	r := h.nextRun()
+	wt := h.sup.opts.Worktrees.(*fakeWorktrees)
+	calls := func() int {
+		wt.mu.Lock()
+		defer wt.mu.Unlock()
+		return wt.unlocked["alpha"]
+	}
+	if n := calls(); n != 0 {
+		t.Fatalf("RemoveStaleLock called %d times before the session ended", n)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+	h.waitForSeq("alpha", lifecycle.SessionComplete, 1)
+	if n := calls(); n != 1 {
+		t.Fatalf("RemoveStaleLock calls after the session = %d, want 1", n)
+	}
+}

@@ -30,6 +30,7 @@ func (s *Supervisor) services() []Service {
 		{Name: "stalled", Run: s.watchStalls},
 		{Name: "ack-deadlines", Run: s.acks.run},
 		{Name: "workflows", Run: s.flow.run},
+		{Name: "merge-queue", Run: s.merges.run},
 		{Name: "team-launch", Run: s.runLaunch},
 		{Name: "reservations", Run: s.expireReservations},
 	}, s.opts.Services...)

@@ -363,13 +363,24 @@ const endProcessesWait = 2 * time.Second
 // carrying its marker, wherever they went (setsid, a double fork), and
 // reaps the orphans among them. In a sandbox the PID namespace already
 // ended them; this is the net without one.
+//
+// Once none is left, the index.lock a git killed half way left in the
+// agent's worktree is removed: a sandbox ends its processes with SIGKILL
+// (git removes its lock on SIGTERM or SIGINT, never on SIGKILL), and with
+// the lock there every later commit of the agent fails.
 func (s *Supervisor) endProcesses(agent string, seq int64) {
 	killed, gone := proc.EndMarked(endProcessesWait, sessionMarker(agent, seq), rootMarker(s.opts.Layout.Root))
 	if len(killed) > 0 {
 		s.log.Info("killed processes the session left behind", "agent", agent, "session_seq", seq, "pids", killed)
 	}
 	if !gone {
-		s.log.Warn("processes the session left behind still exist after the kill", "agent", agent, "session_seq", seq, "pids", killed)
+		s.log.Warn("processes the session left behind still exist after the kill; leaving the worktree's git lock alone", "agent", agent, "session_seq", seq, "pids", killed)
+		return
+	}
+	if removed, err := s.opts.Worktrees.RemoveStaleLock(agent); err != nil {
+		s.log.Warn("remove stale git lock", "agent", agent, "session_seq", seq, "err", err)
+	} else if removed {
+		s.log.Info("removed the index.lock a killed git of the session left", "agent", agent, "session_seq", seq)
 	}
 }
 

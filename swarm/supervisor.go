@@ -135,6 +135,7 @@ type Supervisor struct {
 	protocol *Protocol      // protocol messages and ACKs, for the engines' tools
 	acks     *ackDeadlines  // the ack-deadlines service
 	flow     *flow          // the workflows service and dev-qa's session gate
+	merges   *mergeQueue    // the merge queue's service
 	book     sessionBook    // when sessions ran, and their process groups
 	leases   mailbox.Leases // this supervisor's agents, while Run holds them
 	leaseMu  sync.Mutex
@@ -198,6 +199,7 @@ func New(opts Options) (*Supervisor, error) {
 	s.desk = newDesk(s)
 	s.acks = newAckDeadlines(s)
 	s.flow = newFlow(s)
+	s.merges = newMergeQueue(s)
 	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	if opts.Config.Team != nil {
 		s.team = newLaunch(s, opts.Config.Team)

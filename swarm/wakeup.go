@@ -69,6 +69,7 @@ func (s *Supervisor) wakeAll() {
 		r.poke(true)
 	}
 	s.flow.poke()
+	s.merges.poke() // swarm land queued a candidate
 }
 
 // announce emits one notice per message not announced before.
@@ -101,6 +102,7 @@ func (s *Supervisor) followFeed(ctx context.Context) error {
 		// was missed, or a workflow item another process moved.
 		s.EscalationChanged()
 		s.flow.poke()
+		s.merges.poke() // a candidate queued by a command or another host
 	}
 }
 

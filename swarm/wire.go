@@ -266,4 +266,24 @@ func (w GitWorktrees) ForgetLanding(key string) error { return w.M.ForgetLanding
 // Path is the agent's worktree.
 func (w GitWorktrees) Path(agent string) string { return w.M.Path(agent) }
 
-var _ WorkflowGit = GitWorktrees{}
+// TestBatch, CleanScratch and BaseBranch serve the merge queue (QueueGit).
+func (w GitWorktrees) TestBatch(ctx context.Context, req worktree.BatchRequest) (worktree.BatchResult, error) {
+	return w.M.TestBatch(ctx, req)
+}
+
+// CleanScratch removes the merge queue's scratch worktrees a crash left.
+func (w GitWorktrees) CleanScratch(ctx context.Context) error { return w.M.CleanScratch(ctx) }
+
+// UnmergedCommits lists swarm/<agent>'s commits the base lacks (LandGit).
+func (w GitWorktrees) UnmergedCommits(ctx context.Context, agent string) ([]string, error) {
+	return w.M.UnmergedCommits(ctx, agent)
+}
+
+// BaseBranch is the branch work lands on.
+func (w GitWorktrees) BaseBranch(ctx context.Context) (string, error) { return w.M.BaseBranch(ctx) }
+
+var (
+	_ WorkflowGit = GitWorktrees{}
+	_ QueueGit    = GitWorktrees{}
+	_ LandGit     = GitWorktrees{}
+)

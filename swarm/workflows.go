@@ -15,6 +15,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
 	"github.com/swarmhq/swarm/workflow"
@@ -355,21 +356,28 @@ func itemLanding(id string) string { return "item-" + id }
 // An item that needs approval merges only once its approval escalation
 // was approved. It returns the merge commit ("" when the reviewed commit
 // was on the base branch already).
-func MergeItem(ctx context.Context, st mailbox.Store, cfg *config.Config, git WorkflowGit, id string) (workflow.Item, string, error) {
-	it, l, err := MergeItemLanding(ctx, st, cfg, git, id)
+func MergeItem(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, id string) (workflow.Item, string, error) {
+	it, l, err := MergeItemLanding(ctx, st, cfg, q, id)
 	return it, l.Commit, err
 }
 
 // MergeItemLanding is MergeItem returning the whole landing: what was
 // recovered first and what became of the operator's checkout.
 //
-// The merge is a journaled landing (worktree.Land): built aside, the base
-// branch moved by compare-and-set, the operator's clean checkout brought
-// forward, and the item recorded merged before the journal entry goes. So
-// an interrupted merge (kill -9, Ctrl-C) never leaves a half-merge in the
-// checkout, and running the command again finishes it (the base holds the
-// commit: the item is recorded) or starts afresh (it does not): never twice.
-func MergeItemLanding(ctx context.Context, st mailbox.Store, cfg *config.Config, git WorkflowGit, id string) (workflow.Item, worktree.Landing, error) {
+// The merge goes through the merge queue (DESIGN §14): the reviewed
+// commit becomes a candidate that this process claims, tests ([merge]
+// ci) and lands at once (MergeQueue.LandNow), whether or not a supervisor
+// runs; the candidate is claimed as it is queued, so the supervisor's
+// queue never lands it too. The landing is journaled (worktree.Land):
+// built aside, the base branch moved by compare-and-set, the operator's
+// clean checkout brought forward (a dirty one refuses: the operator is
+// here to commit or stash), and the item recorded merged before the
+// journal entry goes. So an interrupted merge (kill -9, Ctrl-C) never
+// leaves a half-merge in the checkout, and running the command again
+// finishes it (the base holds the commit: the item is recorded) or starts
+// afresh (it does not): never twice. A conflict or a failing CI sends the
+// candidate back to the dev (mail from swarm) and is the error.
+func MergeItemLanding(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, id string) (workflow.Item, worktree.Landing, error) {
 	var l worktree.Landing
 	it, err := st.Item(ctx, id)
 	if errors.Is(err, mailbox.ErrNoSuchItem) {
@@ -383,10 +391,10 @@ func MergeItemLanding(ctx context.Context, st mailbox.Store, cfg *config.Config,
 	case !ok:
 		return it, l, fmt.Errorf("item %s belongs to workflow %s, which swarm.toml no longer has", id, it.Workflow)
 	case it.Kind != workflow.DevReview:
-		return it, l, fmt.Errorf("item %s is a %s item: only dev-review items are merged by the workflow; merge the agents' branches with 'swarm down --merge'", id, it.Kind)
+		return it, l, fmt.Errorf("item %s is a %s item: only dev-review items are merged by the workflow; 'swarm land --item %s' queues a dev-qa item that passed QA, or merge the agents' branches with 'swarm down --merge'", id, it.Kind, id)
 	case it.State == workflow.Merged:
 		// A run killed after recording it may have left its journal entry.
-		if err := git.ForgetLanding(itemLanding(id)); err != nil {
+		if err := q.Git.ForgetLanding(itemLanding(id)); err != nil {
 			return it, l, err
 		}
 		return it, l, fmt.Errorf("item %s is merged already", id)
@@ -409,13 +417,25 @@ func MergeItemLanding(ctx context.Context, st mailbox.Store, cfg *config.Config,
 			return it, l, fmt.Errorf("item %s: the operator decided %s on its approval (escalation %d); it is not merged", id, decisionText(e), e.ID)
 		}
 	}
-	subject := fmt.Sprintf("swarm: merge %s (%s, reviewed at %s)", it.ID, truncate(it.Title, 80), short(it.ReviewCommit))
-	l, err = git.Land(ctx, worktree.LandRequest{Key: itemLanding(id), Agent: w.Dev, Commit: it.ReviewCommit, Subject: subject,
-		Record: func(ctx context.Context, l worktree.Landing) error {
-			return recordMerged(ctx, st, id, it.ReviewCommit, l.Commit)
-		}})
+	c, landing, err := q.LandNow(ctx, merge.Candidate{Agent: w.Dev, Commit: it.ReviewCommit, Source: merge.FromItem, Item: id, By: message.Operator})
+	if landing != nil {
+		l = *landing
+	}
 	if err != nil {
 		return it, l, fmt.Errorf("merge item %s: %w", id, err)
+	}
+	switch c.State {
+	case merge.Landed:
+		if l.Commit == "" {
+			l.Commit = c.LandedAs // an interrupted run had moved the base, or the supervisor landed it
+		}
+	case merge.Conflict:
+		return it, l, fmt.Errorf("merge item %s: merging %s into the base branch conflicts in %s; nothing landed, and %s was sent the files and how to resolve them (merge queue #%d)",
+			id, worktree.Branch(w.Dev), strings.Join(c.Files, ", "), w.Dev, c.ID)
+	case merge.Failed:
+		return it, l, fmt.Errorf("merge item %s: %s; nothing landed, and %s was sent the output (merge queue #%d)", id, c.Reason, w.Dev, c.ID)
+	default:
+		return it, l, fmt.Errorf("merge item %s: merge queue #%d is %s: %s", id, c.ID, c.State, orNone(c.Reason))
 	}
 	// Landed and recorded: a Ctrl-C meanwhile does not make it a failure.
 	it, err = st.Item(context.WithoutCancel(ctx), id)
@@ -719,10 +739,10 @@ func contextOf(w config.Workflow, it workflow.Item, role, agent string) *promptp
 //
 // MergeApproved merges the item an approved approval escalation is about,
 // if it is one; it reports whether it was.
-func MergeApproved(ctx context.Context, st mailbox.Store, cfg *config.Config, git WorkflowGit, e escalation.Escalation) (workflow.Item, string, bool, error) {
+func MergeApproved(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, e escalation.Escalation) (workflow.Item, string, bool, error) {
 	if e.Kind != escalation.KindApproval || e.Ref == nil || !strings.HasPrefix(*e.Ref, "item:") || e.Decision == nil || *e.Decision != escalation.Approve {
 		return workflow.Item{}, "", false, nil
 	}
-	it, commit, err := MergeItem(ctx, st, cfg, git, strings.TrimPrefix(*e.Ref, "item:"))
+	it, commit, err := MergeItem(ctx, st, cfg, q, strings.TrimPrefix(*e.Ref, "item:"))
 	return it, commit, true, err
 }

@@ -55,11 +55,17 @@ type landJournal struct {
 	// Checkout is set when the operator's checkout had the base branch
 	// checked out, clean, when the landing started: it is brought forward
 	// from Old to New after the move, and Forwarded says that is done.
-	Checkout  bool      `json:"checkout,omitempty"`
-	Forwarded bool      `json:"forwarded,omitempty"`
-	PID       int       `json:"pid"`
-	PIDStart  uint64    `json:"pid_start,omitempty"`
-	Time      time.Time `json:"time"`
+	Checkout  bool `json:"checkout,omitempty"`
+	Forwarded bool `json:"forwarded,omitempty"`
+	// Detached is set when the operator's checkout had the base branch
+	// checked out with uncommitted changes (LandRequest.LeaveDirty): its
+	// HEAD is detached at Old just before the base moves, so its index and
+	// files stay consistent with its HEAD; a landing that does not happen
+	// puts HEAD back on the base branch.
+	Detached bool      `json:"detached,omitempty"`
+	PID      int       `json:"pid"`
+	PIDStart uint64    `json:"pid_start,omitempty"`
+	Time     time.Time `json:"time"`
 }
 
 // landStep, when set (by tests), is called after each journaled step of a
@@ -83,6 +89,19 @@ type LandRequest struct {
 	Commit string
 	// Subject is the merge commit's message.
 	Subject string
+	// Prepared, when set, is a commit already built on top of Expected
+	// (the merge queue's tested batch, TestBatch): it lands as it is,
+	// nothing is merged, and only while the base branch is still at
+	// Expected (ErrBaseMoved otherwise, nothing moved). Commit is then
+	// not checked against the agent's branch.
+	Prepared, Expected string
+	// LeaveDirty lands even when the operator's checkout has the base
+	// branch checked out with uncommitted changes: the ref moves, the
+	// checkout's files and index are left alone (its HEAD detached at the
+	// old tip, see landJournal.Detached), and Landing.Checkout says how to
+	// catch up. Without it such a checkout refuses the landing
+	// (ErrBaseDirty).
+	LeaveDirty bool
 	// Record, when set, records the outcome once the base branch holds
 	// Commit (Landing.Commit is "" when it already did). It runs before the
 	// journal entry is cleared, so after an interruption it runs again: it
@@ -100,6 +119,9 @@ type Landing struct {
 	// Checkout says, in a sentence, what became of the operator's
 	// checkout: brought forward, or left alone and how to update it.
 	Checkout string
+	// Behind is set when the operator's checkout was left behind the new
+	// base (LeaveDirty): detached at Old with its changes.
+	Behind bool
 	// Recovered is what was finished or dropped of interrupted landings
 	// (and merges) first; print it.
 	Recovered []Recovery
@@ -257,6 +279,9 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 		res.Checkout = m.checkoutNote(ctx, base, *mine)
 		return res, m.recordLanding(context.WithoutCancel(ctx), *mine, res, req.Record)
 	}
+	if req.Prepared != "" {
+		return m.landPrepared(ctx, req, res)
+	}
 	if on, err := m.ok(ctx, m.root, "merge-base", "--is-ancestor", req.Commit, branchRef(req.Agent)); err != nil || !on {
 		if err == nil {
 			err = fmt.Errorf("commit %s is not on %s (was the branch reset?); merge it by hand or start the item again", shortHash(req.Commit), Branch(req.Agent))
@@ -276,15 +301,8 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 		res.Checkout = m.checkoutNote(ctx, base, j)
 		return res, m.recordLanding(ctx, j, res, req.Record)
 	}
-	h, err := readHead(m.root)
-	if err != nil {
+	if err := m.checkoutMode(ctx, req, &j); err != nil {
 		return res, err
-	}
-	if h.Ref == "refs/heads/"+base {
-		if err := m.checkBase(ctx, base); err != nil {
-			return res, err
-		}
-		j.Checkout = true
 	}
 	if err := m.mergeTreeSupported(ctx); err != nil {
 		return res, err
@@ -312,11 +330,33 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	if err != nil {
 		return res, drop(fmt.Errorf("make the merge commit of %s: %w", shortHash(req.Commit), err))
 	}
+	return m.moveBase(ctx, req, res, j, drop)
+}
+
+// moveBase lands j.New, built on j.Old: it journals the move, moves the
+// base branch by compare-and-set, brings a clean checkout forward (or
+// leaves a dirty one detached at j.Old) and records the outcome. drop
+// clears the entry while nothing has moved.
+func (m *Manager) moveBase(ctx context.Context, req LandRequest, res Landing, j landJournal, drop func(error) error) (Landing, error) {
+	base := j.Base
+	old := j.Old
+	var err error
+	undo := drop
+	drop = func(err error) error {
+		if j.Detached {
+			err = errors.Join(err, m.reattach(context.WithoutCancel(ctx), j))
+		}
+		return undo(err)
+	}
 	if j.Checkout {
 		// Untracked files in the way of the new ones are refused now,
-		// before the base moves, not half way through the update.
+		// before the base moves, not half way through the update; with
+		// LeaveDirty the checkout is left alone instead.
 		if err := m.dryForward(ctx, j); err != nil {
-			return res, drop(err)
+			if !req.LeaveDirty {
+				return res, drop(err)
+			}
+			j.Checkout, j.Detached = false, true
 		}
 	}
 	if j, err = m.writeLanding(ctx, j, landMoving); err != nil {
@@ -325,6 +365,14 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	landHook("moving")
 	if err := ctx.Err(); err != nil {
 		return res, drop(fmt.Errorf("interrupted before %s moved; nothing landed: %w", base, err))
+	}
+	if j.Detached {
+		// Only HEAD changes (one atomic rename): the checkout's index and
+		// files keep matching it, at the old tip.
+		if _, err := m.run(ctx, m.root, "update-ref", "--no-deref", "-m", "swarm: land "+req.Key+": your checkout has changes, left at the old tip", "HEAD", old); err != nil {
+			return res, drop(fmt.Errorf("detach your checkout %s at %s: %w; nothing landed", m.root, shortHash(old), err))
+		}
+		landHook("detached")
 	}
 	_, err = m.run(ctx, m.root, "update-ref", "-m", "swarm: land "+req.Key, "refs/heads/"+base, j.New, old)
 	// From here on the landing is finished even when ctx is cancelled: a
@@ -352,7 +400,7 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	if j.Checkout {
 		if _, err := m.run(ctx, m.root, "read-tree", "-m", "-u", old, j.New); err != nil {
 			return res, fmt.Errorf("%s now holds %s as %s, but bringing your checkout %s forward failed: %w; run the merge again to finish it (or 'git -C %q reset --hard' if nothing there is yours)",
-				base, shortHash(req.Commit), shortHash(j.New), m.root, err, m.root)
+				base, shortHash(j.Candidate), shortHash(j.New), m.root, err, m.root)
 		}
 		landHook("forwarded")
 		j.Forwarded = true
@@ -361,7 +409,85 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 		}
 	}
 	res.Checkout = m.checkoutNote(ctx, base, j)
+	res.Behind = j.Detached
 	return res, m.recordLanding(ctx, j, res, req.Record)
+}
+
+// checkoutMode decides what becomes of the operator's checkout: brought
+// forward when it has the base branch checked out and is clean; left
+// alone on another branch; with uncommitted changes, refused
+// (ErrBaseDirty), or with req.LeaveDirty left alone detached at the old
+// tip.
+func (m *Manager) checkoutMode(ctx context.Context, req LandRequest, j *landJournal) error {
+	h, err := readHead(m.root)
+	if err != nil {
+		return err
+	}
+	if h.Ref != "refs/heads/"+j.Base {
+		return nil
+	}
+	if err := m.checkBase(ctx, j.Base); err != nil {
+		if req.LeaveDirty && errors.Is(err, ErrBaseDirty) {
+			j.Detached = true
+			return nil
+		}
+		return err
+	}
+	j.Checkout = true
+	return nil
+}
+
+// reattach puts the operator's HEAD back on the base branch after a
+// landing that detached it did not happen: only when HEAD is still
+// detached at the old tip (the operator did not move it since).
+func (m *Manager) reattach(ctx context.Context, j landJournal) error {
+	h, err := readHead(m.root)
+	if err != nil || h.Ref != "" || h.Hash != j.Old {
+		return err
+	}
+	if _, err := m.run(ctx, m.root, "symbolic-ref", "-m", "swarm: the landing "+j.Key+" did not happen", "HEAD", "refs/heads/"+j.Base); err != nil {
+		return fmt.Errorf("put your checkout %s back on %s: %w; run 'git -C %q switch %s'", m.root, j.Base, err, m.root, j.Base)
+	}
+	return nil
+}
+
+// landPrepared lands req.Prepared, a commit already built on
+// req.Expected: the base moves only while it is still at Expected.
+func (m *Manager) landPrepared(ctx context.Context, req LandRequest, res Landing) (Landing, error) {
+	base := res.Base
+	old, err := m.resolveRef(ctx, "refs/heads/"+base)
+	if err != nil {
+		return res, err
+	}
+	res.Old = old
+	if old != req.Expected {
+		return res, fmt.Errorf("%w: %s is at %s now, not at %s where the landing was tested; nothing landed, test it again", ErrBaseMoved, base, shortHash(old), shortHash(req.Expected))
+	}
+	j := landJournal{Key: req.Key, Agent: req.Agent, Candidate: req.Prepared, Subject: req.Subject, Base: base, Old: old}
+	if req.Prepared == old {
+		j.State = landLanded
+		res.Checkout = m.checkoutNote(ctx, base, j)
+		return res, m.recordLanding(ctx, j, res, req.Record)
+	}
+	if on, err := m.isAncestor(ctx, old, req.Prepared); err != nil {
+		return res, err
+	} else if !on {
+		return res, fmt.Errorf("the prepared commit %s is not built on %s's %s; nothing landed", shortHash(req.Prepared), base, shortHash(old))
+	}
+	if err := m.checkoutMode(ctx, req, &j); err != nil {
+		return res, err
+	}
+	if j, err = m.writeLanding(ctx, j, landBuilding); err != nil {
+		return res, err
+	}
+	drop := func(err error) error {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("interrupted before %s moved; nothing landed: %w (%v)", base, cerr, err)
+		}
+		return errors.Join(err, m.clearLanding(j.Key))
+	}
+	j.New = req.Prepared
+	return m.moveBase(ctx, req, res, j, drop)
 }
 
 // recordLanding calls record, then clears the entry: the landing is done.
@@ -408,6 +534,8 @@ func (m *Manager) checkoutNote(ctx context.Context, base string, j landJournal) 
 	switch {
 	case err != nil:
 		return ""
+	case j.Detached && j.New != "" && h.Ref == "" && h.Hash == j.Old:
+		return fmt.Sprintf("your checkout %s has uncommitted changes and was left alone at the old tip %s, behind %s (its HEAD detached there); run 'git switch %s' there to catch up, your changes come along", m.root, shortHash(j.Old), base, base)
 	case h.Ref == "refs/heads/"+base:
 		if j.New == "" || j.Forwarded {
 			return fmt.Sprintf("your checkout %s is on %s, up to date", m.root, base)
@@ -559,6 +687,11 @@ func (m *Manager) settleLanding(ctx context.Context, j *landJournal, rec *recove
 		}
 	}
 	if !landed {
+		if j.Detached {
+			if err := m.reattach(ctx, *j); err != nil {
+				return false, err
+			}
+		}
 		if err := m.clearLanding(j.Key); err != nil {
 			return false, err
 		}

@@ -117,11 +117,11 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 	}
 	// Approving a work item's approval merges its reviewed commit.
 	if opts.Action == "approve" && e.Kind == escalation.KindApproval && e.Ref != nil && strings.HasPrefix(*e.Ref, "item:") {
-		git, err := workflowGit(ctx, l, cfg.Worktree.Dir, st)
+		q, err := mergeQueue(ctx, l, cfg, st, app.poster(st, l, cfg))
 		if err != nil {
 			return err
 		}
-		it, commit, _, err := swarm.MergeApproved(ctx, st, cfg, git, e)
+		it, commit, _, err := swarm.MergeApproved(ctx, st, cfg, q, e)
 		if err != nil {
 			return fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge %s'", e.ID, err, strings.TrimPrefix(*e.Ref, "item:"))
 		}

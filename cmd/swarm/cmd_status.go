@@ -17,6 +17,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
@@ -97,6 +98,9 @@ type statusJSON struct {
 	// Team is the team launch's record ('swarm team --json'); absent
 	// without [team].
 	Team *team.Record `json:"team,omitempty"`
+	// Merges is the merge queue's live candidates (queued, testing), and
+	// how far the operator's checkout is behind the base branch.
+	Merges mergesJSON `json:"merges"`
 }
 
 // usageJSON is an agent's usage over its budget window.
@@ -240,6 +244,11 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 		return out, err
 	}
 	out.Budget = budgets.Swarm
+	live, err := st.Candidates(ctx, mailbox.CandidateFilter{States: []merge.State{merge.Queued, merge.Testing}})
+	if err != nil {
+		return out, err
+	}
+	out.Merges = mergesJSON{Candidates: append([]merge.Candidate{}, live...), Checkout: checkoutOf(ctx, l, cfg, st)}
 	out.Agents = make([]agentStatus, 0, len(cfg.Agents))
 	for _, a := range cfg.Agents {
 		eng := a.Engine
@@ -408,6 +417,12 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	}
 	if t := s.Team; t != nil {
 		fmt.Fprintf(app.Stdout, "%s\n\n", teamLine(*t))
+	}
+	if line := mergeQueueLine(s.Merges.Candidates); line != "" {
+		fmt.Fprintf(app.Stdout, "%s\n\n", line)
+	}
+	if line := behindLine(s.Merges.Checkout); line != "" {
+		fmt.Fprintf(app.Stdout, "%s\n\n", line)
 	}
 	if b := s.Budget; b != nil {
 		fmt.Fprintf(app.Stdout, "budget: the swarm used %s in %s (action %s)\n\n", swarmSpent(b), b.Window, b.Action)

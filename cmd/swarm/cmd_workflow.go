@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
@@ -229,7 +231,7 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		fmt.Fprintf(app.Stdout, "item %s aborted; its agents' branches keep their work\n", it.ID)
 		return nil
 	case "merge":
-		git, err := workflowGit(ctx, l, cfg.Worktree.Dir, st)
+		q, err := mergeQueue(ctx, l, cfg, st, app.poster(st, l, cfg))
 		if err != nil {
 			return err
 		}
@@ -238,7 +240,7 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		prevLog := slog.Default()
 		slog.SetDefault(slog.New(dropMessage{prevLog.Handler(), worktree.RecoveredLogMessage}))
 		defer slog.SetDefault(prevLog)
-		it, landing, err := swarm.MergeItemLanding(ctx, st, cfg, git, opts.Item)
+		it, landing, err := swarm.MergeItemLanding(ctx, st, cfg, q, opts.Item)
 		if !app.JSON {
 			// What an interrupted merge left was finished or dropped
 			// first, whether or not this one then succeeded.
@@ -274,13 +276,28 @@ func printMerged(app *App, item, reviewed, commit string) {
 	fmt.Fprintf(app.Stdout, "item %s merged: reviewed commit %.12s is on the base branch as %.12s; its agent's worktree and branch are kept\n", item, reviewed, commit)
 }
 
-// workflowGit is the worktree manager the workflows' merges use.
-func workflowGit(ctx context.Context, l repo.Layout, dir string, meta worktree.MetaStore) (swarm.WorkflowGit, error) {
+// workflowGit is the worktree manager the workflows' merges and the merge
+// queue use.
+func workflowGit(ctx context.Context, l repo.Layout, dir string, meta worktree.MetaStore) (swarm.GitWorktrees, error) {
 	m, err := worktree.New(ctx, worktree.Options{Root: l.Root, Dir: dir, Orphans: l.Orphans(), Meta: meta})
+	if err != nil {
+		return swarm.GitWorktrees{}, err
+	}
+	return swarm.GitWorktrees{M: m}, nil
+}
+
+// mergeQueue is the merge queue this command runs itself (LandNow): its
+// conflicts and failures go to the agents as mail through poster (nil:
+// a poster without the supervisor's poke).
+func mergeQueue(ctx context.Context, l repo.Layout, cfg *config.Config, st mailbox.Store, poster *mailbox.Poster) (*swarm.MergeQueue, error) {
+	git, err := workflowGit(ctx, l, cfg.Worktree.Dir, st)
 	if err != nil {
 		return nil, err
 	}
-	return swarm.GitWorktrees{M: m}, nil
+	if poster == nil {
+		poster = mailbox.NewPoster(st, cfg.AgentNames(), nil)
+	}
+	return swarm.NewMergeQueue(st, git, cfg, poster), nil
 }
 
 // workflowErr makes the workflows' input errors usage errors (exit 2).

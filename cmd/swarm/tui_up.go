@@ -259,11 +259,11 @@ func (s *storeSource) Decide(ctx context.Context, id int64, action escalation.Ev
 	}
 	// Approving a work item's approval merges its reviewed commit, as
 	// 'swarm escalation approve' does.
-	git, err := workflowGit(ctx, s.l, s.cfg.Worktree.Dir, s.st)
+	q, err := mergeQueue(ctx, s.l, s.cfg, s.st, nil)
 	if err != nil {
 		return e, err
 	}
-	if _, _, _, err := swarm.MergeApproved(ctx, s.st, s.cfg, git, e); err != nil {
+	if _, _, _, err := swarm.MergeApproved(ctx, s.st, s.cfg, q, e); err != nil {
 		return e, fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge'", e.ID, err)
 	}
 	return e, nil

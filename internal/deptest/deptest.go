@@ -8,7 +8,7 @@
 //     database/sql or a SQL driver;
 //   - engines do not import the supervisor;
 //   - the typed domain leaves (escalation, fsm, identity, lifecycle,
-//     message, mode, workflow, migrations) import nothing of swarm's but
+//     message, mode, merge, workflow, migrations) import nothing of swarm's but
 //     each other;
 //   - the caller is never read from the environment, and only the
 //     supervisor builds a session's caller (identity.go, on the source).
@@ -65,7 +65,7 @@ func isStore(r string) bool {
 	return ok && !strings.Contains(rest, "/") && rest != "mailboxtest"
 }
 
-var leaves = []string{"escalation", "fsm", "identity", "lifecycle", "message", "mode", "migrations", "team", "workflow"}
+var leaves = []string{"escalation", "fsm", "identity", "lifecycle", "merge", "message", "mode", "migrations", "team", "workflow"}
 
 var sqlImports = []string{`database/sql`, `modernc.org/sqlite`, `github.com/jackc/pgx/v5`}
 

@@ -118,6 +118,7 @@ func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
 		{"UsageSince", testUsageSince},
 		{"SessionCost", testSessionCost},
 		{"WorkItems", testWorkItems},
+		{"MergeQueue", testMergeQueue},
 		{"Reservations", testReservations},
 	}
 	for _, tc := range tests {

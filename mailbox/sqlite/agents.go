@@ -121,6 +121,12 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 		if err := t.moveTeam(c); err != nil {
 			return fsm.Event{}, err
 		}
+	case fsm.SubjectMerge:
+		a, err := t.moveCandidate(c)
+		if err != nil {
+			return fsm.Event{}, err
+		}
+		agent = a
 	default:
 		return fsm.Event{}, fmt.Errorf("move %s %s: subjects of this kind have no table yet", c.Kind, c.Subject)
 	}

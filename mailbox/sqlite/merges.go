@@ -1,0 +1,194 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/merge"
+)
+
+const candidateCols = `id, agent, commit_sha, source, item, requested_by, state, reason, files, ci_tail, batch, ci_runs,
+	claim, claimed_at, landed_as, created_at, updated_at`
+
+func scanCandidate(sc interface{ Scan(...any) error }) (merge.Candidate, error) {
+	var c merge.Candidate
+	var files string
+	var claimed sql.NullInt64
+	var created, updated int64
+	err := sc.Scan(&c.ID, &c.Agent, &c.Commit, &c.Source, &c.Item, &c.By, &c.State, &c.Reason, &files, &c.CITail, &c.Batch,
+		&c.CIRuns, &c.Claim, &claimed, &c.LandedAs, &created, &updated)
+	if err != nil {
+		return c, err
+	}
+	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
+	if claimed.Valid {
+		t := fromNanos(claimed.Int64)
+		c.ClaimedAt = &t
+	}
+	if err := json.Unmarshal([]byte(files), &c.Files); err != nil {
+		return c, fmt.Errorf("merge candidate %d: files: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+func getCandidate(ctx context.Context, q execer, id int64) (merge.Candidate, error) {
+	c, err := scanCandidate(q.QueryRowContext(ctx, `SELECT `+candidateCols+` FROM merge_candidates WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("merge candidate %d: %w", id, mailbox.ErrNoSuchCandidate)
+	}
+	if err != nil {
+		return c, fmt.Errorf("read merge candidate %d: %w", id, err)
+	}
+	return c, nil
+}
+
+func listCandidates(ctx context.Context, q execer, where string, args []any, newest int) ([]merge.Candidate, error) {
+	query := `SELECT ` + candidateCols + ` FROM merge_candidates` + where + ` ORDER BY id`
+	if newest > 0 {
+		query = `SELECT * FROM (SELECT ` + candidateCols + ` FROM merge_candidates` + where + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
+		args = append(args, newest)
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the merge queue: %w", err)
+	}
+	defer rows.Close()
+	var out []merge.Candidate
+	for rows.Next() {
+		c, err := scanCandidate(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Candidate returns one merge queue candidate.
+func (s *Store) Candidate(ctx context.Context, id int64) (merge.Candidate, error) {
+	return getCandidate(ctx, s.db, id)
+}
+
+// Candidates lists merge queue candidates, first in, first out.
+func (s *Store) Candidates(ctx context.Context, f mailbox.CandidateFilter) ([]merge.Candidate, error) {
+	var conds []string
+	var args []any
+	if f.Agent != "" {
+		conds = append(conds, `agent = ?`)
+		args = append(args, f.Agent)
+	}
+	if len(f.States) > 0 {
+		conds = append(conds, `state IN (?`+strings.Repeat(`, ?`, len(f.States)-1)+`)`)
+		for _, st := range f.States {
+			args = append(args, string(st))
+		}
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = ` WHERE ` + strings.Join(conds, ` AND `)
+	}
+	return listCandidates(ctx, s.db, where, args, f.Newest)
+}
+
+// EnqueueCandidate stores a new candidate in queued.
+func (t *txn) EnqueueCandidate(c merge.Candidate) (merge.Candidate, error) {
+	var twin int64
+	err := t.tx.QueryRowContext(t.ctx, `SELECT id FROM merge_candidates WHERE agent = ? AND commit_sha = ? AND state IN ('queued', 'testing')`,
+		c.Agent, c.Commit).Scan(&twin)
+	switch {
+	case err == nil:
+		live, err := getCandidate(t.ctx, t.tx, twin)
+		if err != nil {
+			return c, err
+		}
+		return c, &mailbox.QueuedError{Candidate: live}
+	case !errors.Is(err, sql.ErrNoRows):
+		return c, fmt.Errorf("queue %s's commit: %w", c.Agent, err)
+	}
+	now := t.now()
+	var id int64
+	err = t.tx.QueryRowContext(t.ctx, `INSERT INTO merge_candidates (agent, commit_sha, source, item, requested_by, state,
+		created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING id`,
+		c.Agent, c.Commit, string(c.Source), c.Item, c.By, now, now).Scan(&id)
+	if err != nil {
+		return c, fmt.Errorf("queue %s's commit %s: %w", c.Agent, merge.Short(c.Commit), err)
+	}
+	return getCandidate(t.ctx, t.tx, id)
+}
+
+// Candidate returns one candidate inside the transaction.
+func (t *txn) Candidate(id int64) (merge.Candidate, error) { return getCandidate(t.ctx, t.tx, id) }
+
+// QueuedCandidates returns the next queued candidates.
+func (t *txn) QueuedCandidates(limit int) ([]merge.Candidate, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+candidateCols+` FROM merge_candidates WHERE state = 'queued' ORDER BY id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the merge queue: %w", err)
+	}
+	defer rows.Close()
+	var out []merge.Candidate
+	for rows.Next() {
+		c, err := scanCandidate(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// SaveCandidate writes everything but the state.
+func (t *txn) SaveCandidate(c merge.Candidate) error {
+	files := c.Files
+	if files == nil {
+		files = []string{}
+	}
+	fb, _ := json.Marshal(files)
+	var claimed any
+	if c.ClaimedAt != nil {
+		claimed = nanos(*c.ClaimedAt)
+	}
+	res, err := t.tx.ExecContext(t.ctx, `UPDATE merge_candidates SET reason = ?, files = ?, ci_tail = ?, batch = ?, ci_runs = ?,
+		claim = ?, claimed_at = ?, landed_as = ?, updated_at = ? WHERE id = ?`,
+		c.Reason, string(fb), c.CITail, c.Batch, c.CIRuns, c.Claim, claimed, c.LandedAs, t.now(), c.ID)
+	if err != nil {
+		return fmt.Errorf("save merge candidate %d: %w", c.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("save merge candidate %d: %w", c.ID, mailbox.ErrNoSuchCandidate)
+	}
+	return nil
+}
+
+// moveCandidate is Transition's compare-and-set for merge subjects; it
+// returns the candidate's agent.
+func (t *txn) moveCandidate(c fsm.Change) (string, error) {
+	var agent string
+	var err error
+	if c.From == "" {
+		err = t.tx.QueryRowContext(t.ctx, `SELECT agent FROM merge_candidates WHERE id = ? AND state = ?
+			AND NOT EXISTS (SELECT 1 FROM events WHERE subject_kind = 'merge' AND subject = ?)`, c.Subject, c.To, c.Subject).Scan(&agent)
+	} else {
+		err = t.tx.QueryRowContext(t.ctx, `UPDATE merge_candidates SET state = ?, updated_at = ?,
+			claim = CASE WHEN ? = 'testing' THEN claim ELSE '' END,
+			claimed_at = CASE WHEN ? = 'testing' THEN claimed_at ELSE NULL END
+			WHERE id = ? AND state = ? RETURNING agent`,
+			c.To, t.now(), c.To, c.To, c.Subject, c.From).Scan(&agent)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("move merge candidate %s from %q to %s: %w", c.Subject, c.From, c.To, mailbox.ErrStateConflict)
+	}
+	if err != nil {
+		return "", fmt.Errorf("move merge candidate %s from %q to %s: %w", c.Subject, c.From, c.To, err)
+	}
+	return agent, nil
+}
