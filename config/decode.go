@@ -103,8 +103,9 @@ type rawMailbox struct {
 }
 
 type rawWorktree struct {
-	Dir  *string `toml:"dir"`
-	Push *string `toml:"push"`
+	Dir         *string `toml:"dir"`
+	Push        *string `toml:"push"`
+	KeepCurrent *bool   `toml:"keep_current"`
 }
 
 type rawSandbox struct {
@@ -201,6 +202,9 @@ func (b *builder) build(raw *rawFile) {
 		} else {
 			b.cfg.Worktree.Push = r
 		}
+	}
+	if raw.Worktree.KeepCurrent != nil {
+		b.cfg.Worktree.KeepCurrent = *raw.Worktree.KeepCurrent
 	}
 	b.env(raw.Env)
 	if m := raw.Sandbox.Mode; m != nil {

@@ -195,13 +195,13 @@ func (m *Manager) KeepCurrent(ctx context.Context, agent string) (res Current, e
 	}
 	// The guard reports a worktree off its branch; nothing moves under it.
 	if _, _, ok := rebaseState(path); ok {
-		res.Skipped = "its worktree is in the middle of a rebase"
+		res.Skipped = "the worktree is in the middle of a rebase"
 		return res, nil
 	}
 	if h, err := m.headOf(ctx, path); err != nil {
 		return res, err
 	} else if h.Ref != branchRef(agent) {
-		res.Skipped = fmt.Sprintf("its worktree is on %s, not %s", h.describe(), Branch(agent))
+		res.Skipped = fmt.Sprintf("the worktree is on %s, not %s", h.describe(), Branch(agent))
 		return res, nil
 	}
 	ff, err := m.isAncestor(ctx, tip, baseTip)
