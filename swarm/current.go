@@ -104,11 +104,15 @@ func (r *runner) mailConflict(ctx context.Context, res worktree.Current) {
 		return
 	}
 	short := shortCommit(res.BaseTip)
-	body := fmt.Sprintf("%s moved on (%s: %d commits you do not have), and merging it into your branch %s conflicts in: %s. swarm did not merge it. Resolve it in your worktree:\n"+
+	commits := fmt.Sprintf("%d commits", res.Behind)
+	if res.Behind == 1 {
+		commits = "1 commit"
+	}
+	body := fmt.Sprintf("%s moved on (%s: %s you do not have), and merging it into your branch %s conflicts in: %s. swarm did not merge it. Resolve it in your worktree:\n"+
 		"    git merge %s\n"+
 		"    (fix the conflicted files, then) git add <files> && git commit --no-edit\n"+
 		"Until then, landing your branch conflicts too.",
-		res.Base, short, res.Behind, worktree.Branch(r.agent.Name), strings.Join(res.Conflicts, ", "), short)
+		res.Base, short, commits, worktree.Branch(r.agent.Name), strings.Join(res.Conflicts, ", "), short)
 	if _, err := r.sup.poster.Post(bg(ctx), message.Draft{From: message.Swarm, To: r.agent.Name, Kind: message.KindTask, Body: body}); err != nil {
 		r.sup.log.Warn("mail the agent its conflict with the base", "agent", r.agent.Name, "err", err)
 		return
