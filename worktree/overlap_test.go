@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOverlapsNamesSharedFilesAndConflicts: alpha and beta both changed
@@ -65,27 +66,7 @@ func TestOverlapsNamesSharedFilesAndConflicts(t *testing.T) {
 // changed: the cost after each session. `go test -run '^$' -bench
 // Overlaps20k ./worktree/`.
 func BenchmarkOverlaps20k(b *testing.B) {
-	env := noIdentityEnvB(b)
-	root := filepath.Join(b.TempDir(), "repo")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	gitEnvB(b, env, root, "init", "-q", "-b", "main")
-	for d := range 200 {
-		for i := range 100 {
-			p := filepath.Join(root, fmt.Sprintf("d%03d", d), fmt.Sprintf("f%03d.txt", i))
-			if i == 0 {
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := os.WriteFile(p, []byte(fmt.Sprintf("file %d/%d\n", d, i)), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	gitEnvB(b, env, root, "add", ".")
-	gitEnvB(b, env, root, "commit", "-q", "-m", "20,000 files")
+	env, root := repo20k(b)
 	m, err := New(context.Background(), Options{Root: root, Env: env})
 	if err != nil {
 		b.Fatal(err)
@@ -147,4 +128,74 @@ func gitEnvB(b *testing.B, env []string, dir string, args ...string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("git %v: %v\n%s", args, err, out)
 	}
+}
+
+// repo20k makes a repository of 20,000 files in 200 directories on main.
+func repo20k(b *testing.B) ([]string, string) {
+	b.Helper()
+	env := noIdentityEnvB(b)
+	root := filepath.Join(b.TempDir(), "repo")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	gitEnvB(b, env, root, "init", "-q", "-b", "main")
+	for d := range 200 {
+		for i := range 100 {
+			p := filepath.Join(root, fmt.Sprintf("d%03d", d), fmt.Sprintf("f%03d.txt", i))
+			if i == 0 {
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(p, []byte(fmt.Sprintf("file %d/%d\n", d, i)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	gitEnvB(b, env, root, "add", ".")
+	gitEnvB(b, env, root, "commit", "-q", "-m", "20,000 files")
+	return env, root
+}
+
+// BenchmarkKeepCurrent20k measures bringing an agent's branch up to date
+// before its session on a 20,000-file repository: main gains one commit
+// (untimed), then KeepCurrent merges it into the branch and switches the
+// worktree (timed). `go test -run '^$' -bench KeepCurrent20k ./worktree/`.
+func BenchmarkKeepCurrent20k(b *testing.B) {
+	env, root := repo20k(b)
+	m, err := New(context.Background(), Options{Root: root, Env: env})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wt, err := m.Ensure(context.Background(), "a0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wt.Path, "d001", "f001.txt"), []byte("a0\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	gitEnvB(b, env, wt.Path, "commit", "-qam", "a0")
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		p := filepath.Join(root, fmt.Sprintf("d%03d", 100+i%100), "f007.txt")
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("main %d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		gitEnvB(b, env, root, "commit", "-qam", fmt.Sprintf("main %d", i))
+		b.StartTimer()
+		res, err := m.KeepCurrent(context.Background(), "a0")
+		if err != nil || !res.Merged() {
+			b.Fatalf("KeepCurrent = %+v, %v", res, err)
+		}
+	}
+	b.StopTimer()
+	// The check every session start makes when nothing moved.
+	start := time.Now()
+	for range 3 {
+		if res, err := m.KeepCurrent(context.Background(), "a0"); err != nil || res.Merged() {
+			b.Fatalf("KeepCurrent = %+v, %v", res, err)
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Milliseconds())/3, "ms/up-to-date-check")
 }
