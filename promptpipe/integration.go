@@ -73,6 +73,8 @@ func integration(in *Integration) string {
 			fmt.Fprintf(&b, "Branch: %s is ahead of your branch (%s) and merging it conflicts in %s; swarm did not merge it. Resolve it: `git merge %s`, fix the files, commit.\n", base, what, files(h.Conflicts), base)
 		case h.Dirty:
 			fmt.Fprintf(&b, "Branch: %s is ahead of your branch (%s); swarm did not merge it because your worktree has uncommitted changes. Commit them: the next session starts up to date.\n", base, what)
+		case h.Reason != "" && what == "":
+			fmt.Fprintf(&b, "Branch: swarm could not bring your branch up to date with %s: %s.\n", base, oneLine(h.Reason))
 		case h.Reason != "":
 			fmt.Fprintf(&b, "Branch: %s is ahead of your branch (%s); swarm did not merge it: %s.\n", base, what, oneLine(h.Reason))
 		}

@@ -23,6 +23,7 @@ func TestIntegrationGoldens(t *testing.T) {
 		"fast_forward": {Base: "main", Merged: &BaseMerge{Commit: "abc1234", Commits: 1, Authors: []string{"operator"}, FastForward: true}},
 		"conflict":     {Base: "main", Behind: &BaseBehind{Commit: "abc1234", Commits: 2, Conflicts: []string{"api/users.go", "x.go"}}, BaseConflicts: []string{"api/users.go", "x.go"}},
 		"dirty":        {Base: "develop", Behind: &BaseBehind{Commit: "abc1234", Commits: 5, Dirty: true}},
+		"failed":       {Base: "main", Behind: &BaseBehind{Reason: "a git lock is in use: index.lock is held by git (pid 42)"}},
 		"skipped":      {Base: "main", Behind: &BaseBehind{Commit: "abc1234", Commits: 1, Reason: "the worktree is in the middle of a rebase"}},
 	} {
 		t.Run(name, func(t *testing.T) {

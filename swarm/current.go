@@ -62,7 +62,7 @@ func (r *runner) integration(ctx context.Context) *promptpipe.Integration {
 		}
 		if err != nil {
 			r.sup.log.Warn("bring the agent's branch up to date", "agent", r.agent.Name, "err", err)
-			in.Behind = &promptpipe.BaseBehind{Reason: "swarm could not bring it up to date: " + err.Error()}
+			in.Behind = &promptpipe.BaseBehind{Reason: truncate(err.Error(), 300)}
 		} else {
 			r.applyCurrent(ctx, res, in)
 		}
@@ -137,7 +137,7 @@ func (r *runner) warnOverlaps(ctx context.Context) {
 	if !ok {
 		return
 	}
-	mates := slices.DeleteFunc(slices.Clone(r.sup.poster.Names()), func(n string) bool { return n == r.agent.Name })
+	mates := slices.DeleteFunc(r.sup.poster.Names(), func(n string) bool { return n == r.agent.Name })
 	ov, err := cur.Overlaps(bg(ctx), r.agent.Name, mates, &r.sup.overlaps.cache)
 	if err != nil {
 		r.sup.log.Warn("trial-merge the agent's branch", "agent", r.agent.Name, "err", err)
@@ -209,10 +209,10 @@ func (b *overlapBook) about(agent string) (string, []string, []promptpipe.Overla
 	return b.base, b.bases[agent], out
 }
 
-// PreviewIntegration is what a preview's Environment says of the agent's
+// previewIntegration is what a preview's Environment says of the agent's
 // branch: the trial merges as they stand now (nothing is merged nor
 // mailed by a preview), or nil without a worktree manager.
-func PreviewIntegration(ctx context.Context, st mailbox.Store, root, agent string, teammates []string) *promptpipe.Integration {
+func previewIntegration(ctx context.Context, st mailbox.Store, root, agent string, teammates []string) *promptpipe.Integration {
 	m, err := worktree.New(ctx, worktree.Options{Root: root, Meta: st})
 	if err != nil {
 		return nil

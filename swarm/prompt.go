@@ -222,7 +222,7 @@ func Preview(ctx context.Context, req PreviewRequest) (promptpipe.Prompt, error)
 	pr.Decisions = decisions
 	// The trial merges as they stand; a preview merges and mails nothing.
 	if _, ok, err := st.Meta(ctx, worktree.MetaBaseBranch); err == nil && ok {
-		pr.Integration = PreviewIntegration(ctx, st, req.Layout.Root, a.Name, req.Config.AgentNames())
+		pr.Integration = previewIntegration(ctx, st, req.Layout.Root, a.Name, req.Config.AgentNames())
 	}
 	// An exec agent's prompt names its CLI's tools, as the runner's does.
 	if e, err := req.Config.EngineFor(a, ""); err == nil && e.Kind == config.EngineExec {
