@@ -203,6 +203,10 @@ type Worktree struct {
 	// branch is pushed to after each session, and fetched from before a
 	// merge: the way work done on several hosts meets. Empty means none.
 	Push string
+	// KeepCurrent ([worktree] keep_current, default true) merges the base
+	// branch into an agent's branch before its session when it is behind
+	// and the merge is clean (DESIGN §14).
+	KeepCurrent bool
 }
 
 // Merge is [merge]: how the merge queue tests and lands (DESIGN §14).
@@ -259,7 +263,7 @@ func defaults(root string) Config {
 		Liveness: Liveness{Heartbeat: 5 * time.Second, NudgeAfter: 120 * time.Second, NudgeEvery: 300 * time.Second, MaxNudges: 3, TaskPoll: 60 * time.Second, StallAfter: 30 * time.Minute},
 		Errors:   Errors{MaxConsecutive: 5, MaxTotal: 20, BackoffMin: time.Second, BackoffMax: 5 * time.Minute},
 		Mailbox:  Mailbox{Retention: 720 * time.Hour},
-		Worktree: Worktree{Dir: filepath.Join(root, ".swarm", "worktrees")},
+		Worktree: Worktree{Dir: filepath.Join(root, ".swarm", "worktrees"), KeepCurrent: true},
 		Merge:    Merge{CITimeout: 10 * time.Minute, Batch: 1},
 		Sandbox:  Sandbox{Mode: sandbox.Auto},
 		Notify:   defaultNotify,

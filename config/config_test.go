@@ -564,3 +564,24 @@ func TestMergeDefaults(t *testing.T) {
 		t.Fatalf("default [merge] = %+v, %v", cfg.Merge, err)
 	}
 }
+
+// [worktree] keep_current is on unless turned off.
+func TestWorktreeKeepCurrent(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct {
+		toml string
+		want bool
+	}{
+		{"[[agent]]\nname = \"a\"\n", true},
+		{"[worktree]\nkeep_current = false\n[[agent]]\nname = \"a\"\n", false},
+		{"[worktree]\nkeep_current = true\n[[agent]]\nname = \"a\"\n", true},
+	} {
+		cfg, err := Parse([]byte(tc.toml), "swarm.toml", root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Worktree.KeepCurrent != tc.want {
+			t.Errorf("%q: keep_current = %v, want %v", tc.toml, cfg.Worktree.KeepCurrent, tc.want)
+		}
+	}
+}

@@ -104,8 +104,9 @@ type rawMailbox struct {
 }
 
 type rawWorktree struct {
-	Dir  *string `toml:"dir"`
-	Push *string `toml:"push"`
+	Dir         *string `toml:"dir"`
+	Push        *string `toml:"push"`
+	KeepCurrent *bool   `toml:"keep_current"`
 }
 
 type rawMerge struct {
@@ -211,6 +212,9 @@ func (b *builder) build(raw *rawFile) {
 		}
 	}
 	b.merge(raw.Merge)
+	if raw.Worktree.KeepCurrent != nil {
+		b.cfg.Worktree.KeepCurrent = *raw.Worktree.KeepCurrent
+	}
 	b.env(raw.Env)
 	if m := raw.Sandbox.Mode; m != nil {
 		if slices.Contains(sandbox.Modes, sandbox.Mode(*m)) {

@@ -127,6 +127,10 @@ type PromptContext struct {
 	// Messages is the mail to show: the queued mail that is delivered into
 	// this session. Shown > 0 marks mail an earlier, unfinished session saw.
 	Messages []message.Message
+	// Integration is what swarm did to the agent's branch before the
+	// session and what its trial merges found; the Environment section
+	// names it. Nil shows nothing.
+	Integration *Integration
 	// Reservations are the file reservations live when the prompt is
 	// built (DESIGN §14), the agent's own included: Environment lists
 	// them.

@@ -45,7 +45,7 @@ func Render(pc PromptContext, src Sources, cfg config.Prompt, now time.Time) Pro
 	add(SecToolUsagePolicy, toolUsagePolicyFor(pc.CLI))
 	add(SecSwarmWorkflow, swarmWorkflow)
 	add(SecToneStyle, toneStyle)
-	add(SecEnvironment, environment(src.Env, now)+reservations(pc.Agent, pc.Reservations, now))
+	add(SecEnvironment, environment(src.Env, now)+integration(pc.Integration)+reservations(pc.Agent, pc.Reservations, now))
 	if len(pc.Messages) > 0 {
 		add(SecMessages, messages(pc, cfg.MessageCap, now))
 	}

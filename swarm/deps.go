@@ -9,6 +9,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/promptpipe"
 )
 
 // The supervisor reaches worktrees, prompts and tasks through these small
@@ -91,6 +92,9 @@ type PromptRequest struct {
 	// CLI is what the agent's external CLI gives the session (an exec
 	// engine, engine.CLI); nil for the in-process engines.
 	CLI *mode.CLITools
+	// Integration is what swarm did to the agent's branch before the
+	// session and what the trial merges found (current.go); nil: nothing.
+	Integration *promptpipe.Integration
 }
 
 // Prompt is a built prompt.

@@ -131,6 +131,7 @@ func (p PipePrompts) render(ctx context.Context, req PromptRequest) (promptpipe.
 		MoreTeammates: req.MoreTeammates,
 		Messages:      req.Mail,
 		Beads:         req.BeadsOK,
+		Integration:   req.Integration,
 	}
 	if in := req.Interrupt; in != nil {
 		m := in.Message
@@ -222,6 +223,10 @@ func Preview(ctx context.Context, req PreviewRequest) (promptpipe.Prompt, error)
 	p := NewPipePrompts(req.Config, req.Layout, st, tasks, req.Now, req.Logger)
 	pr := newPromptRequest(req.Config.AgentNames(), a, seq, dir, mail, in, tasks != nil)
 	pr.Decisions = decisions
+	// The trial merges as they stand; a preview merges and mails nothing.
+	if _, ok, err := st.Meta(ctx, worktree.MetaBaseBranch); err == nil && ok {
+		pr.Integration = previewIntegration(ctx, st, req.Layout.Root, a.Name, req.Config.AgentNames())
+	}
 	// An exec agent's prompt names its CLI's tools, as the runner's does.
 	if e, err := req.Config.EngineFor(a, ""); err == nil && e.Kind == config.EngineExec {
 		if x, err := execengine.New(execengine.FromConfig(e)); err == nil {

@@ -353,6 +353,8 @@ func (r *runner) initialize(ctx context.Context) error {
 		return fmt.Errorf("worktree: %w", err)
 	}
 	r.worktree, r.branch = path, branch
+	// The early warnings live in memory: each runner's start finds its own.
+	r.warnOverlaps(ctx)
 	if err := wt.Lock(ctx, r.agent.Name, fmt.Sprintf("swarm supervisor pid %d", os.Getpid())); err != nil {
 		return fmt.Errorf("lock worktree: %w", err)
 	}

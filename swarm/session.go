@@ -57,6 +57,8 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	// a session that does not exist, and mail arriving meanwhile waits for
 	// the next prompt.
 	seq := r.seq + 1
+	// Before the mail is read: a conflict with the base is mail too.
+	integ := r.integration(ctx)
 	queued, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
 	if err != nil {
 		return err
@@ -73,6 +75,7 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	req.Decisions = decisions
 	req.Caps = caps
 	req.CLI = cliTools(r.eng, caps)
+	req.Integration = integ
 	p, err := r.sup.opts.Prompts.Build(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -662,6 +665,7 @@ func (r *runner) sessionEnded(ctx context.Context, s *session, res engine.Result
 	}
 	r.checkReservations(ctx, s)
 	r.publish(ctx, s)
+	r.warnOverlaps(ctx)
 	if res.Outcome == engine.Success {
 		if r.sup.opts.Tasks != nil {
 			r.lastTasks = r.sessionTasks
@@ -731,6 +735,7 @@ func (r *runner) checkCut(ctx context.Context, s *session) {
 	}
 	r.checkReservations(ctx, s)
 	r.publish(ctx, s)
+	r.warnOverlaps(ctx)
 }
 
 // publish pushes the agent's branch to [worktree] push after a session,

@@ -137,6 +137,7 @@ type Supervisor struct {
 	flow     *flow          // the workflows service and dev-qa's session gate
 	merges   *mergeQueue    // the merge queue's service
 	book     sessionBook    // when sessions ran, and their process groups
+	overlaps overlapBook    // the trial merges' findings (current.go)
 	leases   mailbox.Leases // this supervisor's agents, while Run holds them
 	leaseMu  sync.Mutex
 	more     []mailbox.Leases // the leases of agents spawned while Run runs

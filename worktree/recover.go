@@ -75,6 +75,8 @@ func (rs *recoveries) alreadyMerged(j journal) {
 //     MERGE_HEAD cleared (committing "again" would merge twice);
 //   - a landing (land.go) that had not moved the base branch is dropped;
 //     one that had gets the operator's checkout brought forward;
+//   - an agent's branch being brought up to date (current.go) is finished
+//     when its worktree holds only the merge's changes;
 //   - files that an interrupted `git worktree remove` deleted are put back
 //     from the index, so they do not look like the agent's deletions;
 //   - stale index.lock files, of those worktrees and of the main checkout,
@@ -101,6 +103,9 @@ func (m *Manager) Recover(ctx context.Context, agents ...string) ([]Recovery, er
 		errs = append(errs, err)
 	}
 	if _, err := m.recoverLandings(ctx, &rec, ""); err != nil {
+		errs = append(errs, err)
+	}
+	if err := m.recoverCurrents(ctx, &rec); err != nil {
 		errs = append(errs, err)
 	}
 	names, err := m.journaledAgents()
