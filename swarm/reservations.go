@@ -623,7 +623,9 @@ func (s *Supervisor) sweepReservations(ctx context.Context) time.Duration {
 }
 
 // releaseStrangers releases the reservations of agents the swarm no longer
-// has.
+// has: in none of swarm.toml's agents (and the stored spawned ones), nor
+// spawned since. Not this supervisor's agents only: with `swarm up
+// --agents`, or on another host, the others are still the swarm's.
 func (s *Supervisor) releaseStrangers(ctx context.Context) {
 	now := s.clock.Now()
 	live, err := s.store.Reservations(ctx, now, false)
@@ -634,6 +636,9 @@ func (s *Supervisor) releaseStrangers(ctx context.Context) {
 		return
 	}
 	names := s.AgentNames()
+	for _, a := range s.cfg.Agents {
+		names = append(names, a.Name)
+	}
 	var gone []string
 	for _, r := range live {
 		if !slices.Contains(names, r.Agent) && !slices.Contains(gone, r.Agent) {

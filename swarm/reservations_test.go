@@ -293,7 +293,7 @@ func TestReservationExpiryService(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		root := t.TempDir()
-		cfg, err := config.Parse([]byte(baseConfig+"[[agent]]\nname = \"alpha\"\n"), "swarm.toml", root)
+		cfg, err := config.Parse([]byte(baseConfig+"[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"beta\"\n"), "swarm.toml", root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +304,9 @@ func TestReservationExpiryService(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		sup, err := New(Options{Config: cfg, Layout: l, Store: st, Clock: clk,
+		// This supervisor runs alpha only (swarm up --agents alpha): beta
+		// is still the swarm's, run elsewhere or later.
+		sup, err := New(Options{Config: cfg, Layout: l, Store: st, Clock: clk, Agents: []string{"alpha"},
 			Engines:   func(config.Agent) (engine.Engine, error) { return &fakeEngine{name: "script"}, nil },
 			Worktrees: &fakeWorktrees{root: filepath.Join(root, "wt")}, Prompts: &fakePrompts{}})
 		if err != nil {
@@ -318,6 +320,7 @@ func TestReservationExpiryService(t *testing.T) {
 		reserve("alpha", "api/**", 10*time.Minute)
 		reserve("alpha", "docs/**", 0)
 		reserve("gone", "web/**", 0) // an agent removed from swarm.toml
+		reserve("beta", "db/**", 0)
 		held := func() []string {
 			rs, err := st.Reservations(ctx, time.Time{}, true)
 			if err != nil {
@@ -335,17 +338,17 @@ func TestReservationExpiryService(t *testing.T) {
 		go func() { defer close(done); sup.expireReservations(ctx) }()
 		defer func() { cancel(); <-done }()
 		synctest.Wait()
-		if got := strings.Join(held(), " "); got != "alpha:api/** alpha:docs/**" {
-			t.Fatalf("held at start: %s; want gone's released", got)
+		if got := strings.Join(held(), " "); got != "alpha:api/** alpha:docs/** beta:db/**" {
+			t.Fatalf("held at start: %s; want gone's released, beta's kept", got)
 		}
 		time.Sleep(10*time.Minute - time.Second)
 		synctest.Wait()
-		if got := strings.Join(held(), " "); got != "alpha:api/** alpha:docs/**" {
+		if got := strings.Join(held(), " "); got != "alpha:api/** alpha:docs/** beta:db/**" {
 			t.Fatalf("held a second before the TTL: %s", got)
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if got := strings.Join(held(), " "); got != "alpha:docs/**" {
+		if got := strings.Join(held(), " "); got != "alpha:docs/** beta:db/**" {
 			t.Fatalf("held at the TTL: %s; want api/** expired", got)
 		}
 	})
