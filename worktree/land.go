@@ -62,7 +62,13 @@ type landJournal struct {
 	// HEAD is detached at Old just before the base moves, so its index and
 	// files stay consistent with its HEAD; a landing that does not happen
 	// puts HEAD back on the base branch.
-	Detached bool      `json:"detached,omitempty"`
+	Detached bool `json:"detached,omitempty"`
+	// Remote is set when the base also moves on the shared remote
+	// ([worktree] push) by a compare-and-set push from Old to New, after
+	// the local move: a landing whose push did not happen is pushed or
+	// rolled back by the next run (settlePush), and is landed only once
+	// the remote holds New.
+	Remote   string    `json:"remote,omitempty"`
 	PID      int       `json:"pid"`
 	PIDStart uint64    `json:"pid_start,omitempty"`
 	Time     time.Time `json:"time"`
@@ -102,6 +108,13 @@ type LandRequest struct {
 	// catch up. Without it such a checkout refuses the landing
 	// (ErrBaseDirty).
 	LeaveDirty bool
+	// Remote, when set ([worktree] push), is the shared remote whose base
+	// branch moves too, by a compare-and-set push from the old tip (git
+	// push --force-with-lease): the remote's base must be where the local
+	// one is (SyncBase first). A push whose lease fails (another host
+	// moved the remote) moves the local base back and returns
+	// ErrBaseMoved: nothing landed, nothing forced.
+	Remote string
 	// Record, when set, records the outcome once the base branch holds
 	// Commit (Landing.Commit is "" when it already did). It runs before the
 	// journal entry is cleared, so after an interruption it runs again: it
@@ -293,7 +306,7 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 		return res, err
 	}
 	res.Old = old
-	j := landJournal{Key: req.Key, Agent: req.Agent, Candidate: req.Commit, Subject: req.Subject, Base: base, Old: old}
+	j := landJournal{Key: req.Key, Agent: req.Agent, Candidate: req.Commit, Subject: req.Subject, Base: base, Old: old, Remote: req.Remote}
 	if on, err := m.ok(ctx, m.root, "merge-base", "--is-ancestor", req.Commit, old); err != nil {
 		return res, err
 	} else if on {
@@ -391,6 +404,14 @@ func (m *Manager) moveBase(ctx context.Context, req LandRequest, res Landing, j 
 		// git was killed after its rename: the base did move.
 	}
 	landHook("moved")
+	if j.Remote != "" {
+		// The local move is undone unless the remote takes it: the local
+		// base never stays ahead of the remote's, so no host diverges.
+		if err := m.pushBase(ctx, j); err != nil {
+			return res, m.unmove(ctx, j, err)
+		}
+		landHook("pushed")
+	}
 	if j, err = m.writeLanding(ctx, j, landLanded); err != nil {
 		return res, err
 	}
@@ -463,7 +484,7 @@ func (m *Manager) landPrepared(ctx context.Context, req LandRequest, res Landing
 	if old != req.Expected {
 		return res, fmt.Errorf("%w: %s is at %s now, not at %s where the landing was tested; nothing landed, test it again", ErrBaseMoved, base, shortHash(old), shortHash(req.Expected))
 	}
-	j := landJournal{Key: req.Key, Agent: req.Agent, Candidate: req.Prepared, Subject: req.Subject, Base: base, Old: old}
+	j := landJournal{Key: req.Key, Agent: req.Agent, Candidate: req.Prepared, Subject: req.Subject, Base: base, Old: old, Remote: req.Remote}
 	if req.Prepared == old {
 		j.State = landLanded
 		res.Checkout = m.checkoutNote(ctx, base, j)
@@ -684,6 +705,16 @@ func (m *Manager) settleLanding(ctx context.Context, j *landJournal, rec *recove
 	if j.New != "" && now != "" && now != j.New && now != j.Old {
 		if landed, err = m.isAncestor(ctx, j.New, now); err != nil {
 			return false, err
+		}
+	}
+	if landed && j.Remote != "" && j.State != landLanded {
+		// Killed between the local move and the end of the push.
+		pushed, err := m.settlePush(ctx, *j, now, rec)
+		if err != nil {
+			return false, err
+		}
+		if !pushed {
+			return false, nil
 		}
 	}
 	if !landed {

@@ -47,7 +47,9 @@ func TestHelperProcess(t *testing.T) {
 				}
 			}
 		}
-		_, err = m.Land(ctx, helperLanding(os.Getenv("SWARM_WT_LAND_COMMIT"), os.Getenv("SWARM_WT_LAND_RECORD")))
+		req := helperLanding(os.Getenv("SWARM_WT_LAND_COMMIT"), os.Getenv("SWARM_WT_LAND_RECORD"))
+		req.Remote = os.Getenv("SWARM_WT_LAND_REMOTE")
+		_, err = m.Land(ctx, req)
 	}
 	// The wrapper should have killed this process before it got here.
 	fmt.Fprintf(os.Stderr, "helper %s finished: %v\n", op, err)

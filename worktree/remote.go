@@ -2,8 +2,10 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Push publishes the agent's branch to remote, so that work done on this
@@ -95,4 +97,229 @@ func (m *Manager) Fetch(ctx context.Context, remote string, agents []string) ([]
 		}
 	}
 	return out, nil
+}
+
+// Several hosts share one base branch on the [worktree] push remote
+// (DESIGN §12, §14): a landing builds on the remote's base (SyncBase
+// fast-forwards the local base to it first), moves the local base by
+// compare-and-set and then the remote's by a compare-and-set push (git
+// push --force-with-lease=<base>:<old>). A push the remote refuses because
+// another host moved it first moves the local base back: the candidate is
+// tested again on the new remote base, never forced. A kill between the
+// local move and the push's end is settled by the next run from the
+// landing's journal entry (settlePush): pushed when the remote is still at
+// the old tip, else moved back.
+
+// remoteTimeout bounds one fetch or push of the base branch: a remote
+// that hangs fails the landing, it does not hang the queue.
+const remoteTimeout = 2 * time.Minute
+
+// ErrBaseAhead: the local base branch has commits the remote's lacks (a
+// landing or merge made here without the queue); the queue lands only on
+// top of the remote's base.
+var ErrBaseAhead = errors.New("the base branch has commits the remote lacks")
+
+// RemoteBaseRef is where the remote's base branch is fetched to: the last
+// tip this clone saw there (`swarm status` compares with it).
+func RemoteBaseRef(base string) string { return "refs/swarm/remote/" + base }
+
+// remoteTip asks remote where its base branch is; "" when it has none.
+func (m *Manager) remoteTip(ctx context.Context, remote, base string) (string, error) {
+	res, err := m.runRemote(ctx, m.root, "ls-remote", "--heads", remote, "refs/heads/"+base)
+	if err != nil {
+		return "", fmt.Errorf("ask %s where %s is: %w", remote, base, err)
+	}
+	tip, _, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), "\t")
+	return tip, nil
+}
+
+// fetchBase fetches the remote's base branch to RemoteBaseRef and returns
+// its tip.
+func (m *Manager) fetchBase(ctx context.Context, remote, base string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	defer cancel()
+	ref := "refs/heads/" + base
+	if _, err := m.runRemote(ctx, m.root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+RemoteBaseRef(base)); err != nil {
+		if tip, lerr := m.remoteTip(ctx, remote, base); lerr == nil && tip == "" {
+			return "", fmt.Errorf("the remote %s has no branch %s: push it once ('git push %s %s'), then run again", remote, base, remote, base)
+		}
+		return "", fmt.Errorf("fetch %s from %s: %w; check the remote ('git fetch %s %s')", base, remote, err, remote, base)
+	}
+	return m.resolveRef(ctx, RemoteBaseRef(base))
+}
+
+// pushBase moves the remote's base from j.Old to j.New, by compare-and-set.
+// Another host's move first is ErrBaseMoved.
+func (m *Manager) pushBase(ctx context.Context, j landJournal) error {
+	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	defer cancel()
+	ref := "refs/heads/" + j.Base
+	_, err := m.runRemote(ctx, m.root, "push", "--quiet", "--no-verify", "--force-with-lease="+ref+":"+j.Old, j.Remote, j.New+":"+ref)
+	if err == nil {
+		_, _ = m.run(ctx, m.root, "update-ref", RemoteBaseRef(j.Base), j.New)
+		return nil
+	}
+	theirs, lerr := m.remoteTip(ctx, j.Remote, j.Base)
+	switch {
+	case lerr != nil:
+		return fmt.Errorf("push %s to %s: %w (%v); nothing landed", j.Base, j.Remote, err, lerr)
+	case theirs == j.New:
+		return nil // it did take it; the answer was lost
+	case theirs != j.Old:
+		return fmt.Errorf("%w: %s's %s is at %s now, not at %s (another host landed first); nothing landed, nothing forced: test it again on the new tip", ErrBaseMoved, j.Remote, j.Base, shortHash(theirs), shortHash(j.Old))
+	}
+	return fmt.Errorf("push %s to %s: %w; nothing landed: check the remote ('git push %s %s')", j.Base, j.Remote, err, j.Remote, j.Base)
+}
+
+// unmove puts the local base back at j.Old after the remote did not take
+// j.New, and drops the entry: nothing landed.
+func (m *Manager) unmove(ctx context.Context, j landJournal, cause error) error {
+	if _, err := m.run(ctx, m.root, "update-ref", "-m", "swarm: land "+j.Key+": the remote did not take it", "refs/heads/"+j.Base, j.Old, j.New); err != nil {
+		// The entry stays: the next run settles it again.
+		return errors.Join(cause, fmt.Errorf("moving %s back to %s failed too: %w; run again to settle it", j.Base, shortHash(j.Old), err))
+	}
+	var err error
+	if j.Detached {
+		err = m.reattach(ctx, j)
+	}
+	return errors.Join(cause, err, m.clearLanding(j.Key))
+}
+
+// settlePush finishes the push of an interrupted landing whose local move
+// happened: it reports whether the remote holds j.New now (pushed before
+// the kill, or now, the remote still at j.Old); otherwise the local base
+// goes back to j.Old and the entry is dropped.
+func (m *Manager) settlePush(ctx context.Context, j landJournal, now string, rec *recoveries) (bool, error) {
+	theirs, err := m.remoteTip(ctx, j.Remote, j.Base)
+	if err != nil {
+		return false, fmt.Errorf("%w; an interrupted landing of %s moved %s here but may not have reached %s yet: run again once the remote answers", err, shortHash(j.Candidate), j.Base, j.Remote)
+	}
+	if theirs == j.New {
+		_, _ = m.run(ctx, m.root, "update-ref", RemoteBaseRef(j.Base), j.New)
+		return true, nil
+	}
+	if theirs == j.Old && now == j.New {
+		err := m.pushBase(ctx, j)
+		if err == nil {
+			rec.add(j.Agent, "finished an interrupted landing of %s (%s): pushed %s to %s, which was still at %s", shortHash(j.Candidate), j.Key, j.Base, j.Remote, shortHash(j.Old))
+			return true, nil
+		}
+		if !errors.Is(err, ErrBaseMoved) {
+			return false, err
+		}
+	} else if theirs != "" && theirs != j.Old {
+		// Moved on since: it holds the landing if New is in its history.
+		if tip, err := m.fetchBase(ctx, j.Remote, j.Base); err == nil {
+			if on, err := m.isAncestor(ctx, j.New, tip); err == nil && on {
+				return true, nil
+			}
+		}
+	}
+	if err := m.unmove(ctx, j, nil); err != nil {
+		return false, err
+	}
+	rec.add(j.Agent, "an interrupted landing of %s (%s) had moved %s here, but %s did not take it (it is at %s): %s is back at %s, nothing landed", shortHash(j.Candidate), j.Key, j.Base, j.Remote, shortHash(theirs), j.Base, shortHash(j.Old))
+	return false, nil
+}
+
+// syncKey is the journal key of SyncBase's fast-forward.
+const syncKey = "sync-base"
+
+// BaseSync is what SyncBase did.
+type BaseSync struct {
+	Base string
+	// Old is the local base before, New the remote's (and now the local)
+	// tip; equal when nothing moved.
+	Old, New string
+	// Checkout says what became of the operator's checkout when the base
+	// moved; Behind that it was left behind (uncommitted changes).
+	Checkout string
+	Behind   bool
+	// Recovered is what was finished or dropped of interrupted landings.
+	Recovered []Recovery
+}
+
+// SyncBase brings the local base branch to the remote's: interrupted
+// landings are settled first, then the remote's base is fetched and the
+// local one fast-forwarded to it (journaled as a landing is; the
+// operator's clean checkout comes along, a dirty one is refused, or left
+// alone detached with leaveDirty). A local base with commits the remote
+// lacks is ErrBaseAhead: nothing moves.
+func (m *Manager) SyncBase(ctx context.Context, remote string, leaveDirty bool) (res BaseSync, err error) {
+	base, err := m.BaseBranch(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Base = base
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var rec recoveries
+	defer func() { res.Recovered = rec }()
+	if lock, removed, err := m.removeBaseLock(ctx); err != nil {
+		return res, err
+	} else if removed {
+		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
+	}
+	if err := m.recoverBase(ctx, &rec); err != nil {
+		return res, err
+	}
+	// An interrupted sync has no one else to clear its entry.
+	if mine, err := m.recoverLandings(ctx, &rec, syncKey); err != nil {
+		return res, err
+	} else if mine != nil && (!mine.Checkout || mine.Forwarded) {
+		if err := m.clearLanding(syncKey); err != nil {
+			return res, err
+		}
+	}
+	theirs, err := m.fetchBase(ctx, remote, base)
+	if err != nil {
+		return res, err
+	}
+	mine, err := m.resolveRef(ctx, "refs/heads/"+base)
+	if err != nil {
+		return res, err
+	}
+	res.Old, res.New = mine, theirs
+	if mine == theirs {
+		return res, nil
+	}
+	if behind, err := m.isAncestor(ctx, mine, theirs); err != nil {
+		return res, err
+	} else if !behind {
+		n, _ := m.run(ctx, m.root, "rev-list", "--count", theirs+".."+mine)
+		return res, fmt.Errorf("%w: your %s has %s commit(s) that %s's %s lacks; the merge queue lands only on top of %s's: push them ('git push %s %s') or drop them, then run again",
+			ErrBaseAhead, base, n, remote, base, remote, remote, base)
+	}
+	req := LandRequest{Key: syncKey, LeaveDirty: leaveDirty}
+	j := landJournal{Key: req.Key, Candidate: theirs, Subject: "fetched from " + remote, Base: base, Old: mine}
+	if err := m.checkoutMode(ctx, req, &j); err != nil {
+		return res, err
+	}
+	if j, err = m.writeLanding(ctx, j, landBuilding); err != nil {
+		return res, err
+	}
+	j.New = theirs
+	l, err := m.moveBase(ctx, req, Landing{Base: base, Old: mine}, j, func(err error) error { return errors.Join(err, m.clearLanding(j.Key)) })
+	res.Checkout, res.Behind = l.Checkout, l.Behind
+	return res, err
+}
+
+// RemoteBehind reports how many commits the local base branch is behind
+// the remote's as this clone last fetched it (RemoteBaseRef): another
+// host landed them. It only reads; 0 when unknown.
+func (m *Manager) RemoteBehind(ctx context.Context) (base string, n int, err error) {
+	base, err = m.BaseBranch(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	theirs, err := m.resolveRef(ctx, RemoteBaseRef(base))
+	if err != nil || theirs == "" {
+		return base, 0, err
+	}
+	out, err := m.run(ctx, m.root, "rev-list", "--count", "refs/heads/"+base+".."+theirs)
+	if err != nil {
+		return base, 0, err
+	}
+	fmt.Sscan(out, &n)
+	return base, n, nil
 }

@@ -1,0 +1,182 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// remoteFixture is landFixture with a shared bare remote holding main, and
+// another host's clone of it (g) that can move the remote's main.
+func remoteFixture(t *testing.T) (f, g *fixture, reviewed, before string) {
+	t.Helper()
+	f, _, reviewed, before = landFixture(t)
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	f.git(".", "init", "-q", "--bare", origin)
+	f.git(".", "remote", "add", "origin", origin)
+	f.git(".", "push", "-q", "origin", "main")
+	g = &fixture{t: t, root: filepath.Join(t.TempDir(), "other"), env: f.env, meta: &memMeta{}}
+	f.git(".", "clone", "-q", origin, g.root)
+	g.m = g.manager(Options{})
+	return f, g, reviewed, before
+}
+
+// otherHostLands moves the remote's main from the other clone, as a
+// landing on another host does; it returns the new remote tip.
+func (g *fixture) otherHostLands() string {
+	g.t.Helper()
+	g.git(".", "fetch", "-q", "origin")
+	g.git(".", "checkout", "-q", "-B", "main", "origin/main")
+	g.commitAs("Test Operator", ".", "other.txt", "from the other host\n", "other host: other.txt")
+	g.git(".", "push", "-q", "origin", "main")
+	return g.git(".", "rev-parse", "main")
+}
+
+func (f *fixture) remoteMain() string {
+	f.t.Helper()
+	out := f.git(".", "ls-remote", "origin", "refs/heads/main")
+	tip, _, _ := strings.Cut(out, "\t")
+	return tip
+}
+
+// TestLandPushesTheBaseByCompareAndSet: with a remote, the landing moves
+// the remote's main too, to the very merge commit of the local main.
+func TestLandPushesTheBaseByCompareAndSet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f, _, reviewed, before := remoteFixture(t)
+	if s, err := f.m.SyncBase(ctx, "origin", false); err != nil || s.Old != before || s.New != before {
+		t.Fatalf("SyncBase of an up to date main = %+v, %v", s, err)
+	}
+	req := helperLanding(reviewed, filepath.Join(t.TempDir(), "record"))
+	req.Remote = "origin"
+	l, err := f.m.Land(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip := f.checkLanded(before, reviewed)
+	if l.Commit != tip || f.remoteMain() != tip {
+		t.Fatalf("landed %s, local main %s, origin's main %s: want all the same", l.Commit, tip, f.remoteMain())
+	}
+	if keys := f.landings(); len(keys) != 0 {
+		t.Fatalf("journal entries left: %v", keys)
+	}
+}
+
+// TestLandLeaseFailureMovesNothing: another host moved the remote's main
+// after this host synced; the push's lease fails, nothing is forced, the
+// local main goes back to where it was (the checkout with it), and after
+// SyncBase the same candidate lands on top of the other host's work.
+func TestLandLeaseFailureMovesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f, g, reviewed, before := remoteFixture(t)
+	theirs := g.otherHostLands()
+	req := helperLanding(reviewed, filepath.Join(t.TempDir(), "record"))
+	req.Remote = "origin"
+	_, err := f.m.Land(ctx, req)
+	if !errors.Is(err, ErrBaseMoved) {
+		t.Fatalf("Land on a remote another host moved = %v, want ErrBaseMoved", err)
+	}
+	if got := f.remoteMain(); got != theirs {
+		t.Fatalf("origin's main is %s, want the other host's %s: forced", got, theirs)
+	}
+	if got := f.git(".", "rev-parse", "main"); got != before {
+		t.Fatalf("local main is %s after the refused push, want it back at %s", got, before)
+	}
+	f.checkCheckout()
+	if keys := f.landings(); len(keys) != 0 {
+		t.Fatalf("journal entries left: %v", keys)
+	}
+
+	// The next run syncs first: main fast-forwards (the clean checkout
+	// comes along), then the candidate lands on top, pushed.
+	s, err := f.m.SyncBase(ctx, "origin", false)
+	if err != nil || s.Old != before || s.New != theirs {
+		t.Fatalf("SyncBase = %+v, %v, want %s..%s", s, err, before, theirs)
+	}
+	if readFile(t, filepath.Join(f.root, "other.txt")) != "from the other host\n" {
+		t.Fatal("the checkout was not brought forward to the remote's main")
+	}
+	if _, err := f.m.Land(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	tip := f.checkLanded(theirs, reviewed)
+	if f.remoteMain() != tip {
+		t.Fatalf("origin's main %s, local %s", f.remoteMain(), tip)
+	}
+}
+
+// TestSyncBaseRefusesALocalBaseAhead: a main with a commit the remote lacks
+// is neither pushed nor moved; the error says what to do.
+func TestSyncBaseRefusesALocalBaseAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f, _, _, before := remoteFixture(t)
+	f.commitAs("Test Operator", ".", "mine.txt", "only here\n", "operator: only here")
+	local := f.git(".", "rev-parse", "main")
+	_, err := f.m.SyncBase(ctx, "origin", false)
+	if !errors.Is(err, ErrBaseAhead) || !strings.Contains(err.Error(), "git push origin main") {
+		t.Fatalf("SyncBase = %v, want ErrBaseAhead saying to push", err)
+	}
+	if f.git(".", "rev-parse", "main") != local || f.remoteMain() != before {
+		t.Fatal("SyncBase moved a base")
+	}
+}
+
+// TestLandKilledBeforeThePush: kill -9 after the local move, before the
+// push. The next run pushes it (the remote still at the old tip): one
+// merge on both mains. When another host moved the remote meanwhile, the
+// next run moves the local main back instead: nothing forced.
+func TestLandKilledBeforeThePush(t *testing.T) {
+	t.Parallel()
+	for _, moved := range []bool{false, true} {
+		name := "remote-still-old"
+		if moved {
+			name = "remote-moved"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			f, g, reviewed, before := remoteFixture(t)
+			record := filepath.Join(t.TempDir(), "record")
+			interrupt(t, f, "land", "", "SWARM_WT_LAND_KILL=moved", "SWARM_WT_LAND_COMMIT="+reviewed,
+				"SWARM_WT_LAND_RECORD="+record, "SWARM_WT_LAND_REMOTE=origin")
+			if f.git(".", "rev-parse", "main") == before || f.remoteMain() != before || exists(record) {
+				t.Fatal("the kill did not land between the local move and the push")
+			}
+			req := helperLanding(reviewed, record)
+			req.Remote = "origin"
+			m := f.manager(Options{})
+			if !moved {
+				l, err := m.Land(ctx, req)
+				if err != nil {
+					t.Fatalf("the re-run: %v", err)
+				}
+				tip := f.checkLanded(before, reviewed)
+				if f.remoteMain() != tip || !strings.Contains(recoveredText(l.Recovered), "pushed main to origin") {
+					t.Fatalf("origin's main %s, local %s, recovered %q", f.remoteMain(), tip, recoveredText(l.Recovered))
+				}
+				if !strings.HasPrefix(readFile(t, record), "recorded "+tip) {
+					t.Fatalf("recorded %q", readFile(t, record))
+				}
+			} else {
+				theirs := g.otherHostLands()
+				_, err := m.Land(ctx, req)
+				if !errors.Is(err, ErrBaseMoved) {
+					t.Fatalf("the re-run = %v, want ErrBaseMoved", err)
+				}
+				if f.git(".", "rev-parse", "main") != before || f.remoteMain() != theirs || exists(record) {
+					t.Fatalf("local main %s (want %s), origin's %s (want %s), recorded %v",
+						f.git(".", "rev-parse", "main"), before, f.remoteMain(), theirs, exists(record))
+				}
+				f.checkCheckout()
+			}
+			if keys := f.landings(); len(keys) != 0 {
+				t.Fatalf("journal entries left: %v", keys)
+			}
+		})
+	}
+}
