@@ -102,30 +102,40 @@ func (s *Store) Candidates(ctx context.Context, f mailbox.CandidateFilter) ([]me
 
 // EnqueueCandidate stores a new candidate in queued.
 func (t *txn) EnqueueCandidate(c merge.Candidate) (merge.Candidate, error) {
-	var twin int64
-	err := t.tx.QueryRow(t.ctx, `SELECT id FROM merge_candidates WHERE agent = $1 AND commit_sha = $2 AND state IN ('queued', 'testing')`,
-		c.Agent, c.Commit).Scan(&twin)
-	switch {
-	case err == nil:
-		live, err := getCandidate(t.ctx, t.tx, twin)
-		if err != nil {
-			return c, err
+	// A twin queued by another host at the same moment: the insert waits
+	// for that transaction and, once it committed, inserts nothing (ON
+	// CONFLICT on the live index; a unique violation would abort this
+	// transaction instead), and the next look finds the twin. Twice at
+	// most: a twin that left the queue in between lets the insert through.
+	for range 2 {
+		var twin int64
+		err := t.tx.QueryRow(t.ctx, `SELECT id FROM merge_candidates WHERE agent = $1 AND commit_sha = $2 AND state IN ('queued', 'testing')`,
+			c.Agent, c.Commit).Scan(&twin)
+		switch {
+		case err == nil:
+			live, err := getCandidate(t.ctx, t.tx, twin)
+			if err != nil {
+				return c, err
+			}
+			return c, &mailbox.QueuedError{Candidate: live}
+		case !errors.Is(err, pgx.ErrNoRows):
+			return c, fmt.Errorf("queue %s's commit: %w", c.Agent, err)
 		}
-		return c, &mailbox.QueuedError{Candidate: live}
-	case !errors.Is(err, pgx.ErrNoRows):
-		return c, fmt.Errorf("queue %s's commit: %w", c.Agent, err)
+		now := t.now()
+		var id int64
+		err = t.tx.QueryRow(t.ctx, `INSERT INTO merge_candidates (agent, commit_sha, source, item, requested_by, state,
+			created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $6)
+			ON CONFLICT (agent, commit_sha) WHERE state IN ('queued', 'testing') DO NOTHING RETURNING id`,
+			c.Agent, c.Commit, string(c.Source), c.Item, c.By, now).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // the twin committed meanwhile: look again
+		}
+		if err != nil {
+			return c, fmt.Errorf("queue %s's commit %s: %w", c.Agent, merge.Short(c.Commit), err)
+		}
+		return getCandidate(t.ctx, t.tx, id)
 	}
-	now := t.now()
-	var id int64
-	// A twin queued by another host at the same moment trips the unique
-	// index: this transaction fails and its caller retries.
-	err = t.tx.QueryRow(t.ctx, `INSERT INTO merge_candidates (agent, commit_sha, source, item, requested_by, state,
-		created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $6) RETURNING id`,
-		c.Agent, c.Commit, string(c.Source), c.Item, c.By, now).Scan(&id)
-	if err != nil {
-		return c, fmt.Errorf("queue %s's commit %s: %w", c.Agent, merge.Short(c.Commit), err)
-	}
-	return getCandidate(t.ctx, t.tx, id)
+	return c, fmt.Errorf("queue %s's commit %s: %w (another host queued and moved it meanwhile); run again", c.Agent, merge.Short(c.Commit), mailbox.ErrCandidateQueued)
 }
 
 // Candidate returns one candidate inside the transaction.
