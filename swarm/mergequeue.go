@@ -37,6 +37,9 @@ type QueueGit interface {
 	CleanScratch(ctx context.Context) error
 	// BaseBranch is the branch work lands on.
 	BaseBranch(ctx context.Context) (string, error)
+	// SyncBase fast-forwards the base branch to the remote's
+	// ([worktree] push), settling interrupted landings first.
+	SyncBase(ctx context.Context, remote string, leaveDirty bool) (worktree.BaseSync, error)
 }
 
 // MergeQueue tests and lands the merge queue's candidates.
@@ -44,6 +47,12 @@ type MergeQueue struct {
 	Store mailbox.Store
 	Git   QueueGit
 	Cfg   config.Merge
+	// Remote is [worktree] push: the remote whose base branch is shared
+	// by every host. Each test builds on its base (fetched first) and a
+	// landing moves it by a compare-and-set push; another host's landing
+	// first sends the candidates back to the queue. Empty: this clone's
+	// base only.
+	Remote string
 	// Poster sends conflicts and failures back to the agents (nil: no
 	// mail, as in tests of the steps alone).
 	Poster *mailbox.Poster
@@ -218,6 +227,18 @@ func (q *MergeQueue) retest(ctx context.Context, cs []merge.Candidate, why strin
 
 // test runs one TestBatch of cs, counting its CI run in their rows.
 func (q *MergeQueue) test(ctx context.Context, cs []merge.Candidate, key string) (worktree.BatchResult, error) {
+	if q.Remote != "" {
+		// On several hosts the base is the remote's: what another host
+		// landed is fetched first, and a candidate it landed is found on
+		// the base (nothing merged twice).
+		s, err := q.Git.SyncBase(ctx, q.Remote, !q.refuseDirty)
+		if err != nil {
+			return worktree.BatchResult{}, err
+		}
+		if s.Old != s.New {
+			q.log().Info("merge queue: fetched the base", "remote", q.Remote, "base", s.Base, "old", s.Old, "new", s.New, "behind", s.Behind)
+		}
+	}
 	req := worktree.BatchRequest{Key: key, CI: q.Cfg.CI, CITimeout: q.Cfg.CITimeout}
 	for _, c := range cs {
 		req.Candidates = append(req.Candidates, worktree.BatchCandidate{Agent: c.Agent, Commit: c.Commit, Subject: q.subject(ctx, c)})
@@ -306,10 +327,14 @@ func (q *MergeQueue) land(ctx context.Context, cs []merge.Candidate, res worktre
 	}
 	subject := "swarm: land " + strings.Join(names, ", ")
 	l, err := q.Git.Land(ctx, worktree.LandRequest{Key: key, Agent: cs[0].Agent, Prepared: res.Commit, Expected: res.Old,
-		Subject: subject, LeaveDirty: !q.refuseDirty,
+		Subject: subject, LeaveDirty: !q.refuseDirty, Remote: q.Remote,
 		Record: func(ctx context.Context, l worktree.Landing) error { return q.recordLanded(ctx, cs, res, l) }})
 	if errors.Is(err, worktree.ErrBaseMoved) {
-		q.retest(ctx, cs, fmt.Sprintf("%s moved after the test; tested again on its new tip", res.Base))
+		where := res.Base
+		if q.Remote != "" {
+			where = q.Remote + "'s " + res.Base + " (another host landed first?)"
+		}
+		q.retest(ctx, cs, fmt.Sprintf("%s moved after the test; nothing forced, tested again on its new tip", where))
 		return nil
 	}
 	if err != nil {
@@ -444,6 +469,14 @@ func (q *MergeQueue) LandNow(ctx context.Context, c merge.Candidate) (merge.Cand
 }
 
 func (q *MergeQueue) landNow(ctx context.Context, c merge.Candidate, tries int) (merge.Candidate, *worktree.Landing, error) {
+	// Landed already (by the supervisor's queue, or on another host): a
+	// no-op, never a second landing nor a second landed row.
+	if done, err := q.landedTwin(ctx, c, 0); err != nil || done != nil {
+		if done != nil {
+			return *done, nil, nil
+		}
+		return c, nil, err
+	}
 	qq := *q
 	qq.refuseDirty, qq.landed = true, nil
 	var claimed merge.Candidate
@@ -493,7 +526,20 @@ func (q *MergeQueue) landNow(ctx context.Context, c merge.Candidate, tries int) 
 	}
 	if key == "" {
 		done, err := WaitLanded(ctx, q.Store, claimed.ID, 200*time.Millisecond)
+		if err == nil && done.State == merge.Landed {
+			q.sayLanded(done)
+		}
 		return done, nil, err
+	}
+	// A twin landed between the look above and this claim: this row
+	// leaves the queue, the landed one stands.
+	if done, err := q.landedTwin(ctx, c, claimed.ID); err != nil || done != nil {
+		if done != nil {
+			err = q.move(context.WithoutCancel(ctx), claimed, merge.Testing, merge.Cancel, merge.Cancelled,
+				fmt.Sprintf("landed already as #%d", done.ID), nil)
+			return *done, nil, err
+		}
+		return claimed, nil, err
 	}
 	err = qq.process(ctx, []merge.Candidate{claimed}, key)
 	if err == nil {
@@ -517,8 +563,32 @@ func (q *MergeQueue) landNow(ctx context.Context, c merge.Candidate, tries int) 
 	return done, qq.landed, err
 }
 
+// landedTwin is the candidate of c's agent and commit that landed
+// already, other than except; nil when there is none.
+func (q *MergeQueue) landedTwin(ctx context.Context, c merge.Candidate, except int64) (*merge.Candidate, error) {
+	cs, err := q.Store.Candidates(ctx, mailbox.CandidateFilter{Agent: c.Agent, States: []merge.State{merge.Landed}})
+	if err != nil {
+		return nil, fmt.Errorf("look for %s's commit %s in the merge queue: %w", c.Agent, merge.Short(c.Commit), err)
+	}
+	for _, l := range cs {
+		if l.Commit == c.Commit && l.ID != except {
+			q.sayLanded(l)
+			return &l, nil
+		}
+	}
+	return nil, nil
+}
+
+// sayLanded tells that a candidate another process or host landed needs
+// nothing more here.
+func (q *MergeQueue) sayLanded(c merge.Candidate) {
+	text := fmt.Sprintf("merge queue: %s's %s landed already as #%d (%s, by %s); nothing done twice", c.Agent, merge.Short(c.Commit), c.ID, merge.Short(c.LandedAs), orNone(c.Claim))
+	q.notice(c.Agent, text)
+	q.log().Info("merge queue: landed already", "agent", c.Agent, "candidate", c.ID, "commit", c.Commit, "landed_as", c.LandedAs, "holder", c.Claim)
+}
+
 // NewMergeQueue is the queue a command runs itself (swarm workflow merge,
 // an approval's merge): this process is its holder.
 func NewMergeQueue(st mailbox.Store, git QueueGit, cfg *config.Config, poster *mailbox.Poster) *MergeQueue {
-	return &MergeQueue{Store: st, Git: git, Cfg: cfg.Merge, Poster: poster, Holder: ThisHolder(), Log: slog.Default()}
+	return &MergeQueue{Store: st, Git: git, Cfg: cfg.Merge, Remote: cfg.Worktree.Push, Poster: poster, Holder: ThisHolder(), Log: slog.Default()}
 }

@@ -39,7 +39,7 @@ func (m *mergeQueue) queue() *MergeQueue {
 		return nil
 	}
 	s := m.s
-	return &MergeQueue{Store: s.store, Git: git, Cfg: s.cfg.Merge, Poster: s.poster, Holder: s.opts.Holder, Now: s.clock.Now,
+	return &MergeQueue{Store: s.store, Git: git, Cfg: s.cfg.Merge, Remote: s.cfg.Worktree.Push, Poster: s.poster, Holder: s.opts.Holder, Now: s.clock.Now,
 		Log: s.log.With("service", "merge-queue"),
 		Notice: func(agent, text string) {
 			s.bus.emit(lifecycle.Notice{At: s.clock.Now(), Agent: agent, Kind: lifecycle.NoticeInfo, Text: text})

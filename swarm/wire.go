@@ -271,6 +271,11 @@ func (w GitWorktrees) TestBatch(ctx context.Context, req worktree.BatchRequest) 
 	return w.M.TestBatch(ctx, req)
 }
 
+// SyncBase fast-forwards the base branch to the remote's (QueueGit).
+func (w GitWorktrees) SyncBase(ctx context.Context, remote string, leaveDirty bool) (worktree.BaseSync, error) {
+	return w.M.SyncBase(ctx, remote, leaveDirty)
+}
+
 // CleanScratch removes the merge queue's scratch worktrees a crash left.
 func (w GitWorktrees) CleanScratch(ctx context.Context) error { return w.M.CleanScratch(ctx) }
 
