@@ -119,6 +119,7 @@ func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
 		{"SessionCost", testSessionCost},
 		{"WorkItems", testWorkItems},
 		{"MergeQueue", testMergeQueue},
+		{"MergeQueueRacingTwins", testMergeQueueRacingTwins},
 		{"Reservations", testReservations},
 	}
 	for _, tc := range tests {

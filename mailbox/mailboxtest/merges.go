@@ -2,6 +2,9 @@ package mailboxtest
 
 import (
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmhq/swarm/fsm"
@@ -140,5 +143,73 @@ func testMergeQueue(e *env) {
 	if len(evs) != 5 || evs[0].From != nil || evs[0].To != string(merge.Queued) || evs[4].To != string(merge.Conflict) ||
 		evs[4].Cause != "conflict" || evs[4].AgentName() != "alice" {
 		t.Fatalf("merge events = %+v", evs)
+	}
+}
+
+// testMergeQueueRacingTwins: two connections (two hosts) queue the same
+// agent and commit at the same moment: one stores it, the other gets the
+// QueuedError naming it, never a raw unique violation.
+func testMergeQueueRacingTwins(e *env) {
+	t := e.t
+	if e.other == nil {
+		return
+	}
+	stores := []mailbox.Store{e.s, e.other()}
+	var serial atomic.Bool // the store never had both transactions open
+	for round := range 10 {
+		commit := fmt.Sprintf("cafe%04d", round)
+		type out struct {
+			c   merge.Candidate
+			err error
+		}
+		outs := make(chan out, len(stores))
+		start := make(chan struct{})
+		// Both transactions open before either queues: a barrier inside
+		// them, given up after a second where the store runs one
+		// transaction at a time (SQLite), so the other never gets in.
+		var inTx sync.WaitGroup
+		inTx.Add(len(stores))
+		both := make(chan struct{})
+		go func() { inTx.Wait(); close(both) }()
+		for _, st := range stores {
+			go func() {
+				<-start
+				var c merge.Candidate
+				first := true
+				err := st.InTx(e.ctx, func(tx mailbox.Tx) error {
+					if first {
+						first = false
+						inTx.Done()
+						select {
+						case <-both:
+						case <-time.After(time.Second):
+							serial.Store(true)
+						}
+					}
+					var err error
+					c, err = tx.EnqueueCandidate(merge.Candidate{Agent: "alice", Commit: commit, Source: merge.FromLand, By: "operator"})
+					return err
+				})
+				outs <- out{c, err}
+			}()
+		}
+		close(start)
+		var stored []merge.Candidate
+		var lost []error
+		for range stores {
+			o := <-outs
+			if o.err == nil {
+				stored = append(stored, o.c)
+			} else {
+				lost = append(lost, o.err)
+			}
+		}
+		var qe *mailbox.QueuedError
+		if len(stored) != 1 || len(lost) != 1 || !errors.As(lost[0], &qe) || qe.Candidate.ID != stored[0].ID {
+			t.Fatalf("round %d: stored %+v, errors %v; want one stored and a QueuedError naming it", round, stored, lost)
+		}
+		if serial.Load() {
+			return // nothing races in a store that runs one at a time
+		}
 	}
 }
