@@ -83,6 +83,9 @@ type DownAgent struct {
 	// Recovered says what was finished or undone first of an interrupted
 	// run's work on this agent.
 	Recovered []string `json:"recovered"`
+	// AlreadyLanded says its commits were on the base fetched from the
+	// [worktree] push remote (landed from another host): nothing merged.
+	AlreadyLanded bool `json:"already_landed"`
 }
 
 // DownResult is the whole report.
@@ -194,6 +197,7 @@ func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 		res.RecoverError = rerr.Error()
 	}
 	// Work pushed from other hosts comes first, so that it is merged too.
+	var landedElsewhere map[string]int
 	if remote := cfg.Worktree.Push; remote != "" && (req.Mode == DownMerge || req.Mode == DownSquash) {
 		fetched, err := m.Fetch(ctx, remote, mine)
 		for _, f := range fetched {
@@ -203,6 +207,28 @@ func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 		}
 		if err != nil {
 			return res, fmt.Errorf("%w; check the remote %q ('git fetch %s'), or remove [worktree] push to merge only the local branches", err, remote, remote)
+		}
+		// The base too: what the merge queue landed from another host is
+		// on the remote's base, and a branch it holds is not merged twice.
+		before := map[string]int{}
+		for _, a := range mine {
+			if cs, err := m.UnmergedCommits(ctx, a); err == nil {
+				before[a] = len(cs)
+			}
+		}
+		s, err := m.SyncBase(ctx, remote, false)
+		for _, r := range s.Recovered {
+			res.Recovered = append(res.Recovered, r.String())
+		}
+		switch {
+		case errors.Is(err, worktree.ErrBaseAhead):
+			// Merged here on top of the local commits, as without a remote.
+			res.Fetched = append(res.Fetched, fmt.Sprintf("%s: not fetched from %s: %v", s.Base, remote, err))
+		case err != nil:
+			return res, fmt.Errorf("fetch the base branch: %w; or remove [worktree] push to merge on the local base only", err)
+		case s.Old != s.New:
+			res.Fetched = append(res.Fetched, fmt.Sprintf("%s: fast-forwarded to %s's, %s..%s (landed from another host)", s.Base, remote, short(s.Old), short(s.New)))
+			landedElsewhere = before
 		}
 	}
 	// The supervisor may have made worktrees while it ran, and recovery
@@ -224,7 +250,11 @@ func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 		if mode == DownDiscard && !confirmed[info.Agent] {
 			mode = DownKeep // appeared after the question: never dropped unasked
 		}
-		res.Agents = append(res.Agents, downOne(ctx, m, mode, info))
+		a := downOne(ctx, m, mode, info)
+		// Its commits came with the base fetched from the remote: landed
+		// there (the merge queue on another host), not merged again.
+		a.AlreadyLanded = landedElsewhere[a.Agent] > 0 && (a.Status == "merged" || a.Status == "squashed") && a.Commit == ""
+		res.Agents = append(res.Agents, a)
 	}
 	if req.Mode == DownMerge || req.Mode == DownSquash {
 		res.Items = mergedItems(ctx, req.Store, cfg, res.Agents)

@@ -248,7 +248,9 @@ func printDownAgent(w io.Writer, root, base string, a swarm.DownAgent) {
 		}
 		fmt.Fprintf(w, "%s: kept %s on %s (%s not on %s)%s\n", a.Agent, rel(root, a.Worktree), a.Branch, downPlural(len(a.Commits), "commit"), downOrBase(base), saved)
 	case "merged", "squashed":
-		if a.Commit == "" {
+		if a.Commit == "" && a.AlreadyLanded {
+			fmt.Fprintf(w, "%s: nothing to %s: %s's commits are on %s already (landed from another host), not merged twice%s; removed its worktree and branch\n", a.Agent, downVerb[a.Status], a.Branch, downOrBase(base), saved)
+		} else if a.Commit == "" {
 			fmt.Fprintf(w, "%s: nothing to %s%s; removed its worktree and branch\n", a.Agent, downVerb[a.Status], saved)
 		} else {
 			fmt.Fprintf(w, "%s: %s %s into %s as %s (%s)%s; removed its worktree and branch\n", a.Agent, a.Status, a.Branch, base, downShort(a.Commit), downPlural(len(a.Commits), "commit"), saved)
