@@ -40,6 +40,8 @@ type QueueGit interface {
 	// SyncBase fast-forwards the base branch to the remote's
 	// ([worktree] push), settling interrupted landings first.
 	SyncBase(ctx context.Context, remote string, leaveDirty bool) (worktree.BaseSync, error)
+	// FetchBase fetches the remote's base branch, moving nothing.
+	FetchBase(ctx context.Context, remote string) (string, error)
 }
 
 // MergeQueue tests and lands the merge queue's candidates.

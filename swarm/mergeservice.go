@@ -12,6 +12,10 @@ import (
 // also seen through the change feed).
 const mergePoll = 5 * time.Second
 
+// remoteFetchEvery is how often an idle queue fetches the [worktree] push
+// remote's base, so that `swarm status` says what other hosts landed.
+const remoteFetchEvery = time.Minute
+
 // mergeQueue is the merge queue's service: after recovery it puts back
 // what a crash cut short, then drains the queue whenever it is poked.
 type mergeQueue struct {
@@ -57,6 +61,7 @@ func (m *mergeQueue) run(ctx context.Context) error {
 	t := m.s.clock.NewTimer(mergePoll)
 	defer t.Stop()
 	last := ""
+	var fetched time.Time
 	for {
 		if err := q.Drain(ctx); err != nil && ctx.Err() == nil {
 			// The candidates went back to the queue; the next look tries
@@ -69,6 +74,12 @@ func (m *mergeQueue) run(ctx context.Context) error {
 			last = err.Error()
 		} else {
 			last = ""
+		}
+		if now := m.s.clock.Now(); q.Remote != "" && now.Sub(fetched) >= remoteFetchEvery {
+			fetched = now
+			if _, err := q.Git.FetchBase(ctx, q.Remote); err != nil && ctx.Err() == nil {
+				m.s.log.Warn("merge queue: fetch the remote's base", "remote", q.Remote, "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

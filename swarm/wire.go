@@ -276,6 +276,11 @@ func (w GitWorktrees) SyncBase(ctx context.Context, remote string, leaveDirty bo
 	return w.M.SyncBase(ctx, remote, leaveDirty)
 }
 
+// FetchBase fetches the remote's base branch (QueueGit).
+func (w GitWorktrees) FetchBase(ctx context.Context, remote string) (string, error) {
+	return w.M.FetchBase(ctx, remote)
+}
+
 // CleanScratch removes the merge queue's scratch worktrees a crash left.
 func (w GitWorktrees) CleanScratch(ctx context.Context) error { return w.M.CleanScratch(ctx) }
 

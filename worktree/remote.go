@@ -304,6 +304,19 @@ func (m *Manager) SyncBase(ctx context.Context, remote string, leaveDirty bool) 
 	return res, err
 }
 
+// FetchBase fetches the remote's base branch to RemoteBaseRef without
+// moving anything else, and returns its tip: a host whose queue is idle
+// still learns what others landed (RemoteBehind).
+func (m *Manager) FetchBase(ctx context.Context, remote string) (string, error) {
+	base, err := m.BaseBranch(ctx)
+	if err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fetchBase(ctx, remote, base)
+}
+
 // RemoteBehind reports how many commits the local base branch is behind
 // the remote's as this clone last fetched it (RemoteBaseRef): another
 // host landed them. It only reads; 0 when unknown.

@@ -74,6 +74,13 @@ func TestLandLeaseFailureMovesNothing(t *testing.T) {
 	ctx := context.Background()
 	f, g, reviewed, before := remoteFixture(t)
 	theirs := g.otherHostLands()
+	// An idle host's fetch: it knows it is behind, nothing moved.
+	if tip, err := f.m.FetchBase(ctx, "origin"); err != nil || tip != theirs {
+		t.Fatalf("FetchBase = %s, %v, want %s", tip, err, theirs)
+	}
+	if _, n, err := f.m.RemoteBehind(ctx); err != nil || n != 1 || f.git(".", "rev-parse", "main") != before {
+		t.Fatalf("RemoteBehind = %d, %v; main %s: want 1 behind, main unmoved", n, err, f.git(".", "rev-parse", "main"))
+	}
 	req := helperLanding(reviewed, filepath.Join(t.TempDir(), "record"))
 	req.Remote = "origin"
 	_, err := f.m.Land(ctx, req)

@@ -60,6 +60,10 @@ candidate {"id", "agent", "commit", "source", "item", "requested_by",
 type checkoutJSON struct {
 	Base   string `json:"base"`
 	Behind int    `json:"behind"`
+	// Remote is [worktree] push; RemoteBehind how many commits the base
+	// is behind the remote's as last fetched (landed from another host).
+	Remote       string `json:"remote,omitempty"`
+	RemoteBehind int    `json:"remote_behind"`
 }
 
 type mergesJSON struct {
@@ -152,16 +156,29 @@ func checkoutOf(ctx context.Context, l repo.Layout, cfg *config.Config, st mailb
 	if err != nil {
 		return checkoutJSON{}
 	}
-	return checkoutJSON{Base: base, Behind: n}
+	out := checkoutJSON{Base: base, Behind: n}
+	if remote := cfg.Worktree.Push; remote != "" {
+		// As last fetched (the merge queue fetches it): status stays
+		// offline.
+		if _, rn, err := git.M.RemoteBehind(ctx); err == nil {
+			out.Remote, out.RemoteBehind = remote, rn
+		}
+	}
+	return out
 }
 
 // behindLine tells the operator their checkout is behind and how to
 // catch up; "" when it is not.
 func behindLine(c checkoutJSON) string {
-	if c.Behind == 0 {
-		return ""
+	var lines []string
+	if c.Behind > 0 {
+		lines = append(lines, fmt.Sprintf("checkout behind %s by %d: git switch %s (your uncommitted changes come along)", c.Base, c.Behind, c.Base))
 	}
-	return fmt.Sprintf("checkout behind %s by %d: git switch %s (your uncommitted changes come along)", c.Base, c.Behind, c.Base)
+	if c.RemoteBehind > 0 {
+		lines = append(lines, fmt.Sprintf("%s behind %s's by %d (landed from another host): the merge queue fetches it before its next landing; 'git pull --ff-only %s %s' brings it now",
+			c.Base, c.Remote, c.RemoteBehind, c.Remote, c.Base))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // mergeQueueLine is status's line about the queue; "" when it is empty.
