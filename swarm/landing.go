@@ -47,6 +47,9 @@ type LandOutcome struct {
 // LandResult is what Land queued.
 type LandResult struct {
 	Outcomes []LandOutcome `json:"outcomes"`
+	// Pruned says, per landed agent, what `--prune-remote` did with its
+	// branch on the remote; absent without it.
+	Pruned []string `json:"pruned,omitempty"`
 }
 
 // LandGit is what `swarm land` needs of git.

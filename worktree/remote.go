@@ -336,3 +336,79 @@ func (m *Manager) RemoteBehind(ctx context.Context) (base string, n int, err err
 	fmt.Sscan(out, &n)
 	return base, n, nil
 }
+
+// Pruned is what PruneRemote did with one agent's remote branch.
+type Pruned struct {
+	Agent string
+	// What is "deleted" (every commit is on the remote's base), "kept"
+	// (it has commits the base lacks, or it moved while being checked)
+	// or "absent" (not on the remote).
+	What string
+	Tip  string
+}
+
+func (p Pruned) String() string {
+	switch p.What {
+	case "deleted":
+		return fmt.Sprintf("deleted the remote %s (at %s, all on the base)", Branch(p.Agent), shortHash(p.Tip))
+	case "kept":
+		return fmt.Sprintf("kept the remote %s (at %s): it has commits the base lacks", Branch(p.Agent), shortHash(p.Tip))
+	}
+	return fmt.Sprintf("%s is not on the remote", Branch(p.Agent))
+}
+
+// PruneRemote deletes swarm/<agent> on remote when the remote's base holds
+// every commit of it (`swarm land --prune-remote`). The delete is a
+// compare-and-set too: a branch pushed again since it was checked is
+// kept.
+func (m *Manager) PruneRemote(ctx context.Context, remote, agent string) (Pruned, error) {
+	p := Pruned{Agent: agent, What: "absent"}
+	if err := checkAgent(agent); err != nil {
+		return p, err
+	}
+	base, err := m.BaseBranch(ctx)
+	if err != nil {
+		return p, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	defer cancel()
+	baseTip, err := m.fetchBase(ctx, remote, base)
+	if err != nil {
+		return p, err
+	}
+	ref := branchRef(agent)
+	if p.Tip, err = m.remoteTip(ctx, remote, Branch(agent)); err != nil || p.Tip == "" {
+		return p, err
+	}
+	// Its commits must be here to be compared: fetched aside, dropped after.
+	aside := "refs/swarm/prune/" + agent
+	if _, err := m.runRemote(ctx, m.root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+aside); err != nil {
+		return p, fmt.Errorf("fetch %s from %s: %w", Branch(agent), remote, err)
+	}
+	defer func() { _, _ = m.run(context.WithoutCancel(ctx), m.root, "update-ref", "-d", aside) }()
+	if tip, err := m.resolveRef(ctx, aside); err != nil {
+		return p, err
+	} else if tip != p.Tip {
+		p.What, p.Tip = "kept", tip // pushed again meanwhile
+		return p, nil
+	}
+	on, err := m.isAncestor(ctx, p.Tip, baseTip)
+	if err != nil {
+		return p, err
+	}
+	if !on {
+		p.What = "kept"
+		return p, nil
+	}
+	if _, err := m.runRemote(ctx, m.root, "push", "--quiet", "--no-verify", "--force-with-lease="+ref+":"+p.Tip, remote, ":"+ref); err != nil {
+		if now, lerr := m.remoteTip(ctx, remote, Branch(agent)); lerr == nil && now != p.Tip {
+			p.What, p.Tip = "kept", now // pushed again meanwhile: not deleted
+			return p, nil
+		}
+		return p, fmt.Errorf("delete %s on %s: %w", Branch(agent), remote, err)
+	}
+	p.What = "deleted"
+	return p, nil
+}

@@ -187,3 +187,37 @@ func TestLandKilledBeforeThePush(t *testing.T) {
 		})
 	}
 }
+
+// TestPruneRemoteDeletesOnlyLandedBranches: the remote swarm/alpha whose
+// commits the remote's main holds is deleted; one with a commit main lacks
+// is kept; an absent one is said absent.
+func TestPruneRemoteDeletesOnlyLandedBranches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f, _, reviewed, _ := remoteFixture(t)
+	// alpha's branch has a commit after the reviewed one (landFixture).
+	f.git(".", "push", "-q", "origin", "swarm/alpha")
+	req := helperLanding(reviewed, filepath.Join(t.TempDir(), "record"))
+	req.Remote = "origin"
+	if _, err := f.m.Land(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.m.PruneRemote(ctx, "origin", "alpha")
+	if err != nil || p.What != "kept" {
+		t.Fatalf("PruneRemote of a branch with a commit main lacks = %+v, %v, want kept", p, err)
+	}
+	f.git(".", "push", "-q", "-f", "origin", reviewed+":refs/heads/swarm/alpha")
+	p, err = f.m.PruneRemote(ctx, "origin", "alpha")
+	if err != nil || p.What != "deleted" || p.Tip != reviewed {
+		t.Fatalf("PruneRemote of a landed branch = %+v, %v, want deleted", p, err)
+	}
+	if out := f.git(".", "ls-remote", "origin", "refs/heads/swarm/alpha"); out != "" {
+		t.Fatalf("origin still has swarm/alpha: %s", out)
+	}
+	if p, err = f.m.PruneRemote(ctx, "origin", "alpha"); err != nil || p.What != "absent" {
+		t.Fatalf("PruneRemote again = %+v, %v, want absent", p, err)
+	}
+	if f.git(".", "for-each-ref", "refs/swarm/prune") != "" {
+		t.Fatal("the aside ref was left")
+	}
+}

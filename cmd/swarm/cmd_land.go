@@ -24,6 +24,9 @@ type LandOptions struct {
 	Cancel int64
 	Note   string
 	Poll   time.Duration
+	// PruneRemote deletes the remote swarm/<agent> branches that landed
+	// (waits, as Wait does).
+	PruneRemote bool
 }
 
 func init() {
@@ -55,12 +58,17 @@ dev-qa item at QA_PASSED), --all every agent's branch with new commits:
 the operator's. --cancel ID takes a candidate out of the queue (operator).
 
 --wait blocks until the candidates leave the queue and exits 1 when one
-did not land. Without a running supervisor the candidates wait for the
+did not land. With [worktree] push (several hosts), --all first fetches
+the agents' branches pushed from other hosts, and --prune-remote (which
+waits) then deletes on the remote each landed agent's swarm/<agent>
+branch whose every commit the remote's base holds, and says which; a
+branch with newer commits, or pushed again meanwhile, is kept. Without a running supervisor the candidates wait for the
 next 'swarm up'. --json prints {"outcomes": [{"agent", "candidate",
 "already_queued", "nothing_to_land"}]} (after --wait, the candidates as
 they ended).`,
 		Example: `  swarm land backend
   swarm land --all --wait
+  swarm land --all --prune-remote
   swarm land --item T-3
   swarm land --cancel 12`,
 		Args: cobra.MaximumNArgs(1),
@@ -77,6 +85,12 @@ they ended).`,
 			if n > 1 {
 				return usagef("give one of <agent>, --item, --all or --cancel")
 			}
+			if opts.PruneRemote {
+				if opts.Cancel != 0 {
+					return usagef("--prune-remote deletes the branches that land; it does not go with --cancel")
+				}
+				opts.Wait = true
+			}
 			return runLand(cmd.Context(), opts)
 		},
 		ValidArgsFunction: app.completeAgents(false),
@@ -87,6 +101,7 @@ they ended).`,
 	f.BoolVar(&opts.Wait, "wait", false, "wait until the candidates leave the queue; exit 1 when one did not land")
 	f.Int64Var(&opts.Cancel, "cancel", 0, "take merge candidate `ID` out of the queue")
 	f.StringVar(&opts.Note, "note", "", "why, with --cancel")
+	f.BoolVar(&opts.PruneRemote, "prune-remote", false, "after landing, delete the landed agents' swarm/<agent> branches on the [worktree] push remote (implies --wait)")
 	return cmd
 }
 
@@ -114,9 +129,25 @@ func runLand(ctx context.Context, opts *LandOptions) error {
 			return err
 		}
 	}
+	remote := cfg.Worktree.Push
+	if opts.PruneRemote && remote == "" {
+		return usagef("--prune-remote deletes branches on the [worktree] push remote, and swarm.toml sets none")
+	}
 	git, err := workflowGit(ctx, l, cfg.Worktree.Dir, st)
 	if err != nil {
 		return err
+	}
+	if opts.All && remote != "" && !who.IsSession() {
+		// Work pushed from other hosts lands too, from this one.
+		fetched, err := git.M.Fetch(ctx, remote, cfg.AgentNames())
+		if err != nil {
+			return fmt.Errorf("%w; check the remote %q ('git fetch %s')", err, remote, remote)
+		}
+		for _, f := range fetched {
+			if !app.JSON && (f.What == "created" || f.What == "fast-forwarded") {
+				fmt.Fprintf(app.Stdout, "fetched: %s\n", f)
+			}
+		}
 	}
 	res, err := swarm.Land(ctx, st, cfg, git, swarm.LandRequest{Agent: opts.Agent, Item: opts.Item, All: opts.All, Caller: who})
 	var ue *swarm.UsageError
@@ -167,6 +198,25 @@ func runLand(ctx context.Context, opts *LandOptions) error {
 		}
 		if c.State != merge.Landed {
 			failed = append(failed, fmt.Sprintf("#%d %s", c.ID, c.State))
+		}
+	}
+	if opts.PruneRemote {
+		// Only the branches that landed, and only when the remote's base
+		// holds every commit of them.
+		res.Pruned = []string{}
+		for _, o := range res.Outcomes {
+			if o.Candidate == nil || o.Candidate.State != merge.Landed {
+				continue
+			}
+			p, err := git.M.PruneRemote(ctx, remote, o.Agent)
+			if err != nil {
+				return fmt.Errorf("prune %s's branch on %s: %w", o.Agent, remote, err)
+			}
+			line := fmt.Sprintf("%s: %s on %s", o.Agent, p, remote)
+			res.Pruned = append(res.Pruned, line)
+			if !app.JSON {
+				fmt.Fprintln(app.Stdout, "pruned: "+line)
+			}
 		}
 	}
 	if app.JSON {
