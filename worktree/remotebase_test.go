@@ -136,35 +136,39 @@ func TestSyncBaseRefusesALocalBaseAhead(t *testing.T) {
 // TestLandKilledBeforeThePush: kill -9 after the local move, before the
 // push. The next run pushes it (the remote still at the old tip): one
 // merge on both mains. When another host moved the remote meanwhile, the
-// next run moves the local main back instead: nothing forced.
+// next run moves the local main back instead: nothing forced. Killed just
+// after the push, the next run finds it on the remote and finishes.
 func TestLandKilledBeforeThePush(t *testing.T) {
 	t.Parallel()
-	for _, moved := range []bool{false, true} {
-		name := "remote-still-old"
-		if moved {
-			name = "remote-moved"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, step string
+		moved      bool
+	}{{"remote-still-old", "moved", false}, {"remote-moved", "moved", true}, {"after-the-push", "pushed", false}} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			f, g, reviewed, before := remoteFixture(t)
 			record := filepath.Join(t.TempDir(), "record")
-			interrupt(t, f, "land", "", "SWARM_WT_LAND_KILL=moved", "SWARM_WT_LAND_COMMIT="+reviewed,
+			interrupt(t, f, "land", "", "SWARM_WT_LAND_KILL="+tc.step, "SWARM_WT_LAND_COMMIT="+reviewed,
 				"SWARM_WT_LAND_RECORD="+record, "SWARM_WT_LAND_REMOTE=origin")
-			if f.git(".", "rev-parse", "main") == before || f.remoteMain() != before || exists(record) {
-				t.Fatal("the kill did not land between the local move and the push")
+			local := f.git(".", "rev-parse", "main")
+			if pushed := f.remoteMain() == local; local == before || pushed != (tc.step == "pushed") || exists(record) {
+				t.Fatalf("killed at %s: main %s, origin's %s, recorded %v", tc.step, local, f.remoteMain(), exists(record))
 			}
 			req := helperLanding(reviewed, record)
 			req.Remote = "origin"
 			m := f.manager(Options{})
-			if !moved {
+			if !tc.moved {
 				l, err := m.Land(ctx, req)
 				if err != nil {
 					t.Fatalf("the re-run: %v", err)
 				}
 				tip := f.checkLanded(before, reviewed)
-				if f.remoteMain() != tip || !strings.Contains(recoveredText(l.Recovered), "pushed main to origin") {
-					t.Fatalf("origin's main %s, local %s, recovered %q", f.remoteMain(), tip, recoveredText(l.Recovered))
+				if f.remoteMain() != tip {
+					t.Fatalf("origin's main %s, local %s", f.remoteMain(), tip)
+				}
+				if tc.step == "moved" && !strings.Contains(recoveredText(l.Recovered), "pushed main to origin") {
+					t.Fatalf("recovered %q, want the push finished", recoveredText(l.Recovered))
 				}
 				if !strings.HasPrefix(readFile(t, record), "recorded "+tip) {
 					t.Fatalf("recorded %q", readFile(t, record))
