@@ -40,6 +40,8 @@ type UpOptions struct {
 	// command, args or base_url) although they changed since the last
 	// supervisor ran.
 	Yes bool
+	// Web serves the operator's desk from the supervisor (cmd_web.go).
+	Web bool
 }
 
 func init() { commands = append(commands, newUpCmd) }
@@ -96,6 +98,7 @@ agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 	f.BoolVar(&opts.NoTUI, "no-tui", false, "print plain lines instead of the full-screen view")
 	f.BoolVarP(&opts.Detach, "detach", "d", false, "run in the background: return once the supervisor answers, output in .swarm/logs/up.out")
 	f.BoolVarP(&opts.Yes, "yes", "y", false, "run changed [notify] and engine commands without asking")
+	f.BoolVar(&opts.Web, "web", false, "serve the operator's desk in a browser too (as 'swarm web'; the URL is printed)")
 	cmd.RegisterFlagCompletionFunc("agents", app.completeAgents(false))
 	return cmd
 }
@@ -277,6 +280,24 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	}
 	stopHUP := reloadOnHUP(ctx, sup, talk, l.Root, logger)
 	defer stopHUP()
+	if opts.Web {
+		// The URL goes where the operator sees it: before the view takes
+		// the terminal, on stderr.
+		out := talk
+		if useTUI {
+			out = app.Stderr
+		}
+		webCtx, endWeb := context.WithCancel(context.WithoutCancel(ctx))
+		waitWeb, err := startUpWeb(webCtx, app, out, l, cfg, st, sup, logger)
+		if err != nil {
+			endWeb()
+			return err
+		}
+		// After the supervisor's Run: the desk shows the agents stopping,
+		// then goes.
+		defer waitWeb()
+		defer endWeb()
+	}
 	if useTUI {
 		return runUpTUI(ctx, cancel, app, l, cfg, st, sup)
 	}

@@ -63,6 +63,9 @@ func runUpDetached(ctx context.Context, opts *UpOptions, l repo.Layout) error {
 	if opts.Yes {
 		args = append(args, "--yes")
 	}
+	if opts.Web {
+		args = append(args, "--web")
+	}
 	for range app.Verbose {
 		args = append(args, "-v")
 	}
