@@ -46,13 +46,14 @@ func (s *Server) routes() {
 }
 
 // headers every answer carries: no framing, no script but the desk's own,
-// nothing cached, no referrer (a URL may carry the token once).
+// nothing cached, no referrer to other sites (a URL may carry the token
+// once).
 func secure(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // no-referrer would make a browser send "Origin: null" with the forms
 	h.Set("Cache-Control", "no-store")
 }
 

@@ -147,6 +147,8 @@ func webListen(cfg *config.Config, addr, tokenFile string) (ln net.Listener, tok
 			return nil, "", false, fmt.Errorf("the token in %s is %d characters: use at least 16 random ones (for example: openssl rand -hex 24 > %s)", tokenFile, len(token), tokenFile)
 		}
 		fromFile = true
+	} else if token, err = web.NewToken(); err != nil {
+		return nil, "", false, err
 	}
 	if ln, err = net.Listen("tcp", addr); err != nil {
 		return nil, "", false, fmt.Errorf("web desk: listen on %s: %w; choose another --addr", addr, err)
