@@ -77,6 +77,11 @@ func runWeb(ctx context.Context, opts *WebOptions) error {
 	if err := app.operatorOnly("swarm web"); err != nil {
 		return err
 	}
+	if opts.Addr != "" {
+		if _, _, err := net.SplitHostPort(opts.Addr); err != nil {
+			return usagef("--addr %q is not host:port (for example 127.0.0.1:8080)", opts.Addr)
+		}
+	}
 	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
