@@ -313,3 +313,123 @@ func waitPrompt(t *testing.T, bin, dir string, env []string, agent string, seq i
 		time.Sleep(100 * time.Millisecond) // polling the CLI, bounded by the deadline
 	}
 }
+
+// TestWebAttached: `swarm web` as a process of its own, attached to a
+// running supervisor like `swarm watch`: it acts through the same verbs
+// (a bearer here, as a script would), its event stream is fed by the
+// control socket's notices, and it ends when the supervisor stops.
+func TestWebAttached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a supervisor")
+	}
+	env := e2eEnv(t)
+	bin := buildSwarm(t)
+	dir := newE2ERepo(t, bin, env)
+	up := exec.Command(bin, "up", "--no-tui", "--engine", "script")
+	up.Dir, up.Env = dir, env
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	upDone := make(chan error, 1)
+	go func() { upDone <- up.Wait() }()
+	t.Cleanup(func() {
+		up.Process.Signal(syscall.SIGINT)
+		select {
+		case <-upDone:
+		case <-time.After(20 * time.Second):
+			up.Process.Kill()
+		}
+	})
+	waitAgentState(t, bin, dir, env, "bravo", "Idle")
+
+	web := exec.Command(bin, "web")
+	web.Dir, web.Env = dir, env
+	stdout, err := web.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var webErr strings.Builder
+	web.Stderr = &webErr
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	webDone := make(chan error, 1)
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "swarm web: the operator's desk is at "); ok {
+				urls <- u
+			}
+		}
+		webDone <- web.Wait()
+	}()
+	t.Cleanup(func() { web.Process.Kill() })
+	var deskURL string
+	select {
+	case deskURL = <-urls:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("swarm web printed no URL\n%s", webErr.String())
+	}
+	base, token, _ := strings.Cut(deskURL, "/?token=")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := func(method, path string, body io.Reader) *http.Response {
+		t.Helper()
+		r, _ := http.NewRequestWithContext(ctx, method, base+path, body)
+		r.Header.Set("Authorization", "Bearer "+token)
+		if body != nil {
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	events := req(http.MethodGet, "/events", nil)
+	defer events.Body.Close()
+	lines := make(chan string, 256)
+	go func() {
+		sc := bufio.NewScanner(events.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+
+	// The message button: the send verb as the operator, and its notice
+	// on the stream.
+	resp := req(http.MethodPost, "/agents/bravo/message", strings.NewReader("body=hello+from+the+web"))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "sent") {
+		t.Fatalf("message: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	out := swarmCmd(t, bin, dir, env, 0, "inbox", "bravo", "--json")
+	if !strings.Contains(out, `"from": "operator"`) || !strings.Contains(out, "hello from the web") {
+		t.Fatalf("bravo's inbox:\n%s", out)
+	}
+	for seen := false; !seen; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the event stream ended")
+			}
+			seen = strings.Contains(l, `"agent":"bravo"`)
+		case <-ctx.Done():
+			t.Fatal("no event about bravo on the stream")
+		}
+	}
+
+	// The supervisor stops: so does the desk, exit 0.
+	up.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-webDone:
+		if err != nil || !strings.Contains(webErr.String(), "swarm web: the supervisor stopped") {
+			t.Fatalf("swarm web after the supervisor stopped: %v\n%s", err, webErr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("swarm web did not end with the supervisor\n%s", webErr.String())
+	}
+}
