@@ -280,15 +280,12 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	}
 	stopHUP := reloadOnHUP(ctx, sup, talk, l.Root, logger)
 	defer stopHUP()
+	webURL := ""
 	if opts.Web {
-		// The URL goes where the operator sees it: before the view takes
-		// the terminal, on stderr.
-		out := talk
-		if useTUI {
-			out = app.Stderr
-		}
+		// The URL goes where the operator sees it: in the view's title
+		// line, or printed.
 		webCtx, endWeb := context.WithCancel(context.WithoutCancel(ctx))
-		waitWeb, err := startUpWeb(webCtx, app, out, l, cfg, st, sup, logger)
+		url, waitWeb, err := startUpWeb(webCtx, talk, l, cfg, st, sup, logger)
 		if err != nil {
 			endWeb()
 			return err
@@ -297,9 +294,10 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		// then goes.
 		defer waitWeb()
 		defer endWeb()
+		webURL = url
 	}
 	if useTUI {
-		return runUpTUI(ctx, cancel, app, l, cfg, st, sup)
+		return runUpTUI(ctx, cancel, app, l, cfg, st, sup, webURL)
 	}
 	fmt.Fprintf(talk, "swarm up: %d agent(s) in %s (pid %d); Ctrl-C to stop\n", len(sup.AgentNames()), l.Root, os.Getpid())
 	err = sup.Run(ctx)

@@ -161,23 +161,26 @@ func webListen(cfg *config.Config, addr, tokenFile string) (ln net.Listener, tok
 	return ln, token, fromFile, nil
 }
 
-// printWebURL says where the desk is. A token from a file stays out of
-// the output: the operator has it.
-func printWebURL(w io.Writer, ln net.Listener, token string, fromFile bool) {
+// printWebURL says where the desk is, and returns the URL. A token from a
+// file stays out of the output: the operator has it.
+func printWebURL(w io.Writer, ln net.Listener, token string, fromFile bool) string {
+	url := web.URL(ln, token)
 	if fromFile {
-		fmt.Fprintf(w, "swarm web: the operator's desk is at http://%s/ (log in with the token in your token file)\n", ln.Addr())
-		return
+		url = fmt.Sprintf("http://%s/", ln.Addr())
+		fmt.Fprintf(w, "swarm web: the operator's desk is at %s (log in with the token in your token file)\n", url)
+		return url
 	}
-	fmt.Fprintf(w, "swarm web: the operator's desk is at %s\n", web.URL(ln, token))
+	fmt.Fprintf(w, "swarm web: the operator's desk is at %s\n", url)
+	return url
 }
 
 // startUpWeb serves the desk from inside `swarm up --web`, fed by the
 // supervisor's own notices; decisions release holds at once. It returns
 // once the listener is open; the desk stops with ctx.
-func startUpWeb(ctx context.Context, app *App, out io.Writer, l repo.Layout, cfg *config.Config, st mailbox.Store, sup *swarm.Supervisor, logger *slog.Logger) (wait func(), err error) {
+func startUpWeb(ctx context.Context, out io.Writer, l repo.Layout, cfg *config.Config, st mailbox.Store, sup *swarm.Supervisor, logger *slog.Logger) (url string, wait func(), err error) {
 	ln, token, fromFile, err := webListen(cfg, "", "")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	notices := sup.Watch(ctx)
 	src := newStoreSource(l, cfg, st, sup.Poster())
@@ -186,9 +189,9 @@ func startUpWeb(ctx context.Context, app *App, out io.Writer, l repo.Layout, cfg
 	srv, err := web.New(web.Options{Desk: &webDesk{storeSource: src, next: up.Next}, Store: st, Config: cfg, Token: token, Title: l.Root, Log: logger})
 	if err != nil {
 		ln.Close()
-		return nil, err
+		return "", nil, err
 	}
-	printWebURL(out, ln, token, fromFile)
+	url = printWebURL(out, ln, token, fromFile)
 	logger.Info("web desk listening", "addr", ln.Addr().String())
 	var wg sync.WaitGroup
 	wg.Go(func() { srv.Run(ctx) }) //nolint:errcheck // it ends with the supervisor
@@ -197,7 +200,7 @@ func startUpWeb(ctx context.Context, app *App, out io.Writer, l repo.Layout, cfg
 			logger.Error("web desk", "err", err)
 		}
 	})
-	return wg.Wait, nil
+	return url, wg.Wait, nil
 }
 
 // webDesk is the desk's data path: the live view's (storeSource), with

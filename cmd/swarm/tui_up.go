@@ -42,7 +42,9 @@ func isTerminal(w io.Writer) bool {
 // has stopped; SIGTERM and `swarm down` stop it the same way. Notices still
 // go to the supervisor log; nothing else writes to the terminal until the
 // view is gone.
-func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l repo.Layout, cfg *config.Config, st mailbox.Store, sup *swarm.Supervisor) error {
+//
+// webURL, when set, is the web desk's (swarm up --web): the title shows it.
+func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l repo.Layout, cfg *config.Config, st mailbox.Store, sup *swarm.Supervisor, webURL string) error {
 	// Subscribe before Run starts so the view misses nothing. The stream
 	// ends when Run closes it or returns: Run closes it only when it got as
 	// far as starting the agents.
@@ -58,8 +60,12 @@ func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l rep
 
 	src := &upSource{storeSource: newStoreSource(l, cfg, st, sup.Poster()), notices: notices, done: done}
 	src.decide = sup.Decide // in process: the hold is released at once
+	title := fmt.Sprintf("swarm up · %s · pid %d", l.Root, os.Getpid())
+	if webURL != "" {
+		title += " · web " + webURL
+	}
 	viewErr := tui.Run(viewCtx, src, tui.Options{
-		Title: fmt.Sprintf("swarm up · %s · pid %d", l.Root, os.Getpid()),
+		Title: title,
 		Stop:  func() { stop(swarm.ErrShutdown) },
 	})
 	stop(swarm.ErrShutdown) // a no-op when the view already asked
