@@ -16,10 +16,13 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/team"
 	"github.com/swarmhq/swarm/tui"
 	"github.com/swarmhq/swarm/workflow"
 )
@@ -45,6 +48,7 @@ func pages() []page {
 		{Name: "mail", Title: "Mail", Pattern: "/mail", Nav: "/mail", load: (*Server).mailPage},
 		{Name: "thread", Title: "Thread", Pattern: "/mail/{id}", load: (*Server).threadPage},
 		{Name: "workflows", Title: "Workflows", Pattern: "/workflows", Nav: "/workflows", load: (*Server).workflowsPage},
+		{Name: "team", Title: "Team", Pattern: "/team", Nav: "/team", load: (*Server).teamPage},
 		{Name: "item", Title: "Work item", Pattern: "/workflows/{id}", load: (*Server).itemPage},
 		{Name: "session", Title: "Session", Pattern: "/agents/{agent}/sessions/{seq}", load: (*Server).sessionPage},
 	}
@@ -55,9 +59,16 @@ type renderer struct {
 	pages map[string]*template.Template
 }
 
-func newRenderer(ps []page) (*renderer, error) {
+// newRenderer parses the templates; now and loc are the clock and the
+// zone the pages' times are told in.
+func newRenderer(ps []page, now func() time.Time, loc *time.Location) (*renderer, error) {
 	funcs := template.FuncMap{
-		"ago":   ago,
+		"ago": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return humanize.RelTime(t, now(), "ago", "from now")
+		},
 		"clip":  clip,
 		"comma": func(n int64) string { return humanize.Comma(n) },
 		"deref": func(p *string) string {
@@ -66,7 +77,7 @@ func newRenderer(ps []page) (*renderer, error) {
 			}
 			return *p
 		},
-		"time": func(t time.Time) string { return t.Local().Format(time.DateTime) },
+		"time": func(t time.Time) string { return t.In(loc).Format(time.DateTime) },
 		"prev": func(n int64) int64 { return n - 1 },
 		"next": func(n int64) int64 { return n + 1 },
 	}
@@ -125,13 +136,6 @@ func clip(s string, n int) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-func ago(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return humanize.Time(t)
-}
 
 // notFound is a load's answer for a thing that is not there.
 type notFound struct{ what string }
@@ -312,6 +316,43 @@ func (s *Server) itemPage(r *http.Request) (any, error) {
 		if d.Diff, err = s.opts.Desk.ReviewDiff(r.Context(), it.ReviewCommit); err != nil {
 			d.DiffErr = err.Error()
 		}
+	}
+	return d, nil
+}
+
+type teamData struct {
+	Team    *config.Team
+	Launch  *team.Launch
+	Pings   []teamPing
+	History []fsm.Event
+}
+
+type teamPing struct {
+	Agent string
+	team.Ping
+}
+
+// teamHistory is how many of the launch's latest moves the page lists.
+const teamHistory = 50
+
+func (s *Server) teamPage(r *http.Request) (any, error) {
+	d := teamData{Team: s.opts.Config.Team}
+	if d.Team == nil {
+		return d, nil
+	}
+	l, err := s.opts.Store.Team(r.Context(), d.Team.Name)
+	switch {
+	case errors.Is(err, mailbox.ErrNoSuchTeam):
+		return d, nil
+	case err != nil:
+		return nil, err
+	}
+	d.Launch = &l
+	for _, a := range d.Team.Core {
+		d.Pings = append(d.Pings, teamPing{Agent: a, Ping: l.Pings[a]})
+	}
+	if d.History, err = s.opts.Store.Events(r.Context(), mailbox.EventFilter{Kind: fsm.SubjectTeam, Subjects: []string{d.Team.Name}, Limit: teamHistory}); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

@@ -65,7 +65,10 @@ type Options struct {
 	// Title heads every page: the repository's root.
 	Title string
 	Log   *slog.Logger
-	Now   func() time.Time
+	// Now is the clock ("3 minutes ago"); nil means time.Now. Location is
+	// the zone times are shown in; nil means the machine's.
+	Now      func() time.Time
+	Location *time.Location
 }
 
 // Server is the desk: an http.Handler plus the notice pump behind its
@@ -104,7 +107,11 @@ func New(opts Options) (*Server, error) {
 	s.auth = newAuth(tok)
 	s.hub = newHub()
 	s.pages = pages()
-	r, err := newRenderer(s.pages)
+	loc := opts.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	r, err := newRenderer(s.pages, s.now, loc)
 	if err != nil {
 		return nil, err
 	}
