@@ -360,13 +360,10 @@ func (s *Server) teamPage(r *http.Request) (any, error) {
 type sessionData struct {
 	Agent    string
 	Seq      int64
-	Log      []string
+	Log      string
 	Sections []tui.Section
 	Err      string
 }
-
-// logLines is how much of a session's log the page shows: its end.
-const logLines = 2000
 
 func (s *Server) sessionPage(r *http.Request) (any, error) {
 	agent := r.PathValue("agent")
@@ -375,7 +372,7 @@ func (s *Server) sessionPage(r *http.Request) (any, error) {
 		return nil, notFound{fmt.Sprintf("no session %s of %s", r.PathValue("seq"), agent)}
 	}
 	d := sessionData{Agent: agent, Seq: seq}
-	if d.Log, err = s.opts.Desk.Tail(r.Context(), agent, seq, logLines); err != nil {
+	if d.Log, err = s.opts.Desk.SessionLog(r.Context(), agent, seq); err != nil {
 		return nil, err
 	}
 	if d.Sections, err = s.opts.Desk.Prompt(r.Context(), agent, seq); err != nil {

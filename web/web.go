@@ -53,6 +53,10 @@ type Desk interface {
 	Reply(ctx context.Context, id int64, d message.Draft) (message.Message, error)
 	// MarkRead marks the operator's messages read (swarm.MarkRead).
 	MarkRead(ctx context.Context, ids []int64) (int64, error)
+	// SessionLog is the end of a session's log as 'swarm logs' renders it
+	// (an exec agent's JSON events made readable, terminal controls shown
+	// visibly); "" when there is none yet.
+	SessionLog(ctx context.Context, agent string, seq int64) (string, error)
 }
 
 // Options configure a Server.

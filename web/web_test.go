@@ -74,6 +74,10 @@ func (d *fakeDesk) Tail(ctx context.Context, agent string, seq int64, lines int)
 	return []string{"a log line <b>"}, nil
 }
 
+func (d *fakeDesk) SessionLog(ctx context.Context, agent string, seq int64) (string, error) {
+	return "a log line <b>\n", nil
+}
+
 func (d *fakeDesk) Prompt(ctx context.Context, agent string, seq int64) ([]tui.Section, error) {
 	return []tui.Section{{Number: 1, Title: "Identity", Body: "you are " + agent}}, nil
 }

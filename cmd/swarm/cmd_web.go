@@ -15,12 +15,14 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
+	execengine "github.com/swarmhq/swarm/engine/exec"
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/web"
 )
 
@@ -211,6 +213,48 @@ type webDesk struct {
 }
 
 func (d *webDesk) Next(ctx context.Context) (lifecycle.Notice, error) { return d.next(ctx) }
+
+// sessionLogBytes bounds the log the session page shows: its end.
+const sessionLogBytes = 512 << 10
+
+// SessionLog is the end of a session's log as 'swarm logs' prints it.
+func (s *storeSource) SessionLog(ctx context.Context, agent string, seq int64) (string, error) {
+	f, err := os.Open(s.l.SessionLog(agent, seq))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	// Whether it is an exec agent's log shows in its first lines.
+	first := make([]byte, min(fi.Size(), 4<<10))
+	if _, err := io.ReadFull(f, first); err != nil {
+		return "", err
+	}
+	exec := execengine.IsExecLog(first)
+	head := ""
+	off := int64(0)
+	if fi.Size() > sessionLogBytes {
+		off = fi.Size() - sessionLogBytes
+		head = fmt.Sprintf("[the first %d bytes are left out: 'swarm logs %s --session %d' prints them]\n", off, agent, seq)
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return "", err
+	}
+	text, err := io.ReadAll(f)
+	if err != nil {
+		return "", err
+	}
+	if exec {
+		text = execengine.Render(text)
+	}
+	return head + termsafe.String(string(text)), nil
+}
 
 // Merge is 'swarm workflow merge' as the operator.
 func (s *storeSource) Merge(ctx context.Context, item string) (string, error) {
