@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/swarm"
 )
@@ -149,9 +150,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, acc access, err er
 	switch {
 	case errors.As(err, &ref):
 		code = http.StatusForbidden
-	case errors.Is(err, swarm.ErrDecided):
+	case errors.Is(err, swarm.ErrDecided), errors.Is(err, mailbox.ErrStateConflict):
 		code = http.StatusConflict
-	case errors.As(err, &nf):
+	case errors.As(err, &nf), errors.Is(err, mailbox.ErrNoSuchMessage), errors.Is(err, mailbox.ErrNoSuchAgent),
+		errors.Is(err, mailbox.ErrNoSuchItem), errors.Is(err, mailbox.ErrNoSuchEscalation), errors.Is(err, mailbox.ErrNoSuchSession):
 		code = http.StatusNotFound
 	case errors.As(err, &ue), errors.As(err, &ill), errors.As(err, &bad):
 		code = http.StatusBadRequest

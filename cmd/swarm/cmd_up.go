@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,7 @@ import (
 	"github.com/swarmhq/swarm/sandbox"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/web"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -119,6 +121,12 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	}
 	if opts.Engine != "" {
 		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
+			return err
+		}
+	}
+	if opts.Web {
+		// A desk it may not serve stops it before anything starts.
+		if err := web.CheckAddr(cmp.Or(cfg.Web.Addr, "127.0.0.1:0"), cfg.Web.TokenFile); err != nil {
 			return err
 		}
 	}

@@ -163,16 +163,19 @@ func webListen(cfg *config.Config, addr, tokenFile string) (ln net.Listener, tok
 	return ln, token, fromFile, nil
 }
 
+// webURLPrefix starts the line that says where the desk is.
+const webURLPrefix = "swarm web: the operator's desk is at "
+
 // printWebURL says where the desk is, and returns the URL. A token from a
 // file stays out of the output: the operator has it.
 func printWebURL(w io.Writer, ln net.Listener, token string, fromFile bool) string {
 	url := web.URL(ln, token)
 	if fromFile {
 		url = fmt.Sprintf("http://%s/", ln.Addr())
-		fmt.Fprintf(w, "swarm web: the operator's desk is at %s (log in with the token in your token file)\n", url)
+		fmt.Fprintf(w, "%s%s (log in with the token in your token file)\n", webURLPrefix, url)
 		return url
 	}
-	fmt.Fprintf(w, "swarm web: the operator's desk is at %s\n", url)
+	fmt.Fprintf(w, "%s%s\n", webURLPrefix, url)
 	return url
 }
 

@@ -1,7 +1,8 @@
 // The desk's one script: it keeps the page live. On each server-sent
 // event (the supervisor's notices) it fetches the page's content again and
-// swaps it in, at most every 100 ms, and never while the operator is
-// typing in it. Without it every page still reads and acts; it is only
+// swaps it in: 100 ms after a transition, a message or an escalation, a
+// second after a tool call (an agent at work makes many), and never while
+// the operator is typing in it. Without it every page still reads and acts; it is only
 // not live.
 (function () {
   'use strict';
@@ -9,7 +10,7 @@
   var status = document.getElementById('live-status');
   var src = body.getAttribute('data-events');
   if (!src || !live || !window.EventSource || !window.fetch) return;
-  var timer = null, waiting = false, swaps = 0;
+  var timer = null, due = 0, waiting = false, swaps = 0;
 
   // typing: a field of the page has focus or holds unsent text.
   function typing() {
@@ -21,6 +22,7 @@
   }
   function refresh() {
     timer = null;
+    due = 0;
     if (typing()) { waiting = true; return; }
     waiting = false;
     fetch(location.pathname + location.search, { headers: { 'X-Fragment': '1' }, credentials: 'same-origin' })
@@ -29,18 +31,31 @@
         if (typing()) { waiting = true; return; }
         live.innerHTML = html;
         body.setAttribute('data-swaps', String(++swaps));
+        setStatus('live', true);
       })
       .catch(function () { setStatus('stale: reload the page', false); });
   }
-  function soon(ms) { if (!timer) timer = setTimeout(refresh, ms); }
+  // soon refreshes within ms: a sooner need moves a later refresh up.
+  function soon(ms) {
+    var at = Date.now() + ms;
+    if (timer && due <= at) return;
+    if (timer) clearTimeout(timer);
+    due = at;
+    timer = setTimeout(refresh, ms);
+  }
   function setStatus(text, on) { if (status) { status.textContent = text; status.className = on ? 'on' : ''; } }
 
   var es = new EventSource(src);
   es.addEventListener('open', function () { setStatus('live', true); });
   es.addEventListener('error', function () { setStatus(es.readyState === 2 ? 'not live: the swarm stopped' : 'reconnecting…', false); });
   es.addEventListener('notice', function (e) {
-    try { body.setAttribute('data-last-event', JSON.parse(e.data).id); } catch (err) { /* a bad event still refreshes */ }
-    soon(100);
+    var kind = '';
+    try {
+      var ev = JSON.parse(e.data);
+      kind = ev.kind;
+      body.setAttribute('data-last-event', ev.id);
+    } catch (err) { /* a bad event still refreshes */ }
+    soon(kind === 'activity' ? 1000 : 100);
   });
   es.addEventListener('reload', function () { soon(100); });
   // A refresh held back while the operator typed runs once they leave it.
