@@ -116,10 +116,13 @@ func (s *Server) pageHandler(p page) func(http.ResponseWriter, *http.Request, ac
 
 // write renders a page, or only its content for the script's swap.
 func (s *Server) write(w http.ResponseWriter, code int, name string, v view, fragment bool) {
-	v.Repo = s.opts.Title
-	for _, p := range s.pages {
-		if p.Nav != "" {
-			v.Nav = append(v.Nav, p)
+	// The login page names nothing of the swarm, not even where it is.
+	if name != "login" {
+		v.Repo = s.opts.Title
+		for _, p := range s.pages {
+			if p.Nav != "" {
+				v.Nav = append(v.Nav, p)
+			}
 		}
 	}
 	t := s.render.pages[name]

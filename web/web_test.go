@@ -269,7 +269,8 @@ func TestWithoutLoginTheLoginPageOnly(t *testing.T) {
 		if a.code != http.StatusUnauthorized {
 			t.Errorf("GET %s without login: %d, want 401", path, a.code)
 		}
-		if !strings.Contains(a.body, "Log in to the desk") || strings.Contains(a.body, "alpha") || strings.Contains(a.body, "secret summary") {
+		if !strings.Contains(a.body, "Log in to the desk") || strings.Contains(a.body, "alpha") || strings.Contains(a.body, "secret summary") ||
+			strings.Contains(a.body, f.srv.opts.Title) || strings.Contains(a.body, "/escalations") {
 			t.Errorf("GET %s without login shows more than the login page:\n%s", path, a.body)
 		}
 	}
