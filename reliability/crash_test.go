@@ -400,6 +400,13 @@ func messagesSection(prompt string) string {
 func (w *crashWorld) check(t *testing.T, stage string) {
 	t.Helper()
 	fail := func(format string, a ...any) { t.Fatalf(stage+": "+format, a...) }
+	// A killed supervisor's sessions die after it, not with it (a sandbox's
+	// processes get their SIGKILL when bubblewrap sees its parent gone): a
+	// git commit still running would race the checks below (git fsck sees
+	// its commit before its tree).
+	if err := waitUntil(10*time.Second, func() (bool, error) { return len(sessionProcesses(w.h.root)) == 0, nil }); err != nil {
+		fail("processes of the killed supervisor's sessions still run 10 s later: %v", sessionProcesses(w.h.root))
+	}
 	db, done := w.db(t)
 	defer done()
 	var ic string
