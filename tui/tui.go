@@ -73,6 +73,10 @@ type Snapshot struct {
 	// Workflows are one line per dev-qa workflow's state and per live work
 	// item (DESIGN §9.3); the view makes them safe to print.
 	Workflows []string
+	// Merges are one line per live candidate of the merge queue (DESIGN
+	// §14), first in first out, and one saying how far the operator's
+	// checkout is behind the base branch; the view makes them safe.
+	Merges []string
 }
 
 // Section is one section of a stored prompt.

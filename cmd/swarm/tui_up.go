@@ -183,6 +183,7 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 	}
 	snap.Escalations = status.Escalations
 	snap.Workflows = workflowLines(status.Workflows)
+	snap.Merges = mergeLines(status.Merges)
 	slices.SortFunc(snap.Mail, func(a, b message.Message) int { return cmp.Compare(a.ID, b.ID) })
 	snap.Mail = snap.Mail[max(len(snap.Mail)-viewMail, 0):]
 	if snap.Sessions, err = s.st.SessionCount(ctx); err != nil {
