@@ -167,10 +167,14 @@ func (q *MergeQueue) claim(ctx context.Context) ([]merge.Candidate, string, erro
 				fmt.Sprintf("claimed by %s in a batch of %d", q.holder(), len(qs)), 0); err != nil {
 				return err
 			}
+			prev := c.Batch
 			c.State, c.Claim, c.ClaimedAt, c.Batch = merge.Testing, q.holder(), &now, key
 			if err := tx.SaveCandidate(c); err != nil {
 				return err
 			}
+			// The key of a try a crash cut short: land() forgets its
+			// journal entry once this one lands, as landNow does.
+			c.Batch = prev
 			out = append(out, c)
 		}
 		return nil
