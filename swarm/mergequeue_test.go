@@ -181,6 +181,46 @@ func TestMergeQueueForgetsAnInterruptedLandingsJournal(t *testing.T) {
 	}
 }
 
+// uncleanable is git whose scratch worktrees cannot be removed (a killed
+// process's orphaned git still writes in one).
+type uncleanable struct{ GitWorktrees }
+
+func (uncleanable) CleanScratch(context.Context) error { return errors.New("directory not empty") }
+
+// TestMergeQueueRecoverRequeuesWhenCleaningFails: a candidate whose test
+// a crash cut short goes back to the queue, and lands, even when the
+// scratch worktree the crash left cannot be removed yet.
+func TestMergeQueueRecoverRequeuesWhenCleaningFails(t *testing.T) {
+	ctx := context.Background()
+	st, git, _ := mergeQueueFixture(t)
+	tip, err := git.Tip(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Merge{Batch: 1, CITimeout: time.Minute}
+	dying := &MergeQueue{Store: st, Git: git, Cfg: cfg, Holder: deadHolder(t)}
+	c, _, err := Enqueue(ctx, st, merge.Candidate{Agent: "alpha", Commit: tip, Source: merge.FromLand, By: "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batch, _, err := dying.claim(ctx); err != nil || len(batch) != 1 {
+		t.Fatalf("claim = %+v, %v", batch, err)
+	}
+	q := &MergeQueue{Store: st, Git: uncleanable{git}, Cfg: cfg, Holder: ThisHolder()}
+	if err := q.Recover(ctx); err == nil || !strings.Contains(err.Error(), "directory not empty") {
+		t.Fatalf("Recover = %v, want the cleaning's error", err)
+	}
+	if got, _ := st.Candidate(ctx, c.ID); got.State != merge.Queued {
+		t.Fatalf("after Recover the candidate is %s, want queued", got.State)
+	}
+	if err := q.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Candidate(ctx, c.ID); got.State != merge.Landed {
+		t.Fatalf("after Drain the candidate is %s, want landed", got.State)
+	}
+}
+
 // TestMergeQueueLeavesALiveClaim: a candidate another live holder is
 // testing is not taken back.
 func TestMergeQueueLeavesALiveClaim(t *testing.T) {
