@@ -50,9 +50,9 @@ type p13Details struct {
 	AnswerSessions  int64 `json:"answer_sessions"`
 }
 
-// quietScript is an agent that answers its mail in one short session and
+// answerScript is an agent that answers its mail in one short session and
 // is otherwise idle: no session starts unless something mails it.
-const quietScript = `after = "mail"
+const answerScript = `after = "mail"
 [[session]]
 [[session.turn]]
 text = "noted"
@@ -117,7 +117,7 @@ func (b *bench) p13Land(ctx context.Context, det *p13Details) error {
 		n = 3
 	}
 	det.RepoFiles = 1000
-	dir, err := b.newSwarm("p13", []string{"dev"}, quietScript, det.RepoFiles)
+	dir, err := b.newSwarm("p13", []string{"dev"}, answerScript, det.RepoFiles)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (b *bench) p13Bisect(ctx context.Context, det *p13Details) error {
 	// (DESIGN §14); with one bad candidate the bisection needs 1 + 3 + 1
 	// in all.
 	det.CIRunsBound = 5
-	dir, err := b.newSwarm("p13b", agents, quietScript, 0)
+	dir, err := b.newSwarm("p13b", agents, answerScript, 0)
 	if err != nil {
 		return err
 	}
