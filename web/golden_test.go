@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/swarm"
 )
@@ -26,7 +28,8 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 var csrfValue = regexp.MustCompile(`name="csrf" value="[0-9a-f]+"`)
 
 // TestGoldenFragments pins the HTML of the fragments the script swaps in:
-// the agents table and the escalations, on a fixed clock.
+// the agents table, the escalations, the mail, the team launch, the merge
+// queue and the reservations, on a fixed clock.
 func TestGoldenFragments(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -56,7 +59,7 @@ func TestGoldenFragments(t *testing.T) {
 	if _, err := swarm.Decide(ctx, st, identity.Operator(), done.ID, escalation.Event(escalation.Reject), "keep it & migrate"); err != nil {
 		t.Fatal(err)
 	}
-	desk := &fakeDesk{st: st, poster: mailbox.NewPoster(st, []string{"alpha"}, nil), notices: make(chan lifecycle.Notice)}
+	desk := &fakeDesk{st: st, poster: mailbox.NewPoster(st, []string{"alpha"}, nil), notices: make(chan lifecycle.Notice), cfg: cfg}
 	srv, err := New(Options{Desk: desk, Store: st, Config: cfg, Token: testToken, Title: "/src/app",
 		Now: func() time.Time { return t0.Add(90 * time.Second) }, Location: time.UTC})
 	if err != nil {
@@ -65,7 +68,28 @@ func TestGoldenFragments(t *testing.T) {
 	if _, err := swarm.SendMail(ctx, desk.poster, identity.Operator(), message.Draft{To: "alpha", Body: "hello <b>alpha</b>"}, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, page := range []string{"agents", "escalations", "mail", "team"} {
+	// The merge queue: one landed, one sent back with a conflict, one
+	// waiting; the operator's checkout behind.
+	for i, end := range []merge.State{merge.Landed, merge.Conflict, merge.Queued} {
+		c, _, err := swarm.Enqueue(ctx, st, merge.Candidate{Agent: "alpha", Commit: fmt.Sprintf("%d%039d", i+1, 0), Source: merge.FromLand, By: "operator"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch end {
+		case merge.Landed:
+			settle(t, st, c.ID, merge.Land, merge.Landed, func(c *merge.Candidate) { c.LandedAs = "feedface00112233"; c.CIRuns = 1 })
+		case merge.Conflict:
+			settle(t, st, c.ID, merge.Conflicts, merge.Conflict, func(c *merge.Candidate) {
+				c.Reason, c.Files, c.CIRuns = "does not merge on main", []string{"api/<users>.go", "db/schema.sql"}, 0
+			})
+		}
+	}
+	desk.behind = "checkout behind main by 1: git switch main (your uncommitted changes come along)"
+	if _, err := swarm.Reserve(ctx, swarm.ReserveRequest{Store: st, Caller: identity.Operator(), Agent: "alpha", Globs: []string{"api/**"},
+		Exclusive: true, TTL: time.Hour, Reason: "migrating the <schema>", Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []string{"agents", "escalations", "mail", "team", "merges", "reservations"} {
 		req, _ := http.NewRequest(http.MethodGet, "/"+page, nil)
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		req.Header.Set("X-Fragment", "1")

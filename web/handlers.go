@@ -12,6 +12,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/swarm"
 )
@@ -43,6 +44,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /mail/{id}/read", s.action(s.doRead))
 	m.HandleFunc("POST /workflows/{id}/merge", s.action(s.doMerge))
 	m.HandleFunc("POST /workflows/{id}/abort", s.action(s.doAbort))
+	m.HandleFunc("POST /merges/land", s.action(s.doLand))
+	m.HandleFunc("POST /merges/{id}/cancel", s.action(s.doCancelLanding))
+	m.HandleFunc("POST /reservations/{agent}/release", s.action(s.doRelease))
 	s.mux = m
 }
 
@@ -153,10 +157,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, acc access, err er
 	switch {
 	case errors.As(err, &ref):
 		code = http.StatusForbidden
-	case errors.Is(err, swarm.ErrDecided), errors.Is(err, mailbox.ErrStateConflict):
+	case errors.Is(err, swarm.ErrDecided), errors.Is(err, mailbox.ErrStateConflict), errors.Is(err, swarm.ErrLeftQueue):
 		code = http.StatusConflict
 	case errors.As(err, &nf), errors.Is(err, mailbox.ErrNoSuchMessage), errors.Is(err, mailbox.ErrNoSuchAgent),
-		errors.Is(err, mailbox.ErrNoSuchItem), errors.Is(err, mailbox.ErrNoSuchEscalation), errors.Is(err, mailbox.ErrNoSuchSession):
+		errors.Is(err, mailbox.ErrNoSuchItem), errors.Is(err, mailbox.ErrNoSuchEscalation), errors.Is(err, mailbox.ErrNoSuchSession),
+		errors.Is(err, mailbox.ErrNoSuchCandidate):
 		code = http.StatusNotFound
 	case errors.As(err, &ue), errors.As(err, &ill), errors.As(err, &bad):
 		code = http.StatusBadRequest
@@ -205,6 +210,9 @@ func (s *Server) action(fn func(r *http.Request) (string, error)) http.HandlerFu
 			return
 		}
 		s.log.Info("web: operator action", "path", r.URL.Path, "done", done)
+		// Other browsers look again too: not every verb has a notice of
+		// its own (a candidate queued, a reservation released).
+		s.hub.publish(event{Kind: "desk", Text: done})
 		to := back(r)
 		sep := "?"
 		if strings.Contains(to, "?") {
@@ -326,4 +334,70 @@ func (s *Server) doAbort(r *http.Request) (string, error) {
 		return "", err
 	}
 	return "item " + id + " aborted; its agents' branches keep their work", nil
+}
+
+func (s *Server) doLand(r *http.Request) (string, error) {
+	agent := strings.TrimSpace(r.PostFormValue("agent"))
+	if agent == "" {
+		return "", badInput("name the agent whose branch lands")
+	}
+	res, err := s.opts.Desk.Land(r.Context(), agent)
+	if err != nil {
+		return "", err
+	}
+	var done []string
+	for _, o := range res.Outcomes {
+		switch {
+		case o.Nothing:
+			done = append(done, fmt.Sprintf("nothing to land: %s's branch has no commit the base branch lacks", o.Agent))
+		case o.Already:
+			done = append(done, fmt.Sprintf("%s's commit %s is in the merge queue already as #%d (%s)", o.Agent, merge.Short(o.Candidate.Commit), o.Candidate.ID, o.Candidate.State))
+		case o.Candidate != nil:
+			done = append(done, fmt.Sprintf("queued %s's commit %s as merge candidate #%d", o.Agent, merge.Short(o.Candidate.Commit), o.Candidate.ID))
+		}
+	}
+	if len(done) == 0 {
+		return "nothing to land", nil
+	}
+	return strings.Join(done, "; "), nil
+}
+
+func (s *Server) doCancelLanding(r *http.Request) (string, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return "", notFound{"no merge candidate " + r.PathValue("id")}
+	}
+	c, err := s.opts.Desk.CancelLanding(r.Context(), id, strings.TrimSpace(r.PostFormValue("note")))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("merge candidate %d (%s at %s) cancelled", c.ID, c.Agent, merge.Short(c.Commit)), nil
+}
+
+// doRelease releases one reservation of an agent (the form's glob), or
+// every one of its reservations without one.
+func (s *Server) doRelease(r *http.Request) (string, error) {
+	agent := r.PathValue("agent")
+	if !s.known(r, agent) {
+		return "", notFound{"no agent " + agent + ": the reservations page lists who holds what"}
+	}
+	var globs []string
+	if g := strings.TrimSpace(r.PostFormValue("glob")); g != "" {
+		globs = []string{g}
+	}
+	res, err := s.opts.Desk.Release(r.Context(), agent, globs)
+	if err != nil {
+		return "", err
+	}
+	if len(res.Released) == 0 {
+		if len(res.Warnings) > 0 {
+			return strings.Join(res.Warnings, "; "), nil
+		}
+		return agent + " held no reservations", nil
+	}
+	var gs []string
+	for _, rv := range res.Released {
+		gs = append(gs, rv.Glob)
+	}
+	return fmt.Sprintf("released %s of %s", strings.Join(gs, ", "), agent), nil
 }

@@ -19,7 +19,9 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/team"
@@ -30,9 +32,9 @@ import (
 //go:embed templates static
 var assets embed.FS
 
-// page is one page of the desk at a stable URL. Adding a page (the merge
-// queue, reservations) is a row here and templates/<Name>.html defining
-// "content"; Nav puts it in the header's menu.
+// page is one page of the desk at a stable URL. Adding a page is a row
+// here and templates/<Name>.html defining "content"; Nav puts it in the
+// header's menu.
 type page struct {
 	Name    string // its template, and the nav's current-page mark
 	Title   string
@@ -48,6 +50,8 @@ func pages() []page {
 		{Name: "mail", Title: "Mail", Pattern: "/mail", Nav: "/mail", load: (*Server).mailPage},
 		{Name: "thread", Title: "Thread", Pattern: "/mail/{id}", load: (*Server).threadPage},
 		{Name: "workflows", Title: "Workflows", Pattern: "/workflows", Nav: "/workflows", load: (*Server).workflowsPage},
+		{Name: "merges", Title: "Merge queue", Pattern: "/merges", Nav: "/merges", load: (*Server).mergesPage},
+		{Name: "reservations", Title: "Reservations", Pattern: "/reservations", Nav: "/reservations", load: (*Server).reservationsPage},
 		{Name: "team", Title: "Team", Pattern: "/team", Nav: "/team", load: (*Server).teamPage},
 		{Name: "item", Title: "Work item", Pattern: "/workflows/{id}", load: (*Server).itemPage},
 		{Name: "session", Title: "Session", Pattern: "/agents/{agent}/sessions/{seq}", load: (*Server).sessionPage},
@@ -70,6 +74,7 @@ func newRenderer(ps []page, now func() time.Time, loc *time.Location) (*renderer
 			return humanize.RelTime(t, now(), "ago", "from now")
 		},
 		"clip":  clip,
+		"short": merge.Short,
 		"comma": func(n int64) string { return humanize.Comma(n) },
 		"deref": func(p *string) string {
 			if p == nil {
@@ -318,6 +323,47 @@ func (s *Server) itemPage(r *http.Request) (any, error) {
 		}
 	}
 	return d, nil
+}
+
+type mergesData struct {
+	Queue   []merge.Candidate // queued and testing, first in first out
+	History []merge.Candidate // the newest that left the queue, newest first
+	Behind  string            // the operator's checkout behind the base, as 'swarm status' says it
+	Agents  []string          // whose branch the land form offers
+}
+
+// mergesHistory is how many candidates that left the queue the page lists,
+// as 'swarm merges' does.
+const mergesHistory = 20
+
+func (s *Server) mergesPage(r *http.Request) (any, error) {
+	ctx := r.Context()
+	var d mergesData
+	var err error
+	if d.Queue, err = s.opts.Store.Candidates(ctx, mailbox.CandidateFilter{States: []merge.State{merge.Queued, merge.Testing}}); err != nil {
+		return nil, err
+	}
+	if d.History, err = s.opts.Store.Candidates(ctx, mailbox.CandidateFilter{
+		States: []merge.State{merge.Landed, merge.Conflict, merge.Failed, merge.Cancelled}, Newest: mergesHistory}); err != nil {
+		return nil, err
+	}
+	slices.Reverse(d.History)
+	// The agents swarm.Land knows: swarm.toml's and the spawned ones.
+	d.Agents = s.opts.Config.AgentNames()
+	d.Behind = s.opts.Desk.CheckoutBehind(ctx)
+	return d, nil
+}
+
+type reservationsData struct {
+	Live []mailbox.Reservation
+}
+
+func (s *Server) reservationsPage(r *http.Request) (any, error) {
+	rs, err := swarm.Reservations(r.Context(), swarm.ReservationsRequest{Store: s.opts.Store, Caller: identity.Operator(), Now: s.now()})
+	if err != nil {
+		return nil, err
+	}
+	return reservationsData{Live: rs}, nil
 }
 
 type teamData struct {

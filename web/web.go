@@ -1,8 +1,9 @@
 // Package web is the operator's desk on the web (DESIGN §15): `swarm web`
 // and `swarm up --web` serve server-rendered pages (html/template, assets
 // embedded, no build step, no CDN) of the agents, the mail, the
-// escalations, the workflows and each session's log and prompt, kept live
-// by server-sent events fed from the supervisor's notice bus.
+// escalations, the workflows, the merge queue, the file reservations and
+// each session's log and prompt, kept live by server-sent events fed from
+// the supervisor's notice bus.
 //
 // Every button calls a verb of DESIGN §13.1 as the operator, through the
 // Desk (the live view's data path, tui.Source, plus the verbs the view does
@@ -27,7 +28,9 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/tui"
 )
 
@@ -57,6 +60,19 @@ type Desk interface {
 	// (an exec agent's JSON events made readable, terminal controls shown
 	// visibly); "" when there is none yet.
 	SessionLog(ctx context.Context, agent string, seq int64) (string, error)
+	// Land queues agent's branch in the merge queue as the operator
+	// (swarm.Land, as 'swarm land <agent>' does) and tells the supervisor.
+	Land(ctx context.Context, agent string) (swarm.LandResult, error)
+	// CancelLanding takes merge candidate id out of the queue as the
+	// operator (swarm.CancelLanding, 'swarm land --cancel').
+	CancelLanding(ctx context.Context, id int64, note string) (merge.Candidate, error)
+	// CheckoutBehind is the line 'swarm status' prints when the
+	// operator's checkout is behind the base branch (a landing left a
+	// dirty checkout alone); "" when it is not, or nobody can tell.
+	CheckoutBehind(ctx context.Context) string
+	// Release releases agent's reservations of globs (every one of the
+	// agent's with none) as the operator (swarm.Release).
+	Release(ctx context.Context, agent string, globs []string) (swarm.ReleaseResult, error)
 }
 
 // Options configure a Server.

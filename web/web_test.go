@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +18,12 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/tui"
@@ -35,6 +38,11 @@ type fakeDesk struct {
 	poster  *mailbox.Poster
 	notices chan lifecycle.Notice
 	decide  func(ctx context.Context, id int64, action escalation.Event, note string) (escalation.Escalation, error)
+	cfg     *config.Config
+	// as is who the merge queue's and reservations' verbs are called as:
+	// the operator when unset, as the real desk always calls them.
+	as     *identity.Caller
+	behind string
 
 	mu      sync.Mutex
 	actions []string
@@ -130,6 +138,41 @@ func (d *fakeDesk) MarkRead(ctx context.Context, ids []int64) (int64, error) {
 	return swarm.MarkRead(ctx, d.st, identity.Operator(), message.Operator, ids)
 }
 
+func (d *fakeDesk) caller() identity.Caller {
+	if d.as != nil {
+		return *d.as
+	}
+	return identity.Operator()
+}
+
+// landGit says every agent's branch has one commit the base lacks.
+type landGit struct{}
+
+func (landGit) Tip(ctx context.Context, agent string) (string, error) {
+	return fmt.Sprintf("%040x", len(agent)), nil
+}
+
+func (landGit) UnmergedCommits(ctx context.Context, agent string) ([]string, error) {
+	return []string{fmt.Sprintf("%040x", len(agent))}, nil
+}
+
+func (d *fakeDesk) Land(ctx context.Context, agent string) (swarm.LandResult, error) {
+	d.did("land " + agent)
+	return swarm.Land(ctx, d.st, d.cfg, landGit{}, swarm.LandRequest{Agent: agent, Caller: d.caller()})
+}
+
+func (d *fakeDesk) CancelLanding(ctx context.Context, id int64, note string) (merge.Candidate, error) {
+	d.did(fmt.Sprintf("cancel %d %s", id, note))
+	return swarm.CancelLanding(ctx, d.st, d.caller(), id, note)
+}
+
+func (d *fakeDesk) CheckoutBehind(ctx context.Context) string { return d.behind }
+
+func (d *fakeDesk) Release(ctx context.Context, agent string, globs []string) (swarm.ReleaseResult, error) {
+	d.did(fmt.Sprintf("release %s %v", agent, globs))
+	return swarm.Release(ctx, swarm.ReleaseRequest{Store: d.st, Caller: d.caller(), Agent: agent, Globs: globs, Now: time.Now()})
+}
+
 type fixture struct {
 	t    *testing.T
 	st   mailbox.Store
@@ -154,7 +197,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := st.RegisterAgent(ctx, mailbox.AgentInfo{Name: "alpha"}); err != nil {
 		t.Fatal(err)
 	}
-	desk := &fakeDesk{st: st, poster: mailbox.NewPoster(st, []string{"alpha"}, nil), notices: make(chan lifecycle.Notice, 16)}
+	desk := &fakeDesk{st: st, poster: mailbox.NewPoster(st, []string{"alpha"}, nil), notices: make(chan lifecycle.Notice, 16), cfg: cfg}
 	srv, err := New(Options{Desk: desk, Store: st, Config: cfg, Token: testToken, Title: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -367,6 +410,7 @@ func TestGetChangesNothing(t *testing.T) {
 	for _, path := range []string{
 		"/agents", "/escalations", "/mail", fmt.Sprintf("/mail/%d", ms[0].ID), "/workflows", "/agents/alpha/sessions/1",
 		fmt.Sprintf("/escalations/%d/resume", e.ID), "/agents/alpha/pause", "/agents/alpha/message?body=x", "/workflows/T-1/merge",
+		"/merges", "/reservations", "/merges/land?agent=alpha", "/merges/1/cancel", "/reservations/alpha/release",
 	} {
 		f.get(c, path)
 	}
@@ -519,5 +563,196 @@ func TestSupervisorGoneEndsStreams(t *testing.T) {
 	// No Content: a browser's EventSource stops reconnecting.
 	if a := f.get(c, "/events"); a.code != http.StatusNoContent {
 		t.Fatalf("events after the supervisor stopped: %d", a.code)
+	}
+}
+
+// settle moves a queued candidate through testing to its end, with its
+// bookkeeping, as the merge queue does.
+func settle(t *testing.T, st mailbox.Store, id int64, ev merge.Event, to merge.State, edit func(*merge.Candidate)) {
+	t.Helper()
+	err := st.InTx(context.Background(), func(tx mailbox.Tx) error {
+		if _, err := fsm.Apply(tx, merge.Table, fsm.SubjectMerge, merge.Subject(id), merge.Queued, merge.Claim, merge.Testing, "claimed", 0); err != nil {
+			return err
+		}
+		c, err := tx.Candidate(id)
+		if err != nil {
+			return err
+		}
+		edit(&c)
+		if err := tx.SaveCandidate(c); err != nil {
+			return err
+		}
+		_, err = fsm.Apply(tx, merge.Table, fsm.SubjectMerge, merge.Subject(id), merge.Testing, ev, to, string(to), 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMergesPageLandsAndCancels(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.desk.behind = "checkout behind main by 2: git switch main (your uncommitted changes come along)"
+	c := f.login()
+	a := f.get(c, "/merges")
+	if a.code != http.StatusOK || !strings.Contains(a.body, "The queue is empty") || !strings.Contains(a.body, `<option>alpha</option>`) ||
+		!strings.Contains(a.body, "checkout behind main by 2: git switch main") || !strings.Contains(a.body, `href="/merges" aria-current="page"`) {
+		t.Fatalf("empty merge queue page: %d\n%s", a.code, a.body)
+	}
+	tok := f.csrf(c)
+
+	// Land: the verb queues alpha's branch; the page lists it.
+	a = f.post(c, "/merges/land", url.Values{"csrf": {tok}, "agent": {"alpha"}, "back": {"/merges"}})
+	if a.code != http.StatusSeeOther || !strings.HasPrefix(a.header.Get("Location"), "/merges?done=") ||
+		!strings.Contains(a.header.Get("Location"), url.QueryEscape("as merge candidate #1")) {
+		t.Fatalf("land: %d to %q\n%s", a.code, a.header.Get("Location"), a.body)
+	}
+	cs, err := f.st.Candidates(ctx, mailbox.CandidateFilter{})
+	if err != nil || len(cs) != 1 || cs[0].Agent != "alpha" || cs[0].State != merge.Queued || cs[0].By != "operator" {
+		t.Fatalf("after land: %+v %v", cs, err)
+	}
+	if a = f.get(c, "/merges"); !strings.Contains(a.body, `<tr id="candidate-1" data-state="queued">`) || !strings.Contains(a.body, `action="/merges/1/cancel"`) {
+		t.Fatalf("the queue does not list candidate 1:\n%s", a.body)
+	}
+	// Landing it again says it is queued already; nothing new is queued.
+	a = f.post(c, "/merges/land", url.Values{"csrf": {tok}, "agent": {"alpha"}, "back": {"/merges"}})
+	if loc, _ := url.QueryUnescape(a.header.Get("Location")); a.code != http.StatusSeeOther || !strings.Contains(loc, "in the merge queue already as #1 (queued)") {
+		t.Fatalf("land again: %d to %q", a.code, loc)
+	}
+
+	// Cancel with a note: the verb moves it, the history says why.
+	a = f.post(c, "/merges/1/cancel", url.Values{"csrf": {tok}, "note": {"wrong <branch>"}, "back": {"/merges"}})
+	if a.code != http.StatusSeeOther {
+		t.Fatalf("cancel: %d\n%s", a.code, a.body)
+	}
+	got, err := f.st.Candidate(ctx, 1)
+	if err != nil || got.State != merge.Cancelled || got.Reason != "cancelled by operator: wrong <branch>" {
+		t.Fatalf("after cancel: %+v %v", got, err)
+	}
+	if a = f.get(c, "/merges"); !strings.Contains(a.body, `<tr id="candidate-1" data-state="cancelled">`) ||
+		!strings.Contains(a.body, "cancelled by operator: wrong &lt;branch&gt;") || !strings.Contains(a.body, "The queue is empty") {
+		t.Fatalf("the history does not show the cancelled candidate:\n%s", a.body)
+	}
+	// A stale page cancels again: the verb's word, 409, nothing done twice.
+	a = f.post(c, "/merges/1/cancel", url.Values{"csrf": {tok}, "note": {"again"}})
+	if a.code != http.StatusConflict || !strings.Contains(a.body, "merge candidate 1 is cancelled already") {
+		t.Fatalf("second cancel: %d\n%s", a.code, a.body)
+	}
+	if got, _ := f.st.Candidate(ctx, 1); got.Reason != "cancelled by operator: wrong <branch>" {
+		t.Fatalf("the second cancel changed the reason to %q", got.Reason)
+	}
+	if a = f.post(c, "/merges/99/cancel", url.Values{"csrf": {tok}}); a.code != http.StatusNotFound {
+		t.Fatalf("cancel of no candidate: %d\n%s", a.code, a.body)
+	}
+
+	// A landed candidate in the history: the commit it landed as, its CI runs.
+	a = f.post(c, "/merges/land", url.Values{"csrf": {tok}, "agent": {"alpha"}})
+	if a.code != http.StatusSeeOther {
+		t.Fatalf("land: %d\n%s", a.code, a.body)
+	}
+	settle(t, f.st, 2, merge.Land, merge.Landed, func(c *merge.Candidate) { c.LandedAs = "abcdef0123456789"; c.CIRuns = 1 })
+	if a = f.get(c, "/merges"); !regexp.MustCompile(`(?s)<tr id="candidate-2" data-state="landed">.*<code>abcdef0123</code>.*<tr id="candidate-1"`).MatchString(a.body) {
+		t.Fatalf("the history does not show the landing:\n%s", a.body)
+	}
+}
+
+func TestReservationsPageReleases(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.login()
+	if a := f.get(c, "/reservations"); a.code != http.StatusOK || !strings.Contains(a.body, "No file reservations hold now.") {
+		t.Fatalf("no reservations: %d\n%s", a.code, a.body)
+	}
+	if _, err := swarm.Reserve(ctx, swarm.ReserveRequest{Store: f.st, Caller: identity.Operator(), Agent: "alpha", Globs: []string{"api/**", "docs/*.md"},
+		Exclusive: true, TTL: time.Hour, Reason: "migrating <the> schema", Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	a := f.get(c, "/reservations")
+	for _, want := range []string{"<code>api/**</code>", "<code>docs/*.md</code>", "<strong>exclusive</strong>", "migrating &lt;the&gt; schema", `action="/reservations/alpha/release"`, `name="glob" value="api/**"`} {
+		if !strings.Contains(a.body, want) {
+			t.Fatalf("the reservations page lacks %q:\n%s", want, a.body)
+		}
+	}
+	a = f.post(c, "/reservations/alpha/release", url.Values{"csrf": {f.csrf(c)}, "glob": {"api/**"}, "back": {"/reservations"}})
+	if loc, _ := url.QueryUnescape(a.header.Get("Location")); a.code != http.StatusSeeOther || loc != "/reservations?done=released api/** of alpha" {
+		t.Fatalf("release: %d to %q\n%s", a.code, loc, a.body)
+	}
+	live, err := f.st.Reservations(ctx, time.Now(), false)
+	if err != nil || len(live) != 1 || live[0].Glob != "docs/*.md" {
+		t.Fatalf("after releasing api/**: %+v %v", live, err)
+	}
+	if a = f.get(c, "/reservations"); strings.Contains(a.body, "<code>api/**</code>") {
+		t.Fatalf("a released reservation is still listed:\n%s", a.body)
+	}
+	if a = f.post(c, "/reservations/nobody/release", url.Values{"csrf": {f.csrf(c)}}); a.code != http.StatusNotFound {
+		t.Fatalf("release of no agent: %d\n%s", a.code, a.body)
+	}
+}
+
+// TestMergeAndReservationRefusals: what the verbs refuse the page refuses,
+// 403 naming the rule, and nothing is done; without the CSRF token nothing
+// reaches the verbs at all.
+func TestMergeAndReservationRefusals(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := swarm.Reserve(ctx, swarm.ReserveRequest{Store: f.st, Caller: identity.Operator(), Agent: "alpha", Globs: []string{"api/**"}, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	queued, _, err := swarm.Enqueue(ctx, f.st, merge.Candidate{Agent: "alpha", Commit: strings.Repeat("a", 40), Source: merge.FromLand, By: "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.login()
+	tok := f.csrf(c)
+	forms := map[string]url.Values{
+		"/merges/land": {"agent": {"alpha"}}, fmt.Sprintf("/merges/%d/cancel", queued.ID): {"note": {"x"}}, "/reservations/alpha/release": {"glob": {"api/**"}},
+	}
+	for path, form := range forms {
+		for name, hdr := range map[string][]string{"no CSRF token": nil, "a cross-site origin": {"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"}} {
+			v := url.Values{}
+			for k, vs := range form {
+				v[k] = vs
+			}
+			if hdr != nil {
+				v.Set("csrf", tok)
+			}
+			if a := f.post(c, path, v, hdr...); a.code != http.StatusForbidden || !strings.Contains(a.body, "CSRF") {
+				t.Errorf("POST %s with %s: %d\n%s", path, name, a.code, a.body)
+			}
+		}
+	}
+	if got := f.desk.done(); len(got) != 0 {
+		t.Fatalf("posts without the CSRF token reached the verbs: %v", got)
+	}
+	// A caller the verbs refuse (nobody): 403 with the rule.
+	f.desk.as = &identity.Caller{}
+	for path, form := range forms {
+		form.Set("csrf", tok)
+		if a := f.post(c, path, form); a.code != http.StatusForbidden || !strings.Contains(a.body, "is refused") {
+			t.Errorf("refused POST %s: %d\n%s", path, a.code, a.body)
+		}
+	}
+	if cs, _ := f.st.Candidates(ctx, mailbox.CandidateFilter{}); len(cs) != 1 || cs[0].State != merge.Queued {
+		t.Fatalf("refused verbs changed the queue: %+v", cs)
+	}
+	if live, _ := f.st.Reservations(ctx, time.Now(), false); len(live) != 1 {
+		t.Fatalf("a refused release released: %+v", live)
+	}
+}
+
+// TestActionTellsOtherBrowsers: a verb without a notice of its own (a
+// candidate queued, a reservation released) still refreshes the other
+// browsers' pages: the action is an event on the stream.
+func TestActionTellsOtherBrowsers(t *testing.T) {
+	f := newFixture(t)
+	c := f.login()
+	before := f.srv.hub.current()
+	if a := f.post(c, "/merges/land", url.Values{"csrf": {f.csrf(c)}, "agent": {"alpha"}}); a.code != http.StatusSeeOther {
+		t.Fatalf("land: %d\n%s", a.code, a.body)
+	}
+	evs, _, _, _ := f.srv.hub.since(before)
+	if len(evs) != 1 || evs[0].Kind != "desk" || !strings.Contains(evs[0].Text, "queued alpha's commit") {
+		t.Fatalf("events after the land button: %+v", evs)
 	}
 }

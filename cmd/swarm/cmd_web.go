@@ -19,6 +19,7 @@ import (
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
@@ -44,9 +45,11 @@ func newWebCmd(app *App) *cobra.Command {
 in this repository (as 'swarm watch' is): the agents live, mail with its
 threads and a search, the escalations to ack and decide (with a note the
 agent reads), the workflows' items with their history, reviewed diff and
-merge, and each session's log and prompt. Pages change as the swarm does
-(server-sent events from the supervisor's notices). 'swarm up --web'
-serves the same desk from the supervisor itself.
+merge, the merge queue (land an agent's branch, cancel a candidate), the
+file reservations (release one), and each session's log and prompt.
+Pages change as the swarm does (server-sent events from the supervisor's
+notices). 'swarm up --web' serves the same desk from the supervisor
+itself.
 
 It listens on 127.0.0.1 with a free port and prints the URL to open, with
 a login token in it: the first visit sets a session cookie (HttpOnly,
@@ -309,4 +312,40 @@ func (s *storeSource) Reply(ctx context.Context, id int64, d message.Draft) (mes
 // MarkRead is the mark-read verb as the operator, on the operator's mail.
 func (s *storeSource) MarkRead(ctx context.Context, ids []int64) (int64, error) {
 	return swarm.MarkRead(ctx, s.st, identity.Operator(), message.Operator, ids)
+}
+
+// Land is 'swarm land <agent>' as the operator: the merge queue takes the
+// agent's branch, and the supervisor is poked to look at it now.
+func (s *storeSource) Land(ctx context.Context, agent string) (swarm.LandResult, error) {
+	git, err := workflowGit(ctx, s.l, s.cfg.Worktree.Dir, s.st)
+	if err != nil {
+		return swarm.LandResult{}, err
+	}
+	res, err := swarm.Land(ctx, s.st, s.cfg, git, swarm.LandRequest{Agent: agent, Caller: identity.Operator()})
+	if err != nil {
+		return res, err
+	}
+	pokeSupervisor(s.l)
+	return res, nil
+}
+
+// CancelLanding is 'swarm land --cancel' as the operator.
+func (s *storeSource) CancelLanding(ctx context.Context, id int64, note string) (merge.Candidate, error) {
+	c, err := swarm.CancelLanding(ctx, s.st, identity.Operator(), id, note)
+	if err != nil {
+		return c, err
+	}
+	pokeSupervisor(s.l)
+	return c, nil
+}
+
+// CheckoutBehind is the line 'swarm status' prints about the operator's
+// checkout behind the base branch.
+func (s *storeSource) CheckoutBehind(ctx context.Context) string {
+	return behindLine(checkoutOf(ctx, s.l, s.cfg, s.st))
+}
+
+// Release is 'swarm release --agent' as the operator.
+func (s *storeSource) Release(ctx context.Context, agent string, globs []string) (swarm.ReleaseResult, error) {
+	return swarm.Release(ctx, swarm.ReleaseRequest{Store: s.st, Caller: identity.Operator(), Agent: agent, Globs: globs, Now: s.now()})
 }

@@ -92,8 +92,9 @@ text = "looking at it"
 // TestWebDeskInBrowser is the web desk's journey in a real browser: open
 // the page with the token; a scripted agent escalates with a hold; the
 // escalation appears live; a note and resume; the agent's next prompt
-// carries the note. Then: a cross-site form post changes nothing, and an
-// agent's <script> in mail shows as text.
+// carries the note. Then: a cross-site form post changes nothing, an
+// agent's <script> in mail shows as text, and the merge queue page lands
+// an agent's branch and shows it landed, live.
 func TestWebDeskInBrowser(t *testing.T) {
 	chromium := browserPath(t)
 	env := e2eEnv(t)
@@ -276,6 +277,27 @@ func TestWebDeskInBrowser(t *testing.T) {
 	if s := text(`pre.log`); !strings.Contains(s, "carrying on with plan B") {
 		t.Fatalf("backend's session 3 log: %s", s)
 	}
+	// The merge queue: backend's branch has a commit; the page's land
+	// button queues it, and the landing shows live (the queue's notice).
+	wt := filepath.Join(dir, ".swarm", "worktrees", "backend")
+	if err := os.WriteFile(filepath.Join(wt, "schema.sql"), []byte("create table users (id integer);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "schema.sql"}, {"commit", "-q", "-m", "users table"}} {
+		git := exec.Command("git", args...)
+		git.Dir, git.Env = wt, env
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git %v in backend's worktree: %v\n%s", args, err, out)
+		}
+	}
+	step("land backend's branch from the merge queue page", 30*time.Second, chromedp.Navigate(base+"/merges"), chromedp.WaitVisible(`#live-status.on`),
+		chromedp.SetValue(`#land-agent`, "backend"), chromedp.Click(`form.land button`), chromedp.WaitVisible(`p.flash`),
+		chromedp.WaitVisible(`#candidate-1[data-state="landed"]`))
+	if s := text(`#candidate-1`); !strings.Contains(s, "backend") || !strings.Contains(s, "landed") {
+		t.Fatalf("the landed candidate on the merge queue page: %s", s)
+	}
+	shot("merges")
+
 	step("the agents page", 10*time.Second, chromedp.Navigate(base+"/agents"), chromedp.WaitVisible(`#agent-backend`))
 	shot("agents")
 }
