@@ -32,7 +32,7 @@ lint: ## go vet, gofmt, and staticcheck when it can be installed
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...; \
 	else echo "staticcheck could not be installed from the module proxy; skipped"; fi
 
-bench: build ## measure P1-P11: print one table, write bench/results.json (~1-2 min)
+bench: build ## measure P1-P13: print one table, write bench/results.json (~2-3 min)
 	$(GO) run ./cmd/swarmbench -bin $(BIN) -out bench/results.json
 
 bench-go: ## run the Go micro-benchmarks (go test -bench)

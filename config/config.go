@@ -66,6 +66,8 @@ type Config struct {
 	Env     Env
 	Sandbox Sandbox
 	Notify  Notify
+	// Web is [web]: the operator's desk on the web (DESIGN §15).
+	Web Web
 	// Budget is [budget]: every agent's default budget and the swarm's
 	// cap. Each Agent carries its own, with its overrides applied.
 	Budget Budgets
@@ -231,6 +233,16 @@ type Sandbox struct {
 	// else none with a warning), bwrap (refuse to start without it) or
 	// none.
 	Mode sandbox.Mode
+}
+
+// Web is [web]: where `swarm web` and `swarm up --web` listen, and the
+// token a non-loopback address requires.
+type Web struct {
+	// Addr is host:port; empty means 127.0.0.1 with a free port.
+	Addr string
+	// TokenFile holds the desk's login token (absolute, or relative to the
+	// repository root); empty means a fresh random token per start.
+	TokenFile string
 }
 
 // Env controls the environment of agent sessions.

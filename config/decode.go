@@ -31,6 +31,7 @@ type rawFile struct {
 	Merge    rawMerge             `toml:"merge"`
 	Env      rawEnv               `toml:"env"`
 	Sandbox  rawSandbox           `toml:"sandbox"`
+	Web      rawWeb               `toml:"web"`
 	Notify   rawNotify            `toml:"notify"`
 	Budget   *rawBudget           `toml:"budget"`
 	Prices   map[string]rawPrice  `toml:"prices"`
@@ -118,6 +119,11 @@ type rawMerge struct {
 
 type rawSandbox struct {
 	Mode *string `toml:"mode"`
+}
+
+type rawWeb struct {
+	Addr      *string `toml:"addr"`
+	TokenFile *string `toml:"token_file"`
 }
 
 type rawEnv struct {
@@ -222,6 +228,16 @@ func (b *builder) build(raw *rawFile) {
 		} else {
 			b.errorf("sandbox.mode", "[sandbox] mode = %q is not a mode: use \"auto\" (bubblewrap when usable), \"bwrap\" (required) or \"none\"", *m)
 		}
+	}
+	if a := raw.Web.Addr; a != nil {
+		b.cfg.Web.Addr = *a
+	}
+	if f := raw.Web.TokenFile; f != nil && *f != "" {
+		tf := *f
+		if !filepath.IsAbs(tf) {
+			tf = filepath.Join(b.root, tf)
+		}
+		b.cfg.Web.TokenFile = filepath.Clean(tf)
 	}
 	b.notify(raw.Notify)
 	b.budgets(raw.Budget)

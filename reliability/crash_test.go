@@ -185,7 +185,8 @@ func TestR1CrashRecovery(t *testing.T) {
 	st := h.store(agents)
 	defer func() {
 		if t.Failed() {
-			t.Logf("at the failure:\n%s\nthe final supervisor's log on leases, stops and errors:\n%s", w.diagnose(st), grepLines(up.output(), "lease", "stop", "level=ERROR", "level=WARN"))
+			slog, _ := os.ReadFile(filepath.Join(h.root, ".swarm", "logs", "supervisor.log"))
+			t.Logf("at the failure:\n%s\nthe supervisor log on leases, stops, recoveries and errors:\n%s", w.diagnose(st), grepLines(string(slog), "lease", "stop", "recover", "swarm up", "level=ERROR", "level=WARN"))
 		}
 	}()
 	h.waitFor(60*time.Second, "every agent to complete a session after the last restart", func() (bool, error) {
@@ -272,6 +273,21 @@ func (w *crashWorld) diagnose(st *testStore) string {
 			var seq int64
 			if rows.Scan(&agent, &seq, &state, &msg) == nil {
 				fmt.Fprintf(&b, "  session %s/%d %s %s\n", agent, seq, state, msg.String)
+			}
+		}
+		rows.Close()
+	}
+	// The agents' last transitions, oldest first.
+	rows, err = st.DB().Query(`SELECT agent, from_state, to_state, cause, session_seq, at FROM (
+		SELECT * FROM events WHERE subject_kind = 'agent' ORDER BY id DESC LIMIT 40) ORDER BY id`)
+	if err == nil {
+		for rows.Next() {
+			var agent, to, cause string
+			var from sql.NullString
+			var seq sql.NullInt64
+			var at int64
+			if rows.Scan(&agent, &from, &to, &cause, &seq, &at) == nil {
+				fmt.Fprintf(&b, "  event %s %s: %s → %s (%s) seq %d\n", time.Unix(0, at).UTC().Format("15:04:05.000"), agent, from.String, to, cause, seq.Int64)
 			}
 		}
 		rows.Close()
@@ -400,6 +416,13 @@ func messagesSection(prompt string) string {
 func (w *crashWorld) check(t *testing.T, stage string) {
 	t.Helper()
 	fail := func(format string, a ...any) { t.Fatalf(stage+": "+format, a...) }
+	// A killed supervisor's sessions die after it, not with it (a sandbox's
+	// processes get their SIGKILL when bubblewrap sees its parent gone): a
+	// git commit still running would race the checks below (git fsck sees
+	// its commit before its tree).
+	if err := waitUntil(10*time.Second, func() (bool, error) { return len(sessionProcesses(w.h.root)) == 0, nil }); err != nil {
+		fail("processes of the killed supervisor's sessions still run 10 s later: %v", sessionProcesses(w.h.root))
+	}
 	db, done := w.db(t)
 	defer done()
 	var ic string

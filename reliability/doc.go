@@ -24,7 +24,14 @@
 //	            changed) at random moments and inside the landing's git
 //	            commands: main at its old commit or the merge, the item
 //	            merged only when main holds it, the next run finishing it
-//	            (RELIABILITY_MERGE_ROUNDS per signal, default 6)
+//	            (RELIABILITY_MERGE_ROUNDS per signal, default 6); and kill -9
+//	            and SIGINT of `swarm up` while its merge queue lands what
+//	            `swarm land dev` queued (with and without a [merge] ci, at
+//	            random moments and inside the scratch worktree's add, the
+//	            landing's commit-tree, update-ref and read-tree): main at
+//	            its old commit or the one merge, the checkout never
+//	            half-merged before the move, the next `swarm up` landing it
+//	            exactly once, every file, no lock, no journal entry left
 //	R2 senders: 8 sender processes × 1,000 messages while a swarm runs
 //	R4 escapes: through `swarm up --engine script`, agents that commit on
 //	            the base branch (as themselves, and under another name),

@@ -459,6 +459,19 @@ func processesUnder(dir string) []procInfo {
 	return out
 }
 
+// sessionProcesses lists the live processes of root's sessions: those
+// carrying the swarm's root marker in their environment.
+func sessionProcesses(root string) []procInfo {
+	var out []procInfo
+	for _, p := range processesUnder(root) {
+		environ, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "environ"))
+		if bytes.Contains(environ, []byte("SWARM_ROOT="+root+"\x00")) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // waitUntil polls cond every 20 ms until it holds or d passes; it reports
 // whether it held. It is the only way these tests wait for something.
 func waitUntil(d time.Duration, cond func() (bool, error)) error {

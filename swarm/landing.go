@@ -189,6 +189,11 @@ func Enqueue(ctx context.Context, st mailbox.Store, c merge.Candidate) (merge.Ca
 	return out, false, nil
 }
 
+// ErrLeftQueue means the candidate left the queue already (landed,
+// conflict, failed or cancelled): there is nothing to cancel, and nothing
+// was done.
+var ErrLeftQueue = errors.New("only a queued or testing candidate is cancelled")
+
 // CancelLanding takes a queued (or testing) candidate out of the queue:
 // the operator's verb. A batch testing it lands without it or is tested
 // again.
@@ -198,24 +203,33 @@ func CancelLanding(ctx context.Context, st mailbox.Store, caller identity.Caller
 	}
 	c, err := st.Candidate(ctx, id)
 	if errors.Is(err, mailbox.ErrNoSuchCandidate) {
-		return c, fmt.Errorf("no merge candidate %d: 'swarm merges --all' lists them", id)
+		return c, fmt.Errorf("%w %d: 'swarm merges --all' lists them", err, id)
 	}
 	if err != nil {
 		return c, err
 	}
 	if !c.State.Live() {
-		return c, fmt.Errorf("merge candidate %d is %s already: only a queued or testing candidate is cancelled", id, c.State)
+		return c, fmt.Errorf("merge candidate %d is %s already: %w", id, c.State, ErrLeftQueue)
 	}
 	cause := "cancelled by " + caller.By()
 	if note != "" {
 		cause += ": " + note
 	}
 	err = st.InTx(ctx, func(tx mailbox.Tx) error {
-		_, err := fsm.Apply(tx, merge.Table, fsm.SubjectMerge, merge.Subject(id), c.State, merge.Cancel, merge.Cancelled, truncate(cause, 300), 0)
-		return err
+		if _, err := fsm.Apply(tx, merge.Table, fsm.SubjectMerge, merge.Subject(id), c.State, merge.Cancel, merge.Cancelled, truncate(cause, 300), 0); err != nil {
+			return err
+		}
+		// The reason stays on the row too: 'swarm merges' and the desk's
+		// history say why it left the queue, as they do for a conflict.
+		now, err := tx.Candidate(id)
+		if err != nil {
+			return err
+		}
+		now.Reason = truncate(cause, 300)
+		return tx.SaveCandidate(now)
 	})
 	if errors.Is(err, mailbox.ErrStateConflict) {
-		return c, fmt.Errorf("merge candidate %d moved meanwhile; look again with 'swarm merges'", id)
+		return c, fmt.Errorf("merge candidate %d moved meanwhile (%w); look again with 'swarm merges'", id, err)
 	}
 	if err != nil {
 		return c, err

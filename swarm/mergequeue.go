@@ -108,24 +108,28 @@ func (q *MergeQueue) gone(c merge.Candidate) bool {
 }
 
 // Recover puts back in the queue the candidates whose test a crash cut
-// short, and removes the scratch worktrees it left.
+// short, and removes the scratch worktrees it left. A scratch worktree
+// that cannot be removed now (an orphaned git of the killed process still
+// writing in it) does not keep its candidates out of the queue: they are
+// tested again in a new one, and the next start removes it.
 func (q *MergeQueue) Recover(ctx context.Context) error {
-	if err := q.Git.CleanScratch(ctx); err != nil {
-		return err
+	cleanErr := q.Git.CleanScratch(ctx)
+	if cleanErr != nil {
+		cleanErr = fmt.Errorf("clean the merge queue's scratch worktrees: %w", cleanErr)
 	}
 	testing, err := q.Store.Candidates(ctx, mailbox.CandidateFilter{States: []merge.State{merge.Testing}})
 	if err != nil {
-		return err
+		return errors.Join(cleanErr, err)
 	}
 	for _, c := range testing {
 		if !q.gone(c) && c.Claim != q.holder() {
 			continue // another host is testing it
 		}
 		if err := q.move(ctx, c, merge.Testing, merge.Retest, merge.Queued, "its test was interrupted; tested again", nil); err != nil {
-			return err
+			return errors.Join(cleanErr, err)
 		}
 	}
-	return nil
+	return cleanErr
 }
 
 // move applies one candidate transition, and edit to its row, in one
@@ -178,10 +182,14 @@ func (q *MergeQueue) claim(ctx context.Context) ([]merge.Candidate, string, erro
 				fmt.Sprintf("claimed by %s in a batch of %d", q.holder(), len(qs)), 0); err != nil {
 				return err
 			}
+			prev := c.Batch
 			c.State, c.Claim, c.ClaimedAt, c.Batch = merge.Testing, q.holder(), &now, key
 			if err := tx.SaveCandidate(c); err != nil {
 				return err
 			}
+			// The key of a try a crash cut short: land() forgets its
+			// journal entry once this one lands, as landNow does.
+			c.Batch = prev
 			out = append(out, c)
 		}
 		return nil

@@ -2,6 +2,8 @@ package swarm
 
 import (
 	"context"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -115,6 +117,107 @@ func TestMergeQueueFinishesAnInterruptedLanding(t *testing.T) {
 	}
 	if want := "queued testing queued testing landed"; joinWords(tos) != want {
 		t.Fatalf("events %q, want %q", joinWords(tos), want)
+	}
+}
+
+// TestMergeQueueForgetsAnInterruptedLandingsJournal: a supervisor was
+// killed after its landing moved main and before it recorded the
+// candidate, leaving the landing's journal entry. The next queue claims
+// the candidate under a new key and records it landed; the old key's
+// entry must go too, not stay in .swarm/journal/land for ever.
+func TestMergeQueueForgetsAnInterruptedLandingsJournal(t *testing.T) {
+	ctx := context.Background()
+	st, git, root := mergeQueueFixture(t)
+	tip, err := git.Tip(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Merge{Batch: 1, CITimeout: time.Minute}
+	dying := &MergeQueue{Store: st, Git: git, Cfg: cfg, Holder: deadHolder(t)}
+	if _, _, err := Enqueue(ctx, st, merge.Candidate{Agent: "alpha", Commit: tip, Source: merge.FromLand, By: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	batch, key, err := dying.claim(ctx)
+	if err != nil || len(batch) != 1 {
+		t.Fatalf("claim = %+v, %v", batch, err)
+	}
+	res, err := git.TestBatch(ctx, worktree.BatchRequest{Key: key, Candidates: []worktree.BatchCandidate{{Agent: "alpha", Commit: tip}}})
+	if err != nil || !res.Passed() {
+		t.Fatalf("TestBatch = %+v, %v", res, err)
+	}
+	// The process dies in its Record: main moved, the entry stays.
+	killed := errors.New("killed")
+	if _, err := git.Land(ctx, worktree.LandRequest{Key: key, Agent: "alpha", Prepared: res.Commit, Expected: res.Old,
+		Record: func(context.Context, worktree.Landing) error { return killed }}); !errors.Is(err, killed) {
+		t.Fatalf("Land = %v, want the Record's error", err)
+	}
+	entries := func() []string {
+		ents, _ := os.ReadDir(filepath.Join(root, ".swarm", "journal", "land"))
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if len(entries()) != 1 {
+		t.Fatalf("the killed landing left %v, want its entry", entries())
+	}
+
+	q := &MergeQueue{Store: st, Git: git, Cfg: cfg, Holder: ThisHolder()}
+	if err := q.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Candidate(ctx, batch[0].ID); got.State != merge.Landed {
+		t.Fatalf("after recovery the candidate is %s", got.State)
+	}
+	if n := gittest.Git(t, root, "rev-list", "--count", "--merges", "main"); n != "1" {
+		t.Fatalf("%s merges on main, want 1", n)
+	}
+	if left := entries(); len(left) != 0 {
+		t.Fatalf("landing journal entries left after the candidate was recorded landed: %v", left)
+	}
+}
+
+// uncleanable is git whose scratch worktrees cannot be removed (a killed
+// process's orphaned git still writes in one).
+type uncleanable struct{ GitWorktrees }
+
+func (uncleanable) CleanScratch(context.Context) error { return errors.New("directory not empty") }
+
+// TestMergeQueueRecoverRequeuesWhenCleaningFails: a candidate whose test
+// a crash cut short goes back to the queue, and lands, even when the
+// scratch worktree the crash left cannot be removed yet.
+func TestMergeQueueRecoverRequeuesWhenCleaningFails(t *testing.T) {
+	ctx := context.Background()
+	st, git, _ := mergeQueueFixture(t)
+	tip, err := git.Tip(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Merge{Batch: 1, CITimeout: time.Minute}
+	dying := &MergeQueue{Store: st, Git: git, Cfg: cfg, Holder: deadHolder(t)}
+	c, _, err := Enqueue(ctx, st, merge.Candidate{Agent: "alpha", Commit: tip, Source: merge.FromLand, By: "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batch, _, err := dying.claim(ctx); err != nil || len(batch) != 1 {
+		t.Fatalf("claim = %+v, %v", batch, err)
+	}
+	q := &MergeQueue{Store: st, Git: uncleanable{git}, Cfg: cfg, Holder: ThisHolder()}
+	if err := q.Recover(ctx); err == nil || !strings.Contains(err.Error(), "directory not empty") {
+		t.Fatalf("Recover = %v, want the cleaning's error", err)
+	}
+	if got, _ := st.Candidate(ctx, c.ID); got.State != merge.Queued {
+		t.Fatalf("after Recover the candidate is %s, want queued", got.State)
+	}
+	if err := q.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Candidate(ctx, c.ID); got.State != merge.Landed {
+		t.Fatalf("after Drain the candidate is %s, want landed", got.State)
 	}
 }
 

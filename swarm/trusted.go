@@ -43,8 +43,10 @@ func (c SettingChange) String() string {
 }
 
 // TrustedSettings lists cfg's settings that run a program or send data
-// out: [notify] command and webhook, and each [engine.NAME]'s command,
-// args and base_url. Unset ones are absent.
+// out: [notify] command and webhook, each [engine.NAME]'s command, args
+// and base_url, [merge] ci and each [[workflow]]'s ci (a landing brings
+// an agent's swarm.toml into the checkout: its CI must not run unseen).
+// Unset ones are absent.
 func TrustedSettings(cfg *config.Config) map[string]string {
 	out := map[string]string{}
 	set := func(k, v string) {
@@ -54,6 +56,10 @@ func TrustedSettings(cfg *config.Config) map[string]string {
 	}
 	set("notify.command", argv(cfg.Notify.Command))
 	set("notify.webhook", cfg.Notify.Webhook)
+	set("merge.ci", cfg.Merge.CI)
+	for _, w := range cfg.Workflows {
+		set("workflow."+w.Name+".ci", argv(w.CI))
+	}
 	for name, e := range cfg.Engines {
 		at := "engine." + name + "."
 		set(at+"command", argv(e.Command))

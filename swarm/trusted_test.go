@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/swarmhq/swarm/config"
 )
 
 // A reload (swarm reload, or a SIGHUP an agent can send) never starts a
@@ -31,5 +33,34 @@ func TestReloadKeepsAChangedNotifyCommand(t *testing.T) {
 	}
 	if c := h.sup.desk.notifyConfig().Command; len(c) != 1 || c[0] != "notify-send" {
 		t.Fatalf("notify command now %q", c)
+	}
+}
+
+// Every setting that runs a program is trusted: the merge queue's and the
+// workflows' CI too, which a landed swarm.toml could change.
+func TestTrustedSettingsNameTheCICommands(t *testing.T) {
+	cfg, err := config.Parse([]byte(`[merge]
+ci = "make test"
+
+[[workflow]]
+name = "review"
+kind = "dev-review"
+dev = "dev"
+reviewer = "critic"
+ci = ["go", "test", "./..."]
+
+[[agent]]
+name = "dev"
+
+[[agent]]
+name = "critic"
+mode = "review"
+`), "swarm.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := TrustedSettings(cfg)
+	if got["merge.ci"] != "make test" || got["workflow.review.ci"] != `["go", "test", "./..."]` {
+		t.Fatalf("TrustedSettings = %v; want merge.ci and workflow.review.ci", got)
 	}
 }

@@ -356,8 +356,8 @@ func itemLanding(id string) string { return "item-" + id }
 // An item that needs approval merges only once its approval escalation
 // was approved. It returns the merge commit ("" when the reviewed commit
 // was on the base branch already).
-func MergeItem(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, id string) (workflow.Item, string, error) {
-	it, l, err := MergeItemLanding(ctx, st, cfg, q, id)
+func MergeItem(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, caller identity.Caller, id string) (workflow.Item, string, error) {
+	it, l, err := MergeItemLanding(ctx, st, cfg, q, caller, id)
 	return it, l.Commit, err
 }
 
@@ -377,8 +377,14 @@ func MergeItem(ctx context.Context, st mailbox.Store, cfg *config.Config, q *Mer
 // finishes it (the base holds the commit: the item is recorded) or starts
 // afresh (it does not): never twice. A conflict or a failing CI sends the
 // candidate back to the dev (mail from swarm) and is the error.
-func MergeItemLanding(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, id string) (workflow.Item, worktree.Landing, error) {
+//
+// Only the operator merges an item this way (a session's work lands
+// through `swarm land`, which checks can_land).
+func MergeItemLanding(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, caller identity.Caller, id string) (workflow.Item, worktree.Landing, error) {
 	var l worktree.Landing
+	if err := caller.OperatorOnly("swarm workflow merge"); err != nil {
+		return workflow.Item{}, l, err
+	}
 	it, err := st.Item(ctx, id)
 	if errors.Is(err, mailbox.ErrNoSuchItem) {
 		return it, l, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", id)
@@ -739,10 +745,10 @@ func contextOf(w config.Workflow, it workflow.Item, role, agent string) *promptp
 //
 // MergeApproved merges the item an approved approval escalation is about,
 // if it is one; it reports whether it was.
-func MergeApproved(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, e escalation.Escalation) (workflow.Item, string, bool, error) {
+func MergeApproved(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, caller identity.Caller, e escalation.Escalation) (workflow.Item, string, bool, error) {
 	if e.Kind != escalation.KindApproval || e.Ref == nil || !strings.HasPrefix(*e.Ref, "item:") || e.Decision == nil || *e.Decision != escalation.Approve {
 		return workflow.Item{}, "", false, nil
 	}
-	it, commit, err := MergeItem(ctx, st, cfg, q, strings.TrimPrefix(*e.Ref, "item:"))
+	it, commit, err := MergeItem(ctx, st, cfg, q, caller, strings.TrimPrefix(*e.Ref, "item:"))
 	return it, commit, true, err
 }

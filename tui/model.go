@@ -98,6 +98,7 @@ type Model struct {
 	agents           []Agent
 	escalations      []escalation.Escalation
 	workflows        []string          // live work items, one line each
+	merges           []string          // the merge queue's live candidates, one line each
 	escSel           int               // the selected escalation
 	mail             []message.Message // oldest first
 	tokens, sessions int64
@@ -371,6 +372,7 @@ func (m *Model) gotSnapshot(msg snapshotMsg) tea.Cmd {
 	m.tokens, m.sessions, m.budget, m.team = msg.snap.Tokens, msg.snap.Sessions, msg.snap.Budget, msg.snap.Team
 	m.setEscalations(msg.snap.Escalations)
 	m.workflows = msg.snap.Workflows
+	m.merges = msg.snap.Merges
 	m.selected = 0
 	for i, a := range m.agents {
 		if a.Name == name {

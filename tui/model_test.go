@@ -831,3 +831,32 @@ func TestWorkflowsAboveTheAgents(t *testing.T) {
 		t.Fatalf("the view has %d lines, want 30", n)
 	}
 }
+
+// The merge queue's live candidates show above the agents (DESIGN §14),
+// made safe, with the checkout's behind line.
+func TestMergeQueueAboveTheAgents(t *testing.T) {
+	src := newFake()
+	src.snap.Merges = []string{
+		"#3 alpha 1a2b3c4d testing (swarm land by operator)",
+		"#4 bravo 5e6f7a8b queued (item T-1)\x1b[2J",
+		"checkout behind main by 2: git switch main (your uncommitted changes come along)",
+	}
+	h := newHarness(t, src, true)
+	scr := h.screen()
+	for _, want := range []string{
+		"Merge queue (3 lines) · swarm merges",
+		"#3 alpha 1a2b3c4d testing (swarm land by operator)",
+		"#4 bravo 5e6f7a8b queued (item T-1)",
+		"checkout behind main by 2: git switch main",
+	} {
+		if !hasFields(scr, want) {
+			t.Errorf("no %q in\n%s", want, scr)
+		}
+	}
+	if strings.Contains(scr, "\x1b[2J") {
+		t.Errorf("an escape sequence reached the screen")
+	}
+	if n := strings.Count(scr, "\n") + 1; n != 30 {
+		t.Fatalf("the view has %d lines, want 30", n)
+	}
+}

@@ -49,6 +49,11 @@ type Agent struct {
 	// Budget is the agent's spending against its token budget, "1,600/1,000
 	// in 24h"; empty without a budget. It leads the LAST column.
 	Budget string
+	// Cost is the dollars of its sessions over the budget window ("$0.12",
+	// "$0.12 + 2 unpriced"); empty when unknown. Mode is its mode and
+	// strategy with the capabilities it has ("execute/plan: can_message,
+	// …"). The web desk shows both; the terminal has no room.
+	Cost, Mode string
 }
 
 // Snapshot is the state read from the store.
@@ -68,6 +73,10 @@ type Snapshot struct {
 	// Workflows are one line per dev-qa workflow's state and per live work
 	// item (DESIGN §9.3); the view makes them safe to print.
 	Workflows []string
+	// Merges are one line per live candidate of the merge queue (DESIGN
+	// §14), first in first out, and one saying how far the operator's
+	// checkout is behind the base branch; the view makes them safe.
+	Merges []string
 }
 
 // Section is one section of a stored prompt.

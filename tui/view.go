@@ -160,6 +160,16 @@ func (m *Model) mainLines(w, h int) []string {
 		body -= 1 + rows
 	}
 
+	// The merge queue: a few lines, the rest counted.
+	if len(m.merges) > 0 {
+		rows := min(len(m.merges), 3, max(body/6, 1))
+		out = append(out, rule("Merge queue", fmt.Sprintf("(%d lines) · swarm merges", len(m.merges)), w))
+		for _, line := range m.merges[:rows] {
+			out = append(out, fit(oneLine(line), w))
+		}
+		body -= 1 + rows
+	}
+
 	// Agents: as many rows as fit in half the body, scrolled to the
 	// selection.
 	n := max(len(m.agents), 1)

@@ -217,8 +217,40 @@ func (m *Manager) removeScratchLocked(ctx context.Context, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove the merge queue's scratch worktree %s: %w", dir, err)
 	}
+	if err := m.unlockScratch(ctx, dir); err != nil {
+		return err
+	}
 	if _, err := m.run(ctx, m.root, "worktree", "prune"); err != nil {
 		return fmt.Errorf("forget the merge queue's scratch worktree %s: %w", dir, err)
+	}
+	return nil
+}
+
+// unlockScratch unlocks git's record of the scratch worktree dir: `git
+// worktree add` locks it until its checkout is done, so one killed half
+// way leaves it locked, and `git worktree prune` keeps a locked record (and
+// the index.lock in it) for ever.
+func (m *Manager) unlockScratch(ctx context.Context, dir string) error {
+	common, err := m.gitCommonDir(ctx)
+	if err != nil {
+		return err
+	}
+	admins, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read git's worktree records: %w", err)
+	}
+	for _, a := range admins {
+		admin := filepath.Join(common, "worktrees", a.Name())
+		gitdir, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err != nil || filepath.Dir(strings.TrimSpace(string(gitdir))) != dir {
+			continue
+		}
+		if err := os.Remove(filepath.Join(admin, "locked")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("unlock the merge queue's scratch worktree %s: %w", dir, err)
+		}
 	}
 	return nil
 }

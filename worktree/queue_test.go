@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -214,5 +215,28 @@ func TestLandLeavesACheckoutWithFilesInTheWay(t *testing.T) {
 	if err != nil || !l.Behind || f.git(".", "rev-parse", "main") != res.Commit || f.git(".", "rev-parse", "HEAD") != res.Old ||
 		readFile(t, filepath.Join(f.root, "b.txt")) != "the operator's untracked b.txt\n" {
 		t.Fatalf("an untracked file in the way: %+v, %v", l, err)
+	}
+}
+
+// TestCleanScratchUnlocksAKilledWorktreeAdd: a `git worktree add` of a
+// scratch worktree killed half way leaves git's record of it locked (and
+// an index.lock in it); CleanScratch removes the directory and the record.
+func TestCleanScratchUnlocksAKilledWorktreeAdd(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	dir := filepath.Join(f.m.scratchDir(), "merge-1-1")
+	f.git(".", "worktree", "add", "-q", "--detach", "--lock", dir, "main")
+	admin := strings.TrimSpace(f.git(dir, "rev-parse", "--absolute-git-dir"))
+	if err := os.WriteFile(filepath.Join(admin, "index.lock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.CleanScratch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the scratch worktree is still there: %v", err)
+	}
+	if _, err := os.Stat(admin); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("git's record of the scratch worktree (and its index.lock) is still there: %v\n%s", err, f.git(".", "worktree", "list"))
 	}
 }

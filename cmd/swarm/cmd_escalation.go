@@ -121,7 +121,7 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 		if err != nil {
 			return err
 		}
-		it, commit, _, err := swarm.MergeApproved(ctx, st, cfg, q, e)
+		it, commit, _, err := swarm.MergeApproved(ctx, st, cfg, q, who, e)
 		if err != nil {
 			return fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge %s'", e.ID, err, strings.TrimPrefix(*e.Ref, "item:"))
 		}

@@ -181,6 +181,26 @@ func behindLine(c checkoutJSON) string {
 	return strings.Join(lines, "\n")
 }
 
+// mergeLines are the live view's lines of the merge queue: one per live
+// candidate, first in first out, then the checkout's behind line.
+func mergeLines(m mergesJSON) []string {
+	var out []string
+	for _, c := range m.Candidates {
+		if c.State != merge.Queued && c.State != merge.Testing {
+			continue
+		}
+		what := "swarm land by " + c.By
+		if c.Item != "" {
+			what = "item " + c.Item
+		}
+		out = append(out, fmt.Sprintf("#%d %s %.8s %s (%s)", c.ID, c.Agent, c.Commit, c.State, what))
+	}
+	if line := behindLine(m.Checkout); line != "" {
+		out = append(out, line)
+	}
+	return out
+}
+
 // mergeQueueLine is status's line about the queue; "" when it is empty.
 func mergeQueueLine(cs []merge.Candidate) string {
 	var queued, testing int

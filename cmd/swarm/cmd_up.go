@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,7 @@ import (
 	"github.com/swarmhq/swarm/sandbox"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/web"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -40,6 +42,8 @@ type UpOptions struct {
 	// command, args or base_url) although they changed since the last
 	// supervisor ran.
 	Yes bool
+	// Web serves the operator's desk from the supervisor (cmd_web.go).
+	Web bool
 }
 
 func init() { commands = append(commands, newUpCmd) }
@@ -96,6 +100,7 @@ agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 	f.BoolVar(&opts.NoTUI, "no-tui", false, "print plain lines instead of the full-screen view")
 	f.BoolVarP(&opts.Detach, "detach", "d", false, "run in the background: return once the supervisor answers, output in .swarm/logs/up.out")
 	f.BoolVarP(&opts.Yes, "yes", "y", false, "run changed [notify] and engine commands without asking")
+	f.BoolVar(&opts.Web, "web", false, "serve the operator's desk in a browser too (as 'swarm web'; the URL is printed)")
 	cmd.RegisterFlagCompletionFunc("agents", app.completeAgents(false))
 	return cmd
 }
@@ -116,6 +121,12 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	}
 	if opts.Engine != "" {
 		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
+			return err
+		}
+	}
+	if opts.Web {
+		// A desk it may not serve stops it before anything starts.
+		if err := web.CheckAddr(cmp.Or(cfg.Web.Addr, "127.0.0.1:0"), cfg.Web.TokenFile); err != nil {
 			return err
 		}
 	}
@@ -277,8 +288,24 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	}
 	stopHUP := reloadOnHUP(ctx, sup, talk, l.Root, logger)
 	defer stopHUP()
+	webURL := ""
+	if opts.Web {
+		// The URL goes where the operator sees it: in the view's title
+		// line, or printed.
+		webCtx, endWeb := context.WithCancel(context.WithoutCancel(ctx))
+		url, waitWeb, err := startUpWeb(webCtx, talk, l, cfg, st, sup, logger)
+		if err != nil {
+			endWeb()
+			return err
+		}
+		// After the supervisor's Run: the desk shows the agents stopping,
+		// then goes.
+		defer waitWeb()
+		defer endWeb()
+		webURL = url
+	}
 	if useTUI {
-		return runUpTUI(ctx, cancel, app, l, cfg, st, sup)
+		return runUpTUI(ctx, cancel, app, l, cfg, st, sup, webURL)
 	}
 	fmt.Fprintf(talk, "swarm up: %d agent(s) in %s (pid %d); Ctrl-C to stop\n", len(sup.AgentNames()), l.Root, os.Getpid())
 	err = sup.Run(ctx)

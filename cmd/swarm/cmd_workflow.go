@@ -240,7 +240,7 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		prevLog := slog.Default()
 		slog.SetDefault(slog.New(dropMessage{prevLog.Handler(), worktree.RecoveredLogMessage}))
 		defer slog.SetDefault(prevLog)
-		it, landing, err := swarm.MergeItemLanding(ctx, st, cfg, q, opts.Item)
+		it, landing, err := swarm.MergeItemLanding(ctx, st, cfg, q, who, opts.Item)
 		if !app.JSON {
 			// What an interrupted merge left was finished or dropped
 			// first, whether or not this one then succeeded.

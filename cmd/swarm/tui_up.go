@@ -42,7 +42,9 @@ func isTerminal(w io.Writer) bool {
 // has stopped; SIGTERM and `swarm down` stop it the same way. Notices still
 // go to the supervisor log; nothing else writes to the terminal until the
 // view is gone.
-func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l repo.Layout, cfg *config.Config, st mailbox.Store, sup *swarm.Supervisor) error {
+//
+// webURL, when set, is the web desk's (swarm up --web): the title shows it.
+func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l repo.Layout, cfg *config.Config, st mailbox.Store, sup *swarm.Supervisor, webURL string) error {
 	// Subscribe before Run starts so the view misses nothing. The stream
 	// ends when Run closes it or returns: Run closes it only when it got as
 	// far as starting the agents.
@@ -58,8 +60,12 @@ func runUpTUI(ctx context.Context, stop context.CancelCauseFunc, app *App, l rep
 
 	src := &upSource{storeSource: newStoreSource(l, cfg, st, sup.Poster()), notices: notices, done: done}
 	src.decide = sup.Decide // in process: the hold is released at once
+	title := fmt.Sprintf("swarm up · %s · pid %d", l.Root, os.Getpid())
+	if webURL != "" {
+		title += " · web " + webURL
+	}
 	viewErr := tui.Run(viewCtx, src, tui.Options{
-		Title: fmt.Sprintf("swarm up · %s · pid %d", l.Root, os.Getpid()),
+		Title: title,
 		Stop:  func() { stop(swarm.ErrShutdown) },
 	})
 	stop(swarm.ErrShutdown) // a no-op when the view already asked
@@ -152,6 +158,10 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 			ta.Report = what + ": " + r.Message // the view makes it safe
 		}
 		ta.Budget = budgetText(a.Budget)
+		if a.Usage.CostUSD > 0 || a.Usage.Unpriced > 0 {
+			ta.Cost = costText(a.Usage, nil)
+		}
+		ta.Mode = modeText(a.modeJSON)
 		snap.Agents = append(snap.Agents, ta)
 		snap.Tokens += a.Tokens
 	}
@@ -173,6 +183,7 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 	}
 	snap.Escalations = status.Escalations
 	snap.Workflows = workflowLines(status.Workflows)
+	snap.Merges = mergeLines(status.Merges)
 	slices.SortFunc(snap.Mail, func(a, b message.Message) int { return cmp.Compare(a.ID, b.ID) })
 	snap.Mail = snap.Mail[max(len(snap.Mail)-viewMail, 0):]
 	if snap.Sessions, err = s.st.SessionCount(ctx); err != nil {
@@ -233,12 +244,17 @@ func (s *storeSource) Prompt(ctx context.Context, agent string, seq int64) ([]tu
 	return out, nil
 }
 
+// Send is the send verb as the operator.
 func (s *storeSource) Send(ctx context.Context, to, body string, urgent bool) (message.Message, error) {
-	d := message.Draft{From: message.Operator, To: to, Body: body}
+	d := message.Draft{To: to, Body: body}
 	if urgent {
 		d.Urgency = message.Urgent
 	}
-	return s.poster.Post(ctx, d)
+	ms, err := swarm.SendMail(ctx, s.poster, identity.Operator(), d, false)
+	if err != nil {
+		return message.Message{}, err
+	}
+	return ms[0], nil
 }
 
 func (s *storeSource) SetPaused(ctx context.Context, agent string, paused bool) error {
@@ -247,11 +263,17 @@ func (s *storeSource) SetPaused(ctx context.Context, agent string, paused bool) 
 }
 
 func (s *storeSource) Decide(ctx context.Context, id int64, action escalation.Event) (escalation.Escalation, error) {
+	return s.DecideNote(ctx, id, action, "")
+}
+
+// DecideNote is the decide verb as the operator, with the note the agent
+// reads in its next prompt.
+func (s *storeSource) DecideNote(ctx context.Context, id int64, action escalation.Event, note string) (escalation.Escalation, error) {
 	var e escalation.Escalation
 	var err error
 	if s.decide != nil {
-		e, err = s.decide(ctx, id, action, "")
-	} else if e, err = swarm.Decide(ctx, s.st, identity.Operator(), id, action, ""); err == nil {
+		e, err = s.decide(ctx, id, action, note)
+	} else if e, err = swarm.Decide(ctx, s.st, identity.Operator(), id, action, note); err == nil {
 		pokeEscalation(ctx, s.l, id)
 	}
 	if err != nil || action != escalation.Event(escalation.Approve) || e.Kind != escalation.KindApproval {
@@ -263,10 +285,27 @@ func (s *storeSource) Decide(ctx context.Context, id int64, action escalation.Ev
 	if err != nil {
 		return e, err
 	}
-	if _, _, _, err := swarm.MergeApproved(ctx, s.st, s.cfg, q, e); err != nil {
+	if _, _, _, err := swarm.MergeApproved(ctx, s.st, s.cfg, q, identity.Operator(), e); err != nil {
 		return e, fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge'", e.ID, err)
 	}
 	return e, nil
+}
+
+// modeText is an agent's mode for the web desk: "execute/plan:
+// can_message, can_escalate".
+func modeText(m modeJSON) string {
+	out := m.Mode
+	if m.Strategy != "" {
+		out += "/" + m.Strategy
+	}
+	var caps []string
+	for _, c := range m.Capabilities.Enabled() {
+		caps = append(caps, string(c))
+	}
+	if len(caps) > 0 {
+		out += ": " + strings.Join(caps, ", ")
+	}
+	return out
 }
 
 // budgetText is a budget's spending for the live view: "1,600/1,000 in

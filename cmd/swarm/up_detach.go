@@ -63,6 +63,9 @@ func runUpDetached(ctx context.Context, opts *UpOptions, l repo.Layout) error {
 	if opts.Yes {
 		args = append(args, "--yes")
 	}
+	if opts.Web {
+		args = append(args, "--web")
+	}
 	for range app.Verbose {
 		args = append(args, "-v")
 	}
@@ -106,7 +109,28 @@ func runUpDetached(ctx context.Context, opts *UpOptions, l repo.Layout) error {
 	}
 	fmt.Fprintf(app.Stdout, "swarm is running in the background (pid %s); its output goes to %s\n", strconv.Itoa(pid), rel(l.Root, upOut(l)))
 	fmt.Fprintln(app.Stdout, "'swarm status' or 'swarm watch' shows it; 'swarm down' stops it.")
+	if opts.Web {
+		// The desk printed its URL before the supervisor answered.
+		if line := webLine(upOut(l), start); line != "" {
+			fmt.Fprintln(app.Stdout, line)
+		}
+	}
 	return nil
+}
+
+// webLine is the web desk's URL line a supervisor printed in path from
+// offset on; "" when there is none.
+func webLine(path string, offset int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil || offset > int64(len(b)) {
+		return ""
+	}
+	for _, line := range strings.Split(string(b[offset:]), "\n") {
+		if strings.HasPrefix(line, webURLPrefix) {
+			return line
+		}
+	}
+	return ""
 }
 
 // tailOf is the last n lines of path from offset on, indented.

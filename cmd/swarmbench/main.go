@@ -40,6 +40,14 @@
 //	    sessions of one `true` bash call, with [sandbox] mode = "none" and
 //	    under bubblewrap: BuildingPrompt → Running p50/p99, and Running →
 //	    complete (one bwrap per bash call)
+//	P12 the web desk (DESIGN §15) in `swarm up --web`: from an escalation
+//	    row written by `swarm escalate` to its event on the desk's event
+//	    stream, p50/p99 over 50 trials; then 5 streams open on an idle
+//	    swarm for 60 s: the supervisor's CPU and its RSS before and after
+//	P13 the merge queue (DESIGN §14): `swarm land` → landed against a
+//	    running `swarm up` with a 1 s [merge] ci (p50); the CI runs 8
+//	    candidates with one bad spend at batch 8 (bisection, read from
+//	    `swarm merges --json` and counted by the CI); tokens on routing
 //
 // Usage (make bench builds bin/swarm first):
 //
@@ -192,7 +200,7 @@ func run(binPath, out string, keep, quick bool, only string) int {
 		id string
 		fn func(context.Context) error
 	}{
-		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6}, {"P8", b.p8}, {"P9", b.p9}, {"P10", b.p10}, {"P11", b.p11},
+		{"P1", b.p1}, {"P7", b.p7}, {"P2", b.p2}, {"P3", b.p3}, {"P4", b.p4}, {"P5", b.p5}, {"P6", b.p6}, {"P8", b.p8}, {"P9", b.p9}, {"P10", b.p10}, {"P11", b.p11}, {"P12", b.p12}, {"P13", b.p13},
 	}
 	var errs []string
 	for _, s := range steps {
