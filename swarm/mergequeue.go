@@ -542,14 +542,14 @@ func (q *MergeQueue) landNow(ctx context.Context, c merge.Candidate, tries int) 
 		return done, nil, err
 	}
 	// A twin landed between the look above and this claim: this row
-	// leaves the queue, the landed one stands.
-	if done, err := q.landedTwin(ctx, c, claimed.ID); err != nil || done != nil {
-		if done != nil {
-			err = q.move(context.WithoutCancel(ctx), claimed, merge.Testing, merge.Cancel, merge.Cancelled,
-				fmt.Sprintf("landed already as #%d", done.ID), nil)
-			return *done, nil, err
-		}
-		return claimed, nil, err
+	// leaves the queue, the landed one stands. (A failed look goes on:
+	// the test finds a landed commit on the base all the same.)
+	if done, err := q.landedTwin(ctx, c, claimed.ID); err == nil && done != nil {
+		why := fmt.Sprintf("landed already as #%d", done.ID)
+		err = q.move(context.WithoutCancel(ctx), claimed, merge.Testing, merge.Cancel, merge.Cancelled, why, func(cur *merge.Candidate) {
+			cur.Reason = why
+		})
+		return *done, nil, err
 	}
 	err = qq.process(ctx, []merge.Candidate{claimed}, key)
 	if err == nil {
