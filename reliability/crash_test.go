@@ -417,11 +417,12 @@ func (w *crashWorld) check(t *testing.T, stage string) {
 	t.Helper()
 	fail := func(format string, a ...any) { t.Fatalf(stage+": "+format, a...) }
 	// A killed supervisor's sessions die after it, not with it (a sandbox's
-	// processes get their SIGKILL when bubblewrap sees its parent gone): a
-	// git commit still running would race the checks below (git fsck sees
-	// its commit before its tree).
-	if err := waitUntil(10*time.Second, func() (bool, error) { return len(sessionProcesses(w.h.root)) == 0, nil }); err != nil {
-		fail("processes of the killed supervisor's sessions still run 10 s later: %v", sessionProcesses(w.h.root))
+	// processes get their SIGKILL when bubblewrap sees its parent gone),
+	// and a git it ran finishes on its own: one still running would race
+	// the checks below (git fsck seeing a commit before its tree, or a
+	// worktree's admin files half written).
+	if err := waitUntil(10*time.Second, func() (bool, error) { return len(leftProcesses(w.h.root)) == 0, nil }); err != nil {
+		fail("processes the killed supervisor left still run 10 s later: %v", leftProcesses(w.h.root))
 	}
 	db, done := w.db(t)
 	defer done()

@@ -459,13 +459,17 @@ func processesUnder(dir string) []procInfo {
 	return out
 }
 
-// sessionProcesses lists the live processes of root's sessions: those
-// carrying the swarm's root marker in their environment.
-func sessionProcesses(root string) []procInfo {
+// leftProcesses lists the live processes a killed supervisor of root left
+// running for a moment: those of its sessions (carrying the swarm's root
+// marker in their environment) and the git commands it ran in root (a
+// `git worktree add` goes on writing after its parent's kill -9).
+func leftProcesses(root string) []procInfo {
 	var out []procInfo
 	for _, p := range processesUnder(root) {
 		environ, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "environ"))
-		if bytes.Contains(environ, []byte("SWARM_ROOT="+root+"\x00")) {
+		comm, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "comm"))
+		git := strings.TrimSpace(string(comm)) == "git" || strings.HasPrefix(string(comm), "git-")
+		if bytes.Contains(environ, []byte("SWARM_ROOT="+root+"\x00")) || git && strings.HasPrefix(p.cwd, root) {
 			out = append(out, p)
 		}
 	}
