@@ -28,7 +28,7 @@ func TestR8InterruptedDown(t *testing.T) {
 	// on a fast machine and land after it.
 	h.restore(w.worked)
 	t0 := time.Now()
-	if r := h.swarm("down", "--merge"); r.code != 0 {
+	if r := h.swarm("down", "--merge", "--delete-ignored"); r.code != 0 {
 		t.Fatalf("the uninterrupted swarm down failed: %s", r)
 	}
 	full := time.Since(t0)
@@ -40,7 +40,7 @@ func TestR8InterruptedDown(t *testing.T) {
 			n := b*perBatch + i + 1
 			sig := []syscall.Signal{syscall.SIGINT, syscall.SIGKILL}[n%2]
 			delay := time.Duration(rng.Int64N(int64(full)))
-			cmd := exec.Command(swarmBin, "--dir", h.root, "down", "--merge")
+			cmd := exec.Command(swarmBin, "--dir", h.root, "down", "--merge", "--delete-ignored")
 			cmd.Dir = h.root
 			cmd.Env = h.env()
 			if err := cmd.Start(); err != nil {
@@ -74,7 +74,7 @@ func TestR8InterruptedDown(t *testing.T) {
 			}
 		}
 		t0 := time.Now()
-		r := h.swarm("down", "--merge")
+		r := h.swarm("down", "--merge", "--delete-ignored")
 		if r.code != 0 {
 			t.Fatalf("batch %d: the swarm down after %d interruptions failed: %s", b+1, perBatch, r)
 		}

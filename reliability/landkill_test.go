@@ -77,7 +77,7 @@ func newLandWorld(t *testing.T) *landWorld {
 	w := &landWorld{h: h, mw: newKiller(t, h)}
 	w.old = h.git(h.root, "rev-parse", "main")
 	t0 := time.Now()
-	up := h.up("--engine", "script")
+	up := h.up("--engine", "script", "--yes")
 	if r := h.swarm("send", "dev", "do the work"); r.code != 0 {
 		t.Fatalf("send dev its work: %s", r)
 	}
@@ -146,11 +146,13 @@ func (w *landWorld) landed(t *testing.T) bool {
 }
 
 // runUntilLanded starts `swarm up` and waits until the candidate landed,
-// then stops it with Ctrl-C; it returns how long the landing took.
+// then stops it with Ctrl-C; it returns how long the landing took. Every
+// swarm up of these rounds passes --yes: the test itself turns [merge] ci
+// on and off, a change swarm up otherwise asks the operator to confirm.
 func (w *landWorld) runUntilLanded(t *testing.T, stage string) time.Duration {
 	t.Helper()
 	t0 := time.Now()
-	up := w.h.up("--engine", "script")
+	up := w.h.up("--engine", "script", "--yes")
 	w.h.waitFor(2*time.Minute, stage+": the candidate landed", func() (bool, error) {
 		if up.exited() {
 			t.Fatalf("%s: swarm up exited:\n%s", stage, tail(up.output(), 3000))
@@ -390,7 +392,7 @@ func TestR1LandQueueKills(t *testing.T) {
 			sigName := map[syscall.Signal]string{syscall.SIGKILL: "KILL", syscall.SIGINT: "INT"}[sig]
 			env, done = w.mw.killEnv(p.sub, sigName, p.nth, d, fmt.Sprint(i))
 		}
-		up, err := h.startUp(env, "--engine", "script")
+		up, err := h.startUp(env, "--engine", "script", "--yes")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -438,7 +440,7 @@ func TestR1LandQueueKills(t *testing.T) {
 		} else {
 			// Landed and recorded before the signal: the next start has
 			// nothing to finish but what the kill cut (the checkout).
-			up := h.up("--engine", "script")
+			up := h.up("--engine", "script", "--yes")
 			h.waitFor(time.Minute, stage+": the supervisor running, the landing journal finished", func() (bool, error) {
 				if up.exited() {
 					t.Fatalf("%s: swarm up exited:\n%s", stage, tail(up.output(), 3000))
@@ -455,7 +457,7 @@ func TestR1LandQueueKills(t *testing.T) {
 			// which may still write in the scratch worktree while the next
 			// start removes it: the start after removes what is left.
 			restarts++
-			up := h.up("--engine", "script")
+			up := h.up("--engine", "script", "--yes")
 			h.waitFor(time.Minute, stage+": the scratch worktree removed by the next start", func() (bool, error) {
 				if up.exited() {
 					t.Fatalf("%s: swarm up exited:\n%s", stage, tail(up.output(), 3000))
