@@ -11,7 +11,9 @@
 //     message, mode, merge, workflow, migrations) import nothing of swarm's but
 //     each other;
 //   - the caller is never read from the environment, and only the
-//     supervisor builds a session's caller (identity.go, on the source).
+//     supervisor builds a session's caller (identity.go, on the source);
+//   - start-up stays lean: the built binary's package initialisers keep to
+//     an allocation budget (startup.go, on GODEBUG=inittrace=1).
 //
 // Rules read the production imports of each package (tests may reach
 // further: a conformance suite opens a real store).

@@ -1,0 +1,110 @@
+package deptest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Every process of swarm runs the initialiser of every package linked into
+// the binary before main, whatever the command: an agent's `swarm send`
+// pays for the supervisor's and the engines' dependencies. So the budget is
+// on what they allocate, which GODEBUG=inittrace=1 reports exactly (their
+// clock time only follows from it, and is too noisy to test).
+
+// InitBudget is the most a single package's initialiser may allocate.
+const InitBudget = 64 << 10
+
+// InitTotalBudget is the most all initialisers together may allocate
+// (2.9 MB when it was set: 3.7 MB before OpenCensus left the binary, and
+// 1.7 MB of it is jsonschema/v6's exception below).
+const InitTotalBudget = 3 << 20
+
+// InitExceptions are the packages allowed past InitBudget, each with its
+// own ceiling and the reason it cannot be made lazy. Add one only with a
+// reason that holds.
+var InitExceptions = map[string]InitException{
+	"github.com/google/go-cmp/cmp": {
+		Max:    192 << 10,
+		Reason: "google.golang.org/genai imports it outside its tests (replay_api_client.go); its init compiles Unicode regexps",
+	},
+	"github.com/santhosh-tekuri/jsonschema/v6": {
+		Max:    1800 << 10,
+		Reason: "compiles its drafts' meta-schemas in init (v6.0.3, the newest); protocol's checker. The way out: check the protocol's schemas with google/jsonschema-go, which the MCP SDK links already",
+	},
+	"github.com/google/jsonschema-go/jsonschema": {
+		Max:    96 << 10,
+		Reason: "the MCP SDK's schemas (swarm mcp); upstream's package variables",
+	},
+}
+
+// InitException is a package's own allocation ceiling and why it has one.
+type InitException struct {
+	Max    int64
+	Reason string
+}
+
+// Init is one line of GODEBUG=inittrace=1.
+type Init struct {
+	Pkg    string
+	Bytes  int64
+	Allocs int64
+}
+
+var initLine = regexp.MustCompile(`^init (\S+) @[0-9.]+ ms, [0-9.]+ ms clock, ([0-9]+) bytes, ([0-9]+) allocs$`)
+
+// ParseInitTrace reads the init lines of a GODEBUG=inittrace=1 run and
+// ignores the rest of the output.
+func ParseInitTrace(r io.Reader) ([]Init, error) {
+	var out []Init
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		m := initLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		b, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("inittrace: %q: %w", sc.Text(), err)
+		}
+		a, err := strconv.ParseInt(m[3], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("inittrace: %q: %w", sc.Text(), err)
+		}
+		out = append(out, Init{Pkg: m[1], Bytes: b, Allocs: a})
+	}
+	return out, sc.Err()
+}
+
+// CheckStartup returns one line per initialiser over its budget, and one
+// for the total, naming what to do.
+func CheckStartup(inits []Init) []string {
+	var bad []string
+	var total int64
+	for _, in := range inits {
+		total += in.Bytes
+		limit := int64(InitBudget)
+		if ex, ok := InitExceptions[in.Pkg]; ok {
+			limit = ex.Max
+		}
+		if in.Bytes > limit {
+			bad = append(bad, fmt.Sprintf("init %s allocates %d bytes (%d allocs), over its budget of %d: make it lazy (sync.OnceValue on first use) or keep the package out of the binary",
+				in.Pkg, in.Bytes, in.Allocs, limit))
+		}
+	}
+	if total > InitTotalBudget {
+		top := slices.Clone(inits)
+		slices.SortFunc(top, func(a, b Init) int { return int(b.Bytes - a.Bytes) })
+		var names []string
+		for _, in := range top[:min(5, len(top))] {
+			names = append(names, fmt.Sprintf("%s %d", in.Pkg, in.Bytes))
+		}
+		bad = append(bad, fmt.Sprintf("initialisers allocate %d bytes in all, over the budget of %d; the largest: %s",
+			total, InitTotalBudget, strings.Join(names, ", ")))
+	}
+	return bad
+}
