@@ -476,6 +476,30 @@ func leftProcesses(root string) []procInfo {
 	return out
 }
 
+// freeze stops (SIGSTOP) the processes leftProcesses finds under root,
+// again until no new one appears (a running shell may fork meanwhile), and
+// returns what lets them go on (SIGCONT).
+func freeze(root string) (thaw func()) {
+	stopped := map[int]bool{}
+	for range 20 {
+		fresh := 0
+		for _, p := range leftProcesses(root) {
+			if !stopped[p.pid] && syscall.Kill(p.pid, syscall.SIGSTOP) == nil {
+				stopped[p.pid] = true
+				fresh++
+			}
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	return func() {
+		for pid := range stopped {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+}
+
 // waitUntil polls cond every 20 ms until it holds or d passes; it reports
 // whether it held. It is the only way these tests wait for something.
 func waitUntil(d time.Duration, cond func() (bool, error)) error {
