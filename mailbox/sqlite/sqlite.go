@@ -190,18 +190,52 @@ func isForeignKey(err error) bool {
 
 // migrate brings the database up to the newest migration. Each runs in its
 // own immediate transaction that also records its number, so when several
-// processes open a fresh database at once, exactly one applies it.
+// processes open a fresh database at once, exactly one applies it. Those
+// already recorded are skipped after one plain read: every command opens
+// the store, and an immediate transaction per migration took the write lock
+// a dozen times per command, against the supervisor's writes.
 func migrate(ctx context.Context, db *sql.DB) error {
 	all, err := migrations.For("sqlite")
 	if err != nil {
 		return err
 	}
+	done, err := appliedMigrations(ctx, db)
+	if err != nil {
+		return err
+	}
 	for _, m := range all {
+		if done[m.Version] {
+			continue
+		}
 		if err := applyMigration(ctx, db, m); err != nil {
 			return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
 		}
 	}
 	return nil
+}
+
+// appliedMigrations reads the recorded migrations without a transaction; a
+// database without the table has none. A migration recorded is never
+// undone, so what it says stays true; the rest are checked again inside
+// their transaction.
+func appliedMigrations(ctx context.Context, db *sql.DB) (map[int]bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		if strings.Contains(err.Error(), "no such table") {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer rows.Close()
+	done := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		done[v] = true
+	}
+	return done, rows.Err()
 }
 
 func applyMigration(ctx context.Context, db *sql.DB, m migrations.Migration) error {
