@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/swarmhq/swarm/message"
@@ -66,8 +67,11 @@ type rawSpawn struct {
 }
 
 // teamName is what a team's name may be: it becomes the ping's task,
-// team-<name>.
-var teamName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// team-<name>. Compiled on first use: its {0,63} unrolls into ~60 KB that
+// every command would allocate at start-up (internal/deptest's budget).
+var teamName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+})
 
 // team checks [team] once the agents are known.
 func (b *builder) team(r *rawTeam) {
@@ -78,7 +82,7 @@ func (b *builder) team(r *rawTeam) {
 	switch {
 	case r.Name == nil || *r.Name == "":
 		b.errorf("team", "[team] needs a name, such as name = \"analysis\"")
-	case !teamName.MatchString(*r.Name):
+	case !teamName().MatchString(*r.Name):
 		b.errorf("team.name", "bad team name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit (at most 64)", *r.Name)
 	default:
 		t.Name = *r.Name
