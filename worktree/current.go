@@ -2,7 +2,6 @@ package worktree
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -101,40 +100,13 @@ func (m *Manager) currentPath(agent string) string {
 }
 
 func (m *Manager) readCurrent(agent string) (currentJournal, bool, error) {
-	path := m.currentPath(agent)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return currentJournal{}, false, nil
-	}
-	if err != nil {
-		return currentJournal{}, false, fmt.Errorf("read the journal %s: %w", path, err)
-	}
-	var j currentJournal
-	if err := json.Unmarshal(b, &j); err != nil || j.Agent != agent || j.Old == "" || j.New == "" {
-		return currentJournal{}, false, fmt.Errorf("%w: the journal %s is unreadable (%v); look at 'git -C %q status', then delete it", ErrInterrupted, path, err, m.Path(agent))
-	}
-	if j.Version > journalVersion {
-		return currentJournal{}, false, fmt.Errorf("%w: the journal %s was written by a newer swarm (format %d); use that version to finish it", ErrInterrupted, path, j.Version)
-	}
-	return j, true, nil
+	return readEntry(m.currentPath(agent), "the journal bringing "+agent+" up to date", m.Path(agent),
+		func(j currentJournal) (int, bool) { return j.Version, j.Agent == agent && j.Old != "" && j.New != "" })
 }
 
 func (m *Manager) writeCurrent(ctx context.Context, j currentJournal) error {
-	j.Version = journalVersion
-	j.PID = os.Getpid()
-	j.PIDStart, _ = procStart(j.PID)
-	j.Time = m.now().UTC()
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err == nil {
-		err = m.journalDir(ctx)
-	}
-	if err == nil {
-		err = os.MkdirAll(m.currentDir(), 0o755)
-	}
-	if err == nil {
-		err = writeAtomic(m.currentPath(j.Agent), append(b, '\n'))
-	}
-	if err != nil {
+	j.Version, j.PID, j.PIDStart, j.Time = m.stamp()
+	if err := m.writeEntry(ctx, m.currentDir(), m.currentPath(j.Agent), j); err != nil {
 		return fmt.Errorf("journal bringing %s up to date: %w", j.Agent, err)
 	}
 	return nil

@@ -96,42 +96,71 @@ func (m *Manager) journalPath(agent string) string {
 
 // readJournal returns agent's entry; ok is false when there is none.
 func (m *Manager) readJournal(agent string) (journal, bool, error) {
-	path := m.journalPath(agent)
+	return readEntry(m.journalPath(agent), "the journal of "+agent, m.Path(agent),
+		func(j journal) (int, bool) { return j.Version, j.Agent == agent && j.State != "" })
+}
+
+// readEntry reads the journal entry at path (an agent's, a landing's, a
+// catch-up's: each kind its own struct); ok is false when there is none.
+// check gives the entry's format and whether it is whole. what names the
+// entry in errors, and checkout is where to look at 'git status' when it
+// is unreadable.
+func readEntry[T any](path, what, checkout string, check func(T) (int, bool)) (T, bool, error) {
+	var j T
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return journal{}, false, nil
+		return j, false, nil
 	}
 	if err != nil {
-		return journal{}, false, fmt.Errorf("read the journal of %s: %w", agent, err)
+		return j, false, fmt.Errorf("read %s: %w", what, err)
 	}
-	var j journal
-	if err := json.Unmarshal(b, &j); err != nil || j.Agent != agent || j.State == "" {
-		return journal{}, false, fmt.Errorf("%w: the journal %s of %s is unreadable (%v); look at it and at 'git -C %q status', then delete it", ErrInterrupted, path, agent, err, m.Path(agent))
+	err = json.Unmarshal(b, &j)
+	version, whole := check(j)
+	if err != nil || !whole {
+		var zero T
+		return zero, false, fmt.Errorf("%w: %s (%s) is unreadable (%v); look at it and at 'git -C %q status', then delete it", ErrInterrupted, what, path, err, checkout)
 	}
-	if j.Version > journalVersion {
-		return journal{}, false, fmt.Errorf("%w: the journal %s was written by a newer swarm (format %d); use that version to finish what it started", ErrInterrupted, path, j.Version)
+	if version > journalVersion {
+		var zero T
+		return zero, false, fmt.Errorf("%w: %s (%s) was written by a newer swarm (format %d); use that version to finish what it started", ErrInterrupted, what, path, version)
 	}
 	return j, true, nil
+}
+
+// stamp is what every journal entry records of its writing: the format,
+// and the process (pid and its start, so a re-run can tell an interrupted
+// operation from one still running) at what time.
+func (m *Manager) stamp() (version, pid int, start uint64, at time.Time) {
+	pid = os.Getpid()
+	start, _ = procStart(pid)
+	return journalVersion, pid, start, m.now().UTC()
+}
+
+// writeEntry records the entry v durably at path, in dir (under the
+// journal directory, created on the first write), so a crash right after
+// leaves either the old entry or the new one, complete.
+func (m *Manager) writeEntry(ctx context.Context, dir, path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err == nil {
+		err = m.journalDir(ctx)
+	}
+	if err == nil && dir != m.journal {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		err = writeAtomic(path, append(b, '\n'))
+	}
+	return err
 }
 
 // writeJournal records j durably, so a crash right after leaves either the
 // old entry or the new one, complete. The caller holds m.mu (the first
 // write creates the directory and records it in m.excluded).
 func (m *Manager) writeJournal(ctx context.Context, j journal) error {
-	j.Version = journalVersion
+	j.Version, j.PID, j.PIDStart, j.Time = m.stamp()
 	j.Branch = Branch(j.Agent)
 	j.Path = m.Path(j.Agent)
-	j.PID = os.Getpid()
-	j.PIDStart, _ = procStart(j.PID)
-	j.Time = m.now().UTC()
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return fmt.Errorf("journal %s: %w", j.Agent, err)
-	}
-	if err := m.journalDir(ctx); err != nil {
-		return fmt.Errorf("journal %s: %w", j.Agent, err)
-	}
-	if err := writeAtomic(m.journalPath(j.Agent), append(b, '\n')); err != nil {
+	if err := m.writeEntry(ctx, m.journal, m.journalPath(j.Agent), j); err != nil {
 		return fmt.Errorf("journal %s: %w", j.Agent, err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package worktree
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -162,42 +161,15 @@ func (m *Manager) landDir() string { return filepath.Join(m.journal, "land") }
 func (m *Manager) landPath(key string) string { return filepath.Join(m.landDir(), key+".json") }
 
 func (m *Manager) readLanding(key string) (landJournal, bool, error) {
-	path := m.landPath(key)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return landJournal{}, false, nil
-	}
-	if err != nil {
-		return landJournal{}, false, fmt.Errorf("read the landing journal %s: %w", path, err)
-	}
-	var j landJournal
-	if err := json.Unmarshal(b, &j); err != nil || j.Key != key || j.State == "" {
-		return landJournal{}, false, fmt.Errorf("%w: the landing journal %s is unreadable (%v); look at it and at 'git -C %q status', then delete it", ErrInterrupted, path, err, m.root)
-	}
-	if j.Version > journalVersion {
-		return landJournal{}, false, fmt.Errorf("%w: the landing journal %s was written by a newer swarm (format %d); use that version to finish it", ErrInterrupted, path, j.Version)
-	}
-	return j, true, nil
+	return readEntry(m.landPath(key), "the landing journal of "+key, m.root,
+		func(j landJournal) (int, bool) { return j.Version, j.Key == key && j.State != "" })
 }
 
 // writeLanding records j durably before the step it announces.
 func (m *Manager) writeLanding(ctx context.Context, j landJournal, state string) (landJournal, error) {
 	j.State = state
-	j.Version = journalVersion
-	j.PID = os.Getpid()
-	j.PIDStart, _ = procStart(j.PID)
-	j.Time = m.now().UTC()
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return j, fmt.Errorf("journal the landing %s: %w", j.Key, err)
-	}
-	if err := m.journalDir(ctx); err != nil {
-		return j, fmt.Errorf("journal the landing %s: %w", j.Key, err)
-	}
-	if err := os.MkdirAll(m.landDir(), 0o755); err != nil {
-		return j, fmt.Errorf("journal the landing %s: %w", j.Key, err)
-	}
-	if err := writeAtomic(m.landPath(j.Key), append(b, '\n')); err != nil {
+	j.Version, j.PID, j.PIDStart, j.Time = m.stamp()
+	if err := m.writeEntry(ctx, m.landDir(), m.landPath(j.Key), j); err != nil {
 		return j, fmt.Errorf("journal the landing %s: %w", j.Key, err)
 	}
 	return j, nil
