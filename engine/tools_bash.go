@@ -54,6 +54,7 @@ func (tb *toolbox) bash(ctx context.Context, a bashArgs) (string, error) {
 	}
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	proc.Configure(cmd, tb.bashGrace())
+	tb.s.Sandbox.Attach(cmd) // nil-safe: no sandbox, nothing to attach
 	cmd.Dir = tb.sb.raw
 	cmd.Env = tb.env
 	out := newHeadTail(MaxToolOutput)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,6 +42,13 @@ type Box struct {
 	git    []string // bind arguments git needs
 	ro     []string // git's files kept read-only on top
 	extras []string // paths under /tmp to bind back read-only
+	// lifeline is a pipe the supervisor holds the write end of for the
+	// session's life: every box's first process watches the read end
+	// (Attach) and ends its PID namespace when it closes. bubblewrap does
+	// not die with its parent (its own credential change clears the
+	// parent-death signal), so without it a killed supervisor's sessions
+	// would run on until the next one's recovery.
+	lifeR, lifeW *os.File
 }
 
 // New prepares a session's box: it finds what git needs from the
@@ -66,6 +74,10 @@ func New(spec Spec) (*Box, error) {
 	dir, err := os.MkdirTemp(base, dirPrefix+name+".")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: session directory: %w", err)
+	}
+	if b.lifeR, b.lifeW, err = os.Pipe(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("sandbox: lifeline: %w", err)
 	}
 	b.dir, b.tmp = dir, filepath.Join(dir, "tmp")
 	if err := os.Mkdir(b.tmp, 0o700); err != nil {
@@ -106,12 +118,34 @@ func RemoveLeftover(tmpDir, name string) (int, error) {
 // Dir is the session's host directory (its /tmp is Dir()/tmp).
 func (b *Box) Dir() string { return b.dir }
 
-// Close removes the session's host directory.
+// Close ends the session's boxes still running (its lifeline closes)
+// and removes the session's host directory.
 func (b *Box) Close() error {
 	if b == nil || b.dir == "" {
 		return nil
 	}
+	if b.lifeW != nil {
+		b.lifeW.Close()
+		b.lifeR.Close()
+	}
 	return os.RemoveAll(b.dir)
+}
+
+// lifeWatch is the box's first process: a watcher that waits for the
+// lifeline to close (the session ended, or the supervisor died) and then
+// kills every process of the box's PID namespace, and the command, which
+// does not see the lifeline. The lifeline is descriptor 3: the first of
+// exec.Cmd's ExtraFiles (Attach). Without it (no Attach) this only runs
+// the command.
+const lifeWatch = `if [ -e /proc/self/fd/3 ]; then { read -r _ <&3; kill -KILL -1; } & fi; exec 3<&-; exec "$@"`
+
+// Attach gives cmd, whose argv Command made, the session's lifeline. It
+// must come first among cmd.ExtraFiles.
+func (b *Box) Attach(cmd *exec.Cmd) {
+	if b == nil || b.lifeR == nil {
+		return
+	}
+	cmd.ExtraFiles = append([]*os.File{b.lifeR}, cmd.ExtraFiles...)
 }
 
 // Extra is what one command adds to its session's box.
@@ -208,6 +242,7 @@ func (b *Box) Command(argv []string, x Extra) ([]string, error) {
 		a = append(a, "--setenv", k, strings.ReplaceAll(v, "{home}", s.Home))
 	}
 	a = append(a, "--unshare-pid", "--die-with-parent", "--new-session", "--chdir", dir, "--")
+	a = append(a, "/bin/sh", "-c", lifeWatch, "sh")
 	return append(a, argv...), nil
 }
 

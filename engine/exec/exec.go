@@ -407,6 +407,7 @@ func (e *Engine) Run(ctx context.Context, s *engine.Session) (res engine.Result)
 	}
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 	proc.Configure(cmd, s.Grace)
+	s.Sandbox.Attach(cmd) // nil-safe: no sandbox, nothing to attach
 	cmd.Dir = s.Worktree
 	cmd.Env = env
 	if stdin != nil {
