@@ -257,17 +257,27 @@ func (s *Supervisor) Poster() *mailbox.Poster { return s.poster }
 // ACKs, posted through Poster.
 func (s *Supervisor) Protocol() *Protocol { return s.protocol }
 
-// whileAway runs a start-up step, and runs it again while it fails
-// because the database is away for a moment (a PostgreSQL restart), for
-// up to storeOutage: a supervisor starting during a restart waits for the
-// database as its runners do, instead of exiting. The steps it wraps are
-// safe to repeat (reads, and recovery, which only finishes what it finds).
+// whileAway is WhileAway with the supervisor's store, clock and log.
 func (s *Supervisor) whileAway(ctx context.Context, what string, fn func() error) error {
+	return WhileAway(ctx, s.store, s.clock, s.log, what, fn)
+}
+
+// WhileAway runs a start-up step, and runs it again while it fails
+// because the database is away for a moment (a PostgreSQL restart:
+// st.Unavailable), for up to storeOutage: a supervisor (or `swarm up`
+// before it) starting during a restart waits for the database as its
+// runners do, instead of exiting. The steps it wraps must be safe to
+// repeat (reads, writes of a value, and recovery, which only finishes what
+// it finds). A nil clock is the real one.
+func WhileAway(ctx context.Context, st mailbox.Store, clock Clock, log *slog.Logger, what string, fn func() error) error {
+	if clock == nil {
+		clock = realClock{}
+	}
 	err := fn()
-	for wait := time.Duration(0); err != nil && s.store.Unavailable(err) && wait < storeOutage; {
+	for wait := time.Duration(0); err != nil && st.Unavailable(err) && wait < storeOutage; {
 		pause := min(max(2*wait/10, 100*time.Millisecond), 2*time.Second)
-		s.log.Warn("database unavailable; retrying", "step", what, "retry_in", pause, "err", err)
-		t := s.clock.NewTimer(pause)
+		log.Warn("database unavailable; retrying", "step", what, "retry_in", pause, "err", err)
+		t := clock.NewTimer(pause)
 		select {
 		case <-t.C:
 		case <-ctx.Done():

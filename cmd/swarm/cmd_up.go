@@ -197,7 +197,9 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if err := confirmSettings(ctx, app, st, cfg, opts.Yes); err != nil {
 		return err
 	}
-	if err := swarm.RecordSettings(ctx, st, cfg); err != nil {
+	// A PostgreSQL restart under a starting swarm up is waited out here as
+	// the supervisor's own start-up steps wait it out.
+	if err := swarm.WhileAway(ctx, st, nil, logger, "record the trusted settings", func() error { return swarm.RecordSettings(ctx, st, cfg) }); err != nil {
 		return err
 	}
 	wtm, err = worktree.New(ctx, worktree.Options{Root: l.Root, Dir: cfg.Worktree.Dir, Orphans: l.Orphans(), Meta: st, Pass: cfg.Env.Pass})
@@ -321,7 +323,11 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 // or the operator answers y on a terminal. Values are an agent's text, so
 // they are made safe for the terminal.
 func confirmSettings(ctx context.Context, app *App, st mailbox.Store, cfg *config.Config, yes bool) error {
-	changes, err := swarm.ChangedSettings(ctx, st, cfg)
+	var changes []swarm.SettingChange
+	err := swarm.WhileAway(ctx, st, nil, slog.Default(), "read the trusted settings", func() (err error) {
+		changes, err = swarm.ChangedSettings(ctx, st, cfg)
+		return err
+	})
 	if err != nil || len(changes) == 0 || yes {
 		return err
 	}
