@@ -83,7 +83,13 @@ func (s *Supervisor) announce(ms []message.Message) {
 // writes by other processes whose poke was missed; the mail stored since
 // the last look wakes its recipients.
 func (s *Supervisor) followFeed(ctx context.Context) error {
-	f, err := s.store.Feed(ctx, s.opts.PollInterval)
+	// Opening the feed reads and listens: a database restarting as the
+	// supervisor starts is waited out, not a reason to stop the swarm.
+	var f mailbox.Feed
+	err := s.whileAway(ctx, "open the change feed", func() (err error) {
+		f, err = s.store.Feed(ctx, s.opts.PollInterval)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -381,7 +381,14 @@ func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *wor
 // a problem it could not solve is printed and logged, and the agents it
 // concerns fail on their own when they start.
 func recoverWorktrees(ctx context.Context, wtm *worktree.Manager, st mailbox.Store, agents []string, w io.Writer, logger *slog.Logger) {
-	lines, err := swarm.RecoverWorktrees(ctx, wtm, st, agents)
+	// Its reads of the store wait out a database restart, as the
+	// supervisor's own start-up does; what each try did is kept.
+	var lines []string
+	err := swarm.WhileAway(ctx, st, nil, logger, "recover the worktrees", func() error {
+		more, err := swarm.RecoverWorktrees(ctx, wtm, st, agents)
+		lines = append(lines, more...)
+		return err
+	})
 	for _, l := range lines {
 		fmt.Fprintf(w, "swarm up: recovered: %s\n", l)
 	}
