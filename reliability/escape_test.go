@@ -93,6 +93,17 @@ func TestR4BaseBranchEscapes(t *testing.T) {
 	st := h.store(agents)
 	defer st.Close()
 	ctx := context.Background()
+	// The guard's report is posted before the session's end is stored:
+	// wait for the end, then look at it.
+	h.waitFor(30*time.Second, "both first sessions to end", func() (bool, error) {
+		for _, a := range agents {
+			s, err := st.Session(ctx, a, 1)
+			if err != nil || s.State == "running" {
+				return false, err
+			}
+		}
+		return true, nil
+	})
 	for _, a := range agents {
 		s, err := st.Session(ctx, a, 1)
 		if err != nil {
