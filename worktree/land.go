@@ -243,10 +243,8 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	defer m.mu.Unlock()
 	var rec recoveries
 	defer func() { res.Recovered = rec }()
-	if lock, removed, err := m.removeBaseLock(ctx); err != nil {
+	if err := m.clearBaseLock(ctx, &rec); err != nil {
 		return res, err
-	} else if removed {
-		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
 	}
 	if err := m.recoverBase(ctx, &rec); err != nil {
 		return res, err
@@ -744,10 +742,8 @@ func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string,
 		rec.add(j.Agent, "an interrupted landing had moved %s to %s, but your checkout %s is on %s now; it was left alone", j.Base, shortHash(j.New), m.root, h.describe())
 		return nil
 	}
-	if lock, removed, err := m.removeBaseLock(ctx); err != nil {
+	if err := m.clearBaseLock(ctx, rec); err != nil {
 		return err
-	} else if removed {
-		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
 	}
 	chs, err := m.status(ctx, m.root, "all", false)
 	if err != nil {

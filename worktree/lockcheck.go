@@ -136,6 +136,15 @@ func removeAgentLock(path string, trustCaller bool) (string, bool, error) {
 	return lock, removed, err
 }
 
+// clearBaseLock is removeBaseLock saying in rec what it removed.
+func (m *Manager) clearBaseLock(ctx context.Context, rec *recoveries) error {
+	lock, removed, err := m.removeBaseLock(ctx)
+	if removed {
+		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
+	}
+	return err
+}
+
 // removeBaseLock removes the stale index.lock of the main checkout. Git
 // processes in the agents' worktrees (which may lie under the root) do not
 // hold it.

@@ -94,10 +94,8 @@ func (m *Manager) Recover(ctx context.Context, agents ...string) ([]Recovery, er
 	defer m.mu.Unlock()
 	var rec recoveries
 	var errs []error
-	if lock, removed, err := m.removeBaseLock(ctx); err != nil {
+	if err := m.clearBaseLock(ctx, &rec); err != nil {
 		errs = append(errs, err)
-	} else if removed {
-		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
 	}
 	if err := m.recoverBase(ctx, &rec); err != nil {
 		errs = append(errs, err)
@@ -400,10 +398,8 @@ func (m *Manager) recoverBase(ctx context.Context, rec *recoveries) error {
 	// Newest first: merges run one at a time, so the newest is the one
 	// whose changes may be in the checkout.
 	sort.Slice(merging, func(a, b int) bool { return merging[a].Time.After(merging[b].Time) })
-	if lock, removed, err := m.removeBaseLock(ctx); err != nil {
+	if err := m.clearBaseLock(ctx, rec); err != nil {
 		return err
-	} else if removed {
-		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
 	}
 	for _, j := range merging {
 		if err := m.recoverMerge(ctx, j, rec); err != nil {

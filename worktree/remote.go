@@ -255,10 +255,8 @@ func (m *Manager) SyncBase(ctx context.Context, remote string, leaveDirty bool) 
 	defer m.mu.Unlock()
 	var rec recoveries
 	defer func() { res.Recovered = rec }()
-	if lock, removed, err := m.removeBaseLock(ctx); err != nil {
+	if err := m.clearBaseLock(ctx, &rec); err != nil {
 		return res, err
-	} else if removed {
-		rec.add("", "removed the stale %s that a killed git left in %s", lock, m.root)
 	}
 	if err := m.recoverBase(ctx, &rec); err != nil {
 		return res, err
