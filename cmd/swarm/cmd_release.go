@@ -50,13 +50,8 @@ func runRelease(ctx context.Context, opts *ReleaseOptions) error {
 		return err
 	}
 	defer st.Close()
-	if opts.Agent != "" && who.IsOperator() {
-		if _, err := agentIn(cfg, opts.Agent); err != nil {
-			return err
-		}
-	}
-	if opts.Agent == "" && who.IsOperator() {
-		return usagef("whose reservations? pass --agent <name> ('swarm reservations' lists them)")
+	if err := operatorsAgent(cfg, who, opts.Agent, "whose reservations? pass --agent <name> ('swarm reservations' lists them)"); err != nil {
+		return err
 	}
 	res, err := swarm.Release(ctx, swarm.ReleaseRequest{Store: st, Caller: who, Agent: opts.Agent, Globs: opts.Globs, Now: time.Now()})
 	if err != nil {

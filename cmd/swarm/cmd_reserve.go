@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/worktree"
@@ -77,13 +79,8 @@ func runReserve(ctx context.Context, opts *ReserveOptions) error {
 		return err
 	}
 	defer st.Close()
-	if opts.Agent != "" && who.IsOperator() {
-		if _, err := agentIn(cfg, opts.Agent); err != nil {
-			return err
-		}
-	}
-	if opts.Agent == "" && who.IsOperator() {
-		return usagef("whose reservation? run it from an agent's session, or pass --agent <name>")
+	if err := operatorsAgent(cfg, who, opts.Agent, "whose reservation? run it from an agent's session, or pass --agent <name>"); err != nil {
+		return err
 	}
 	if opts.TTL < 0 {
 		return usagef("--ttl %s is negative: give how long the reservation lasts, such as 2h", opts.TTL)
@@ -128,4 +125,18 @@ func reservationTerms(r mailbox.Reservation) string {
 		s += ": " + r.Reason
 	}
 	return s
+}
+
+// operatorsAgent checks the --agent of a reservation command run by the
+// operator, who must name one that swarm.toml has (missing: a usage error
+// saying missing). A session's --agent is for the verb's rule to judge.
+func operatorsAgent(cfg *config.Config, who identity.Caller, agent, missing string) error {
+	if !who.IsOperator() {
+		return nil
+	}
+	if agent == "" {
+		return usagef("%s", missing)
+	}
+	_, err := agentIn(cfg, agent)
+	return err
 }
