@@ -2,11 +2,9 @@ package swarm
 
 import (
 	"context"
-	"github.com/swarmhq/swarm/identity"
 	"testing"
 	"time"
 
-	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 )
 
@@ -54,17 +52,5 @@ func TestReportGoesToTheDispatcher(t *testing.T) {
 	}
 	if c := who("backend", "T-7"); c != "critic" {
 		t.Fatalf("after critic's task mail: %s", c)
-	}
-	// The report is stored and mailed as status (which wakes nobody).
-	res, err := Report(ctx, ReportRequest{Store: st, Poster: sup.poster, Caller: sessionOf("backend", 1),
-		Kind: mailbox.ReportProgress, Task: "T-42", Message: "half done"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Coordinator != "lead" || res.Mail.To != "lead" || res.Mail.Kind != message.KindStatus || res.Mail.Body != "[report progress T-42] half done" {
-		t.Fatalf("report = %+v", res)
-	}
-	if _, err := Report(ctx, ReportRequest{Store: st, Poster: sup.poster, Caller: identity.Operator(), Agent: "backend", Kind: mailbox.ReportProgress, Task: "T-42", Message: "  "}); err == nil {
-		t.Fatal("an empty report was accepted")
 	}
 }

@@ -295,5 +295,4 @@ func (w GitWorktrees) BaseBranch(ctx context.Context) (string, error) { return w
 var (
 	_ WorkflowGit = GitWorktrees{}
 	_ QueueGit    = GitWorktrees{}
-	_ LandGit     = GitWorktrees{}
 )

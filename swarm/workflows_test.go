@@ -3,7 +3,6 @@ package swarm
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,9 +11,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
-	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/promptpipe"
 	"github.com/swarmhq/swarm/workflow"
 )
@@ -157,17 +154,3 @@ func TestDevQAStatusKeepsEveryKey(t *testing.T) {
 	}
 }
 
-// TestMergeItemIsTheOperators: a session (even one that may land its own
-// branch) cannot merge a workflow item; the refusal names the rule and
-// comes before the store is read.
-func TestMergeItemIsTheOperators(t *testing.T) {
-	dev := identity.Session("dev", 2, mode.Vector{mode.CanLand: true, mode.CanEditFiles: true})
-	_, _, err := MergeItemLanding(context.Background(), nil, nil, nil, dev, "T-1")
-	var r *identity.Refusal
-	if !errors.As(err, &r) || !strings.Contains(err.Error(), "swarm workflow merge") {
-		t.Fatalf("a session merging an item: %v; want a refusal naming swarm workflow merge", err)
-	}
-	if _, _, err := MergeItemLanding(context.Background(), nil, nil, nil, identity.Caller{}, "T-1"); !errors.As(err, &r) {
-		t.Fatalf("nobody merging an item: %v; want a refusal", err)
-	}
-}

@@ -21,6 +21,7 @@ import (
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -56,7 +57,7 @@ func TestGoldenFragments(t *testing.T) {
 	raise(escalation.Draft{Kind: escalation.KindAgent, Agent: "alpha", Hold: true, Summary: "need a decision on the <schema>",
 		Ref: "msg:3", Details: []byte(`{"options":["a","b"]}`)})
 	done := raise(escalation.Draft{Kind: escalation.KindAgent, Agent: "alpha", Summary: "may I drop the legacy table?"})
-	if _, err := swarm.Decide(ctx, st, identity.Operator(), done.ID, escalation.Event(escalation.Reject), "keep it & migrate"); err != nil {
+	if _, err := verbs.Decide(ctx, identity.Operator(), st, done.ID, escalation.Event(escalation.Reject), "keep it & migrate"); err != nil {
 		t.Fatal(err)
 	}
 	desk := &fakeDesk{st: st, poster: mailbox.NewPoster(st, []string{"alpha"}, nil), notices: make(chan lifecycle.Notice), cfg: cfg}
@@ -65,7 +66,7 @@ func TestGoldenFragments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := swarm.SendMail(ctx, desk.poster, identity.Operator(), message.Draft{To: "alpha", Body: "hello <b>alpha</b>"}, false); err != nil {
+	if _, err := verbs.Send(ctx, identity.Operator(), desk.poster, message.Draft{To: "alpha", Body: "hello <b>alpha</b>"}, false); err != nil {
 		t.Fatal(err)
 	}
 	// The merge queue: one landed, one sent back with a conflict, one
@@ -85,7 +86,7 @@ func TestGoldenFragments(t *testing.T) {
 		}
 	}
 	desk.behind = "checkout behind main by 1: git switch main (your uncommitted changes come along)"
-	if _, err := swarm.Reserve(ctx, swarm.ReserveRequest{Store: st, Caller: identity.Operator(), Agent: "alpha", Globs: []string{"api/**"},
+	if _, err := verbs.Reserve(ctx, identity.Operator(), verbs.ReserveRequest{Store: st, Agent: "alpha", Globs: []string{"api/**"},
 		Exclusive: true, TTL: time.Hour, Reason: "migrating the <schema>", Now: t0}); err != nil {
 		t.Fatal(err)
 	}

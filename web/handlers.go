@@ -14,7 +14,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // maxForm bounds a POST's body: a note or a message, never a file.
@@ -151,13 +151,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, acc access, err er
 	code := http.StatusInternalServerError
 	var ref *identity.Refusal
 	var nf notFound
-	var ue *swarm.UsageError
-	var ill *swarm.IllegalSignalError
+	var ue *verbs.UsageError
+	var ill *verbs.IllegalSignalError
 	var bad badInput
 	switch {
 	case errors.As(err, &ref):
 		code = http.StatusForbidden
-	case errors.Is(err, swarm.ErrDecided), errors.Is(err, mailbox.ErrStateConflict), errors.Is(err, swarm.ErrLeftQueue):
+	case errors.Is(err, verbs.ErrDecided), errors.Is(err, mailbox.ErrStateConflict), errors.Is(err, verbs.ErrLeftQueue):
 		code = http.StatusConflict
 	case errors.As(err, &nf), errors.Is(err, mailbox.ErrNoSuchMessage), errors.Is(err, mailbox.ErrNoSuchAgent),
 		errors.Is(err, mailbox.ErrNoSuchItem), errors.Is(err, mailbox.ErrNoSuchEscalation), errors.Is(err, mailbox.ErrNoSuchSession),

@@ -23,9 +23,9 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/team"
 	"github.com/swarmhq/swarm/tui"
+	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/workflow"
 )
 
@@ -287,11 +287,11 @@ func (s *Server) threadPage(r *http.Request) (any, error) {
 }
 
 type workflowsData struct {
-	Workflows []swarm.Status
+	Workflows []verbs.Status
 }
 
 func (s *Server) workflowsPage(r *http.Request) (any, error) {
-	sts, err := swarm.WorkflowStatus(r.Context(), s.opts.Store, s.opts.Config, "")
+	sts, err := verbs.WorkflowStatus(r.Context(), identity.Operator(), s.opts.Store, s.opts.Config, "")
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +312,7 @@ func (s *Server) itemPage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, notFound{"no work item " + id + ": the workflows page lists them"}
 	}
-	h, err := swarm.History(r.Context(), s.opts.Store, id)
+	h, err := verbs.History(r.Context(), identity.Operator(), s.opts.Store, id)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +348,7 @@ func (s *Server) mergesPage(r *http.Request) (any, error) {
 		return nil, err
 	}
 	slices.Reverse(d.History)
-	// The agents swarm.Land knows: swarm.toml's and the spawned ones.
+	// The agents verbs.Land knows: swarm.toml's and the spawned ones.
 	d.Agents = s.opts.Config.AgentNames()
 	d.Behind = s.opts.Desk.CheckoutBehind(ctx)
 	return d, nil
@@ -359,7 +359,7 @@ type reservationsData struct {
 }
 
 func (s *Server) reservationsPage(r *http.Request) (any, error) {
-	rs, err := swarm.Reservations(r.Context(), swarm.ReservationsRequest{Store: s.opts.Store, Caller: identity.Operator(), Now: s.now()})
+	rs, err := verbs.Reservations(r.Context(), identity.Operator(), verbs.ReservationsRequest{Store: s.opts.Store, Now: s.now()})
 	if err != nil {
 		return nil, err
 	}

@@ -30,8 +30,8 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/tui"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // Desk is what the pages do as the operator, and read besides the store.
@@ -41,7 +41,7 @@ import (
 type Desk interface {
 	tui.Source
 	// DecideNote acks or resolves an escalation as the operator with a
-	// note (swarm.Decide), and tells the supervisor; approving a work
+	// note (verbs.Decide), and tells the supervisor; approving a work
 	// item's approval merges it, as 'swarm escalation approve' does.
 	DecideNote(ctx context.Context, id int64, action escalation.Event, note string) (escalation.Escalation, error)
 	// Merge merges an approved work item as 'swarm workflow merge' does,
@@ -52,27 +52,27 @@ type Desk interface {
 	ReviewDiff(ctx context.Context, commit string) (string, error)
 	// Abort aborts a work item as 'swarm workflow abort' does.
 	Abort(ctx context.Context, item, note string) error
-	// Reply answers message id as the operator (swarm.ReplyMail).
+	// Reply answers message id as the operator (verbs.Reply).
 	Reply(ctx context.Context, id int64, d message.Draft) (message.Message, error)
-	// MarkRead marks the operator's messages read (swarm.MarkRead).
+	// MarkRead marks the operator's messages read (verbs.MarkRead).
 	MarkRead(ctx context.Context, ids []int64) (int64, error)
 	// SessionLog is the end of a session's log as 'swarm logs' renders it
 	// (an exec agent's JSON events made readable, terminal controls shown
 	// visibly); "" when there is none yet.
 	SessionLog(ctx context.Context, agent string, seq int64) (string, error)
 	// Land queues agent's branch in the merge queue as the operator
-	// (swarm.Land, as 'swarm land <agent>' does) and tells the supervisor.
-	Land(ctx context.Context, agent string) (swarm.LandResult, error)
+	// (verbs.Land, as 'swarm land <agent>' does) and tells the supervisor.
+	Land(ctx context.Context, agent string) (verbs.LandResult, error)
 	// CancelLanding takes merge candidate id out of the queue as the
-	// operator (swarm.CancelLanding, 'swarm land --cancel').
+	// operator (verbs.CancelLanding, 'swarm land --cancel').
 	CancelLanding(ctx context.Context, id int64, note string) (merge.Candidate, error)
 	// CheckoutBehind is the line 'swarm status' prints when the
 	// operator's checkout is behind the base branch (a landing left a
 	// dirty checkout alone); "" when it is not, or nobody can tell.
 	CheckoutBehind(ctx context.Context) string
 	// Release releases agent's reservations of globs (every one of the
-	// agent's with none) as the operator (swarm.Release).
-	Release(ctx context.Context, agent string, globs []string) (swarm.ReleaseResult, error)
+	// agent's with none) as the operator (verbs.Release).
+	Release(ctx context.Context, agent string, globs []string) (verbs.ReleaseResult, error)
 }
 
 // Options configure a Server.

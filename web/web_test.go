@@ -27,6 +27,7 @@ import (
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/tui"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 const testToken = "t0k3n-for-the-tests-0123456789"
@@ -92,7 +93,7 @@ func (d *fakeDesk) Prompt(ctx context.Context, agent string, seq int64) ([]tui.S
 
 func (d *fakeDesk) Send(ctx context.Context, to, body string, urgent bool) (message.Message, error) {
 	d.did("send " + to + " " + body)
-	ms, err := swarm.SendMail(ctx, d.poster, identity.Operator(), message.Draft{To: to, Body: body}, false)
+	ms, err := verbs.Send(ctx, identity.Operator(), d.poster, message.Draft{To: to, Body: body}, false)
 	if err != nil {
 		return message.Message{}, err
 	}
@@ -113,7 +114,7 @@ func (d *fakeDesk) DecideNote(ctx context.Context, id int64, action escalation.E
 	if d.decide != nil {
 		return d.decide(ctx, id, action, note)
 	}
-	return swarm.Decide(ctx, d.st, identity.Operator(), id, action, note)
+	return verbs.Decide(ctx, identity.Operator(), d.st, id, action, note)
 }
 
 func (d *fakeDesk) Merge(ctx context.Context, item string) (string, error) {
@@ -130,12 +131,12 @@ func (d *fakeDesk) Abort(ctx context.Context, item, note string) error {
 
 func (d *fakeDesk) Reply(ctx context.Context, id int64, dr message.Draft) (message.Message, error) {
 	d.did(fmt.Sprintf("reply %d", id))
-	return swarm.ReplyMail(ctx, d.poster, identity.Operator(), id, dr)
+	return verbs.Reply(ctx, identity.Operator(), d.poster, id, dr)
 }
 
 func (d *fakeDesk) MarkRead(ctx context.Context, ids []int64) (int64, error) {
 	d.did("read")
-	return swarm.MarkRead(ctx, d.st, identity.Operator(), message.Operator, ids)
+	return verbs.MarkRead(ctx, identity.Operator(), d.st, message.Operator, ids)
 }
 
 func (d *fakeDesk) caller() identity.Caller {
@@ -156,21 +157,21 @@ func (landGit) UnmergedCommits(ctx context.Context, agent string) ([]string, err
 	return []string{fmt.Sprintf("%040x", len(agent))}, nil
 }
 
-func (d *fakeDesk) Land(ctx context.Context, agent string) (swarm.LandResult, error) {
+func (d *fakeDesk) Land(ctx context.Context, agent string) (verbs.LandResult, error) {
 	d.did("land " + agent)
-	return swarm.Land(ctx, d.st, d.cfg, landGit{}, swarm.LandRequest{Agent: agent, Caller: d.caller()})
+	return verbs.Land(ctx, d.caller(), d.st, d.cfg, landGit{}, verbs.LandRequest{Agent: agent})
 }
 
 func (d *fakeDesk) CancelLanding(ctx context.Context, id int64, note string) (merge.Candidate, error) {
 	d.did(fmt.Sprintf("cancel %d %s", id, note))
-	return swarm.CancelLanding(ctx, d.st, d.caller(), id, note)
+	return verbs.CancelLanding(ctx, d.caller(), d.st, id, note)
 }
 
 func (d *fakeDesk) CheckoutBehind(ctx context.Context) string { return d.behind }
 
-func (d *fakeDesk) Release(ctx context.Context, agent string, globs []string) (swarm.ReleaseResult, error) {
+func (d *fakeDesk) Release(ctx context.Context, agent string, globs []string) (verbs.ReleaseResult, error) {
 	d.did(fmt.Sprintf("release %s %v", agent, globs))
-	return swarm.Release(ctx, swarm.ReleaseRequest{Store: d.st, Caller: d.caller(), Agent: agent, Globs: globs, Now: time.Now()})
+	return verbs.Release(ctx, d.caller(), verbs.ReleaseRequest{Store: d.st, Agent: agent, Globs: globs, Now: time.Now()})
 }
 
 type fixture struct {
@@ -403,7 +404,7 @@ func TestGetChangesNothing(t *testing.T) {
 	f := newFixture(t)
 	e := f.raise("x")
 	c := f.login()
-	ms, err := swarm.SendMail(context.Background(), f.desk.poster, identity.Operator(), message.Draft{To: "alpha", Body: "hi"}, false)
+	ms, err := verbs.Send(context.Background(), identity.Operator(), f.desk.poster, message.Draft{To: "alpha", Body: "hi"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +431,7 @@ func TestRefusalIs403WithTheRule(t *testing.T) {
 	e := f.raise("x")
 	f.desk.decide = func(ctx context.Context, id int64, action escalation.Event, note string) (escalation.Escalation, error) {
 		// What the verb says to a caller it refuses.
-		return swarm.Decide(ctx, f.st, identity.Caller{}, id, action, note)
+		return verbs.Decide(ctx, identity.Caller{}, f.st, id, action, note)
 	}
 	c := f.login()
 	a := f.post(c, fmt.Sprintf("/escalations/%d/abort", e.ID), url.Values{"csrf": {f.csrf(c)}})
@@ -443,7 +444,7 @@ func TestAgentTextIsEscaped(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	huge := "<script>alert(1)</script>" + strings.Repeat("long ", 400) + "THE-END"
-	ms, err := swarm.SendMail(ctx, f.desk.poster, identity.Operator(), message.Draft{To: "alpha", Body: huge}, false)
+	ms, err := verbs.Send(ctx, identity.Operator(), f.desk.poster, message.Draft{To: "alpha", Body: huge}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -664,7 +665,7 @@ func TestReservationsPageReleases(t *testing.T) {
 	if a := f.get(c, "/reservations"); a.code != http.StatusOK || !strings.Contains(a.body, "No file reservations hold now.") {
 		t.Fatalf("no reservations: %d\n%s", a.code, a.body)
 	}
-	if _, err := swarm.Reserve(ctx, swarm.ReserveRequest{Store: f.st, Caller: identity.Operator(), Agent: "alpha", Globs: []string{"api/**", "docs/*.md"},
+	if _, err := verbs.Reserve(ctx, identity.Operator(), verbs.ReserveRequest{Store: f.st, Agent: "alpha", Globs: []string{"api/**", "docs/*.md"},
 		Exclusive: true, TTL: time.Hour, Reason: "migrating <the> schema", Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -696,7 +697,7 @@ func TestReservationsPageReleases(t *testing.T) {
 func TestMergeAndReservationRefusals(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := swarm.Reserve(ctx, swarm.ReserveRequest{Store: f.st, Caller: identity.Operator(), Agent: "alpha", Globs: []string{"api/**"}, Now: time.Now()}); err != nil {
+	if _, err := verbs.Reserve(ctx, identity.Operator(), verbs.ReserveRequest{Store: f.st, Agent: "alpha", Globs: []string{"api/**"}, Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	queued, _, err := swarm.Enqueue(ctx, f.st, merge.Candidate{Agent: "alpha", Commit: strings.Repeat("a", 40), Source: merge.FromLand, By: "operator"})

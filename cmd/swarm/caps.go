@@ -97,16 +97,6 @@ func (a *App) openCaller(ctx context.Context) (repo.Layout, *config.Config, mail
 	return l, cfg, st, who, nil
 }
 
-// operatorOnly refuses a command the operator alone may run (starting and
-// stopping the swarm, deciding escalations, pausing agents) from a session.
-func (a *App) operatorOnly(command string) error {
-	who, err := a.callerOf(context.Background(), nil, nil)
-	if err != nil {
-		return err
-	}
-	return who.OperatorOnly("'" + command + "'")
-}
-
 // callerFile resolves a file argument of the caller (--payload @file,
 // --details @file): relative to the command's directory, and for a
 // session only inside its agent's worktree.

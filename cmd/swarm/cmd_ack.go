@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // AckOptions are the inputs of `swarm ack`.
@@ -75,10 +76,10 @@ func runAck(ctx context.Context, opts *AckOptions) error {
 	p := app.protocol(st, l, cfg)
 	var acks []message.Message
 	if opts.All {
-		acks, err = p.AckAll(ctx, who)
+		acks, err = verbs.AckAll(ctx, who, p)
 	} else {
 		var a message.Message
-		a, err = p.Ack(ctx, who, opts.Ref)
+		a, err = verbs.Ack(ctx, who, p, opts.Ref)
 		acks = []message.Message{a}
 	}
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -125,9 +126,16 @@ var stdinIsTerminal = func(r io.Reader) bool {
 
 func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error {
 	app := opts.App
-	if err := app.operatorOnly("swarm down"); err != nil {
+	who, err := app.callerOf(ctx, nil, nil)
+	if err != nil {
 		return err
 	}
+	return verbs.Down(ctx, who, func(ctx context.Context) error { return downSwarm(ctx, opts, mode) })
+}
+
+// downSwarm is runDown once the verb let the caller through.
+func downSwarm(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error {
+	app := opts.App
 	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err

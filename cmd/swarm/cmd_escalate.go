@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/escalation"
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // EscalateOptions are the inputs of `swarm escalate`.
@@ -127,7 +127,7 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 	} else if d.Hold {
 		return usagef("--hold needs an agent to hold: run it inside the agent's session, or pass --agent NAME")
 	}
-	e, created, err := swarm.Escalate(ctx, st, who, d)
+	e, created, err := verbs.Escalate(ctx, who, st, d)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // EscalationOptions are the inputs of `swarm escalation <action> N`.
@@ -107,7 +107,7 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 			return fmt.Errorf("no escalation %d: 'swarm escalations --all' lists them", opts.ID)
 		}
 	} else {
-		e, err = swarm.Decide(ctx, st, who, opts.ID, escalation.Event(opts.Action), opts.Note)
+		e, err = verbs.Decide(ctx, who, st, opts.ID, escalation.Event(opts.Action), opts.Note)
 		if err == nil {
 			pokeEscalation(ctx, l, e.ID)
 		}
@@ -121,7 +121,7 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 		if err != nil {
 			return err
 		}
-		it, commit, _, err := swarm.MergeApproved(ctx, st, cfg, q, who, e)
+		it, commit, _, err := verbs.MergeApproved(ctx, who, st, cfg, q, e)
 		if err != nil {
 			return fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge %s'", e.ID, err, strings.TrimPrefix(*e.Ref, "item:"))
 		}

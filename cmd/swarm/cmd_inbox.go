@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -130,7 +130,7 @@ func runInbox(ctx context.Context, opts *InboxOptions) error {
 				ids = append(ids, m.ID)
 			}
 		}
-		if marked, err = swarm.MarkRead(ctx, st, who, opts.Name, ids); err != nil {
+		if marked, err = verbs.MarkRead(ctx, who, st, opts.Name, ids); err != nil {
 			return err
 		}
 		for i := range ms {

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/merge"
-	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // LandOptions are the inputs of `swarm land`.
@@ -113,7 +113,7 @@ func runLand(ctx context.Context, opts *LandOptions) error {
 	}
 	defer st.Close()
 	if opts.Cancel != 0 {
-		c, err := swarm.CancelLanding(ctx, st, who, opts.Cancel, opts.Note)
+		c, err := verbs.CancelLanding(ctx, who, st, opts.Cancel, opts.Note)
 		if err != nil {
 			return err
 		}
@@ -149,8 +149,8 @@ func runLand(ctx context.Context, opts *LandOptions) error {
 			}
 		}
 	}
-	res, err := swarm.Land(ctx, st, cfg, git, swarm.LandRequest{Agent: opts.Agent, Item: opts.Item, All: opts.All, Caller: who})
-	var ue *swarm.UsageError
+	res, err := verbs.Land(ctx, who, st, cfg, git, verbs.LandRequest{Agent: opts.Agent, Item: opts.Item, All: opts.All})
+	var ue *verbs.UsageError
 	if errors.As(err, &ue) {
 		return usagef("%s", ue.Msg)
 	}
@@ -188,7 +188,7 @@ func runLand(ctx context.Context, opts *LandOptions) error {
 		if o.Candidate == nil {
 			continue
 		}
-		c, err := swarm.WaitLanded(ctx, st, o.Candidate.ID, opts.Poll)
+		c, err := verbs.WaitLanded(ctx, st, o.Candidate.ID, opts.Poll)
 		if err != nil {
 			return err
 		}
@@ -230,7 +230,7 @@ func runLand(ctx context.Context, opts *LandOptions) error {
 	return nil
 }
 
-func hasCandidate(r swarm.LandResult) bool {
+func hasCandidate(r verbs.LandResult) bool {
 	for _, o := range r.Outcomes {
 		if o.Candidate != nil {
 			return true

@@ -13,6 +13,7 @@ import (
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // PauseOptions are the inputs of `swarm pause` and `swarm resume`.
@@ -72,17 +73,15 @@ func runPause(ctx context.Context, opts *PauseOptions) error {
 	if opts.Resume {
 		action = "resume"
 	}
-	if err := app.operatorOnly("swarm " + action); err != nil {
-		return err
-	}
-	l, cfg, err := app.loadRunning(ctx)
+	who, err := app.callerOf(ctx, nil, nil)
 	if err != nil {
 		return err
 	}
-	if _, err := app.knownAgent(ctx, l, cfg, opts.Agent); err != nil {
-		return err
+	verb := verbs.Pause
+	if opts.Resume {
+		verb = verbs.Resume
 	}
-	effect, err := pauseAgent(ctx, l, opts.Agent, !opts.Resume)
+	effect, err := verb(ctx, who, socketRuntime{app: app}, opts.Agent)
 	if err != nil {
 		return err
 	}

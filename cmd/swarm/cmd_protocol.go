@@ -18,6 +18,7 @@ import (
 	"github.com/swarmhq/swarm/protocol"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -71,12 +72,12 @@ func runProtocolLog(ctx context.Context, opts *ProtocolLogOptions) error {
 	if opts.Limit < 0 {
 		return usagef("--limit must be 0 (all) or more, got %d", opts.Limit)
 	}
-	l, cfg, st, err := app.openConfigured(ctx)
+	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	ms, err := app.protocol(st, l, cfg).Log(ctx, opts.Task, opts.Limit)
+	ms, err := verbs.ProtocolLog(ctx, who, app.protocol(st, l, cfg), opts.Task, opts.Limit)
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func protocolRefusal(w io.Writer, err error) error {
 		fmt.Fprintf(w, "swarm: %s\n", f.Error())
 	}
 	fmt.Fprintln(w, "swarm: nothing was stored; fix the fields above and send again")
-	var bv *swarm.BranchViolationError
+	var bv *verbs.BranchViolationError
 	if errors.As(err, &bv) && bv.Note() != "" {
 		fmt.Fprintf(w, "swarm: %s\n", bv.Note())
 	}

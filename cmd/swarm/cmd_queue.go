@@ -9,7 +9,7 @@ import (
 
 	"github.com/swarmhq/swarm/beads"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // QueueOptions are the inputs of `swarm queue`.
@@ -89,15 +89,15 @@ func runQueue(ctx context.Context, opts *QueueOptions) error {
 	if who.IsSession() {
 		dir, actor = app.Cwd, who.Agent()
 	}
-	q := swarm.Queue{Client: &beads.Client{Dir: dir, Actor: actor, Timeout: cfg.Prompt.BDTimeout}, Caller: who}
+	q := verbs.Queue{Client: &beads.Client{Dir: dir, Actor: actor, Timeout: cfg.Prompt.BDTimeout}, Caller: who}
 	switch opts.Op {
 	case "top":
 		t, err := q.Top(ctx)
-		if errors.Is(err, swarm.ErrQueueEmpty) && !app.JSON {
+		if errors.Is(err, verbs.ErrQueueEmpty) && !app.JSON {
 			fmt.Fprintln(app.Stdout, "the queue is empty")
 			return nil
 		}
-		if err != nil && !errors.Is(err, swarm.ErrQueueEmpty) {
+		if err != nil && !errors.Is(err, verbs.ErrQueueEmpty) {
 			return err
 		}
 		if app.JSON {
@@ -114,7 +114,7 @@ func runQueue(ctx context.Context, opts *QueueOptions) error {
 		err = q.Complete(ctx, opts.ID, opts.Reason)
 	case "fail":
 		if err = q.Fail(ctx, opts.ID); err == nil && who.IsSession() {
-			_, err = swarm.Report(ctx, swarm.ReportRequest{Store: st, Poster: app.poster(st, l, cfg), Caller: who,
+			_, err = verbs.Report(ctx, who, verbs.ReportRequest{Store: st, Poster: app.poster(st, l, cfg),
 				Kind: mailbox.ReportBlocked, Task: opts.ID, Message: opts.Reason})
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // ReleaseOptions are the inputs of `swarm release`.
@@ -53,7 +53,7 @@ func runRelease(ctx context.Context, opts *ReleaseOptions) error {
 	if err := operatorsAgent(cfg, who, opts.Agent, "whose reservations? pass --agent <name> ('swarm reservations' lists them)"); err != nil {
 		return err
 	}
-	res, err := swarm.Release(ctx, swarm.ReleaseRequest{Store: st, Caller: who, Agent: opts.Agent, Globs: opts.Globs, Now: time.Now()})
+	res, err := verbs.Release(ctx, who, verbs.ReleaseRequest{Store: st, Agent: opts.Agent, Globs: opts.Globs, Now: time.Now()})
 	if err != nil {
 		return err
 	}

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // ReloadOptions are the inputs of `swarm reload`.
@@ -55,27 +52,17 @@ does the same as this command. For the operator only.
 
 func runReload(ctx context.Context, opts *ReloadOptions) error {
 	app := opts.App
-	if err := app.operatorOnly("swarm reload"); err != nil {
+	who, err := app.callerOf(ctx, nil, nil)
+	if err != nil {
+		return err
+	}
+	rep, err := verbs.Reload(ctx, who, socketRuntime{app: app})
+	if err != nil {
 		return err
 	}
 	l, err := app.layout()
 	if err != nil {
 		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	resp, err := control.Call(ctx, l, control.Request{Op: control.OpReload})
-	switch {
-	case errors.Is(err, control.ErrNoSupervisor):
-		return errors.New("no supervisor is running in this repository: nothing to reload ('swarm up' reads swarm.toml when it starts)")
-	case err != nil && resp.Error != "":
-		return fmt.Errorf("swarm reload: %s", resp.Error)
-	case err != nil:
-		return fmt.Errorf("swarm reload: %w", err)
-	}
-	var rep swarm.ReloadReport
-	if err := json.Unmarshal(resp.Data, &rep); err != nil {
-		return fmt.Errorf("swarm reload: the supervisor's answer does not read (is it an older swarm? restart it): %w", err)
 	}
 	if app.JSON {
 		return app.printJSON(rep)

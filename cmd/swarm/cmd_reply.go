@@ -10,7 +10,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // ReplyOptions are the inputs of `swarm reply`.
@@ -74,7 +74,7 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 	defer st.Close()
 	from := who.Name()
 	if opts.ID == 0 {
-		m, err := swarm.ResolveMessage(ctx, st, opts.Ref) // a protocol msg_id
+		m, err := verbs.ResolveMessage(ctx, st, opts.Ref) // a protocol msg_id
 		if err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 	if opts.Urgent {
 		d.Urgency = message.Urgent
 	}
-	m, err := swarm.ReplyMail(ctx, app.poster(st, l, cfg), who, opts.ID, d)
+	m, err := verbs.Reply(ctx, who, app.poster(st, l, cfg), opts.ID, d)
 	if err != nil {
 		return err
 	}

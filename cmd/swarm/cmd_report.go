@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // ReportOptions are the inputs of `swarm report`.
@@ -116,7 +116,7 @@ func runReport(ctx context.Context, opts *ReportOptions) error {
 	if _, err := agentIn(cfg, agent); err != nil {
 		return err
 	}
-	res, err := swarm.Report(ctx, swarm.ReportRequest{Store: st, Poster: app.poster(st, l, cfg), Caller: who, Agent: agent,
+	res, err := verbs.Report(ctx, who, verbs.ReportRequest{Store: st, Poster: app.poster(st, l, cfg), Agent: agent,
 		Kind: opts.Kind, Task: opts.Task, Message: opts.Message})
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // ReservationsOptions are the inputs of `swarm reservations`.
@@ -48,7 +48,7 @@ func runReservations(ctx context.Context, opts *ReservationsOptions) error {
 	}
 	defer st.Close()
 	now := time.Now()
-	rs, err := swarm.Reservations(ctx, swarm.ReservationsRequest{Store: st, Caller: who, All: opts.All, Now: now})
+	rs, err := verbs.Reservations(ctx, who, verbs.ReservationsRequest{Store: st, All: opts.All, Now: now})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -92,7 +93,7 @@ func runReserve(ctx context.Context, opts *ReserveOptions) error {
 		}
 		return m.TrackedFiles(ctx, agent)
 	}
-	res, err := swarm.Reserve(ctx, swarm.ReserveRequest{Store: st, Caller: who, Agent: opts.Agent, Globs: opts.Globs,
+	res, err := verbs.Reserve(ctx, who, verbs.ReserveRequest{Store: st, Agent: opts.Agent, Globs: opts.Globs,
 		Exclusive: opts.Exclusive, TTL: opts.TTL, Reason: opts.Reason, Now: time.Now(), Tracked: tracked,
 		Known: func(a string) bool { _, ok := cfg.Agent(a); return ok }})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // RetireOptions are the inputs of `swarm retire`.
@@ -62,7 +63,8 @@ prints for one agent (null when kept).`,
 
 func runRetire(ctx context.Context, opts *RetireOptions) error {
 	app := opts.App
-	if err := app.operatorOnly("swarm retire"); err != nil {
+	who, err := app.callerOf(ctx, nil, nil)
+	if err != nil {
 		return err
 	}
 	mode := swarm.DownKeep
@@ -79,7 +81,7 @@ func runRetire(ctx context.Context, opts *RetireOptions) error {
 		return err
 	}
 	defer st.Close()
-	res, err := swarm.Retire(ctx, swarm.RetireRequest{Config: cfg, Layout: l, Store: st, Name: opts.Name, Mode: mode})
+	res, err := verbs.Retire(ctx, who, verbs.RetireRequest{Config: cfg, Layout: l, Store: st, Name: opts.Name, Mode: mode})
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/protocol"
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // SendOptions are the inputs of `swarm send`.
@@ -174,13 +174,12 @@ func runSendProtocol(ctx context.Context, opts *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	req := swarm.SendRequest{
+	req := verbs.SendRequest{
 		Draft: protocol.Draft{Type: t, From: strings.TrimSpace(opts.From), To: opts.To, TaskID: opts.Task, Payload: payload,
 			ContextRef: opts.ContextRef, AckTimeout: opts.AckTimeout, NoAck: opts.NoAck},
 		ReplyTo: strings.TrimSpace(opts.ReplyTo),
-		Caller:  who,
 	}
-	m, _, err := app.protocol(st, l, cfg).Send(ctx, req)
+	m, _, err := verbs.SendProtocol(ctx, who, app.protocol(st, l, cfg), req)
 	if err != nil {
 		return protocolRefusal(app.Stderr, err)
 	}
@@ -289,13 +288,13 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	}
 	if opts.ReplyTo != "" {
 		if looksNumeric.MatchString(opts.ReplyTo) {
-			n, ok := swarm.MessageNumber(opts.ReplyTo)
+			n, ok := verbs.MessageNumber(opts.ReplyTo)
 			if !ok {
 				return usagef("--reply-to needs a message number (12 or #12) or a protocol msg_id, got %q", opts.ReplyTo)
 			}
 			d.ReplyTo = n
 		} else {
-			orig, err := swarm.ResolveMessage(ctx, st, opts.ReplyTo)
+			orig, err := verbs.ResolveMessage(ctx, st, opts.ReplyTo)
 			if err != nil {
 				return err
 			}
@@ -304,7 +303,7 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	}
 
 	poster, an := app.announcingPoster(st, l, cfg)
-	sent, err := swarm.SendMail(ctx, poster, who, d, opts.All)
+	sent, err := verbs.Send(ctx, who, poster, d, opts.All)
 	if err != nil {
 		return err
 	}

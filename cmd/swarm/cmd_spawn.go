@@ -9,6 +9,7 @@ import (
 
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -99,8 +100,8 @@ func runSpawn(ctx context.Context, opts *SpawnOptions) error {
 		}
 		return false
 	}
-	sp, m, err := swarm.Spawn(ctx, cfg, st, app.poster(st, l, cfg), swarm.SpawnRequest{Name: opts.Name, Role: opts.Role, Mode: opts.Mode,
-		Strategy: opts.Strategy, Engine: opts.Engine, Task: opts.Task, Ephemeral: opts.Ephemeral, Caller: who, Running: isRunning}, time.Now())
+	sp, m, err := verbs.Spawn(ctx, who, cfg, st, app.poster(st, l, cfg), verbs.SpawnRequest{Name: opts.Name, Role: opts.Role, Mode: opts.Mode,
+		Strategy: opts.Strategy, Engine: opts.Engine, Task: opts.Task, Ephemeral: opts.Ephemeral, Running: isRunning}, time.Now())
 	if err != nil {
 		return err
 	}

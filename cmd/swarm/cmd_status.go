@@ -15,6 +15,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/merge"
@@ -23,6 +24,7 @@ import (
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/team"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/workflow"
 	"github.com/swarmhq/swarm/worktree"
 )
@@ -91,10 +93,10 @@ type statusJSON struct {
 	// escalations --json' lists them.
 	Escalations []escalation.Escalation `json:"escalations"`
 	// Budget is the swarm's ([budget] swarm_tokens), or null.
-	Budget *swarm.BudgetUse `json:"budget"`
+	Budget *verbs.BudgetUse `json:"budget"`
 	// Workflows are the [[workflow]]s with their items, as 'swarm workflow
 	// status --json' prints them.
-	Workflows []swarm.Status `json:"workflows"`
+	Workflows []verbs.Status `json:"workflows"`
 	// Team is the team launch's record ('swarm team --json'); absent
 	// without [team].
 	Team *team.Record `json:"team,omitempty"`
@@ -118,7 +120,7 @@ type usageJSON struct {
 
 // costText is the COST column: dollars over the budget window, "+ N
 // unknown" for sessions of unknown cost, and the usd budget if any.
-func costText(u usageJSON, b *swarm.BudgetUse) string {
+func costText(u usageJSON, b *verbs.BudgetUse) string {
 	out := swarm.USD(u.CostUSD)
 	switch {
 	case u.Unpriced > 0 && u.CostUSD == 0:
@@ -151,7 +153,7 @@ type agentStatus struct {
 	// Usage is over the agent's budget window (24h without a budget);
 	// Budget is null when the agent has none.
 	Usage    usageJSON        `json:"usage"`
-	Budget   *swarm.BudgetUse `json:"budget"`
+	Budget   *verbs.BudgetUse `json:"budget"`
 	Activity string           `json:"activity,omitempty"`
 	// Host is the supervisor that runs the agent, <hostname>:<pid>, from
 	// its lease; empty when none does.
@@ -197,7 +199,7 @@ func supervisorPid(ctx context.Context, l repo.Layout) (int, bool) {
 	return p.Pid, ok
 }
 
-func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st mailbox.Store, now time.Time) (statusJSON, error) {
+func collectStatus(ctx context.Context, who identity.Caller, l repo.Layout, cfg *config.Config, st mailbox.Store, now time.Time) (statusJSON, error) {
 	var out statusJSON
 	sup, running := ping(ctx, l)
 	if running {
@@ -239,7 +241,7 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	}
 	// Sessions that ended count; a running session's tokens join when it
 	// ends (the supervisor enforces budgets on them as they come).
-	budgets, err := swarm.ReadBudgets(ctx, st, cfg, now)
+	budgets, err := verbs.ReadBudgets(ctx, who, st, cfg, now)
 	if err != nil {
 		return out, err
 	}
@@ -309,18 +311,18 @@ func collectStatus(ctx context.Context, l repo.Layout, cfg *config.Config, st ma
 	if out.Escalations == nil {
 		out.Escalations = []escalation.Escalation{}
 	}
-	if out.Workflows, err = swarm.WorkflowStatus(ctx, st, cfg, ""); err != nil {
+	if out.Workflows, err = verbs.WorkflowStatus(ctx, who, st, cfg, ""); err != nil {
 		return out, err
 	}
 	if out.Workflows == nil {
-		out.Workflows = []swarm.Status{}
+		out.Workflows = []verbs.Status{}
 	}
 	return out, nil
 }
 
 // workflowLines are one line per live work item (and one per dev-qa
 // workflow's state), for status and the live view.
-func workflowLines(sts []swarm.Status) []string {
+func workflowLines(sts []verbs.Status) []string {
 	var out []string
 	for _, w := range sts {
 		if w.CurrentState != "" && len(w.Items) > 0 {
@@ -389,8 +391,12 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		return err
 	}
 	defer st.Close()
+	who, err := app.callerOf(ctx, st, cfg)
+	if err != nil {
+		return err
+	}
 	now := opts.Now()
-	s, err := collectStatus(ctx, l, cfg, st, now)
+	s, err := collectStatus(ctx, who, l, cfg, st, now)
 	if err != nil {
 		return err
 	}
@@ -538,7 +544,7 @@ func (a agentStatus) modeWord() string {
 }
 
 // swarmSpent is the swarm's spending against its caps.
-func swarmSpent(b *swarm.BudgetUse) string {
+func swarmSpent(b *verbs.BudgetUse) string {
 	var parts []string
 	if b.Tokens > 0 {
 		parts = append(parts, fmt.Sprintf("%s of %s work tokens", humanize.Comma(b.Used), humanize.Comma(b.Tokens)))

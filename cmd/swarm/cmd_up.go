@@ -27,6 +27,7 @@ import (
 	"github.com/swarmhq/swarm/sandbox"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/web"
 	"github.com/swarmhq/swarm/worktree"
 )
@@ -107,9 +108,16 @@ agent session ($SWARM_SESSION_ID set): that is the operator's.`,
 
 func runUp(ctx context.Context, opts *UpOptions) error {
 	app := opts.App
-	if err := app.operatorOnly("swarm up"); err != nil {
+	who, err := app.callerOf(ctx, nil, nil)
+	if err != nil {
 		return err
 	}
+	return verbs.Up(ctx, who, func(ctx context.Context) error { return upSwarm(ctx, opts) })
+}
+
+// upSwarm is runUp once the verb let the caller through.
+func upSwarm(ctx context.Context, opts *UpOptions) error {
+	app := opts.App
 	l, cfg, err := app.loadConfig()
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/web"
 )
 
@@ -79,9 +80,16 @@ stops, or on Ctrl-C.`,
 
 func runWeb(ctx context.Context, opts *WebOptions) error {
 	app := opts.App
-	if err := app.operatorOnly("swarm web"); err != nil {
+	who, err := app.callerOf(ctx, nil, nil)
+	if err != nil {
 		return err
 	}
+	return verbs.Web(ctx, who, func(ctx context.Context) error { return serveWeb(ctx, opts) })
+}
+
+// serveWeb is runWeb once the verb let the caller through.
+func serveWeb(ctx context.Context, opts *WebOptions) error {
+	app := opts.App
 	if opts.Addr != "" {
 		if _, _, err := net.SplitHostPort(opts.Addr); err != nil {
 			return usagef("--addr %q is not host:port (for example 127.0.0.1:8080)", opts.Addr)
@@ -268,7 +276,7 @@ func (s *storeSource) Merge(ctx context.Context, item string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	it, landing, err := swarm.MergeItemLanding(ctx, s.st, s.cfg, q, identity.Operator(), item)
+	it, landing, err := verbs.MergeItem(ctx, identity.Operator(), s.st, s.cfg, q, item)
 	if err != nil {
 		return "", err
 	}
@@ -297,7 +305,7 @@ func (s *storeSource) ReviewDiff(ctx context.Context, commit string) (string, er
 
 // Abort is 'swarm workflow abort' as the operator.
 func (s *storeSource) Abort(ctx context.Context, item, note string) error {
-	if _, err := swarm.AbortItem(ctx, s.st, item, note); err != nil {
+	if _, err := verbs.AbortItem(ctx, identity.Operator(), s.st, item, note); err != nil {
 		return err
 	}
 	pokeSupervisor(s.l)
@@ -306,22 +314,22 @@ func (s *storeSource) Abort(ctx context.Context, item, note string) error {
 
 // Reply is the reply verb as the operator.
 func (s *storeSource) Reply(ctx context.Context, id int64, d message.Draft) (message.Message, error) {
-	return swarm.ReplyMail(ctx, s.poster, identity.Operator(), id, d)
+	return verbs.Reply(ctx, identity.Operator(), s.poster, id, d)
 }
 
 // MarkRead is the mark-read verb as the operator, on the operator's mail.
 func (s *storeSource) MarkRead(ctx context.Context, ids []int64) (int64, error) {
-	return swarm.MarkRead(ctx, s.st, identity.Operator(), message.Operator, ids)
+	return verbs.MarkRead(ctx, identity.Operator(), s.st, message.Operator, ids)
 }
 
 // Land is 'swarm land <agent>' as the operator: the merge queue takes the
 // agent's branch, and the supervisor is poked to look at it now.
-func (s *storeSource) Land(ctx context.Context, agent string) (swarm.LandResult, error) {
+func (s *storeSource) Land(ctx context.Context, agent string) (verbs.LandResult, error) {
 	git, err := workflowGit(ctx, s.l, s.cfg.Worktree.Dir, s.st)
 	if err != nil {
-		return swarm.LandResult{}, err
+		return verbs.LandResult{}, err
 	}
-	res, err := swarm.Land(ctx, s.st, s.cfg, git, swarm.LandRequest{Agent: agent, Caller: identity.Operator()})
+	res, err := verbs.Land(ctx, identity.Operator(), s.st, s.cfg, git, verbs.LandRequest{Agent: agent})
 	if err != nil {
 		return res, err
 	}
@@ -331,7 +339,7 @@ func (s *storeSource) Land(ctx context.Context, agent string) (swarm.LandResult,
 
 // CancelLanding is 'swarm land --cancel' as the operator.
 func (s *storeSource) CancelLanding(ctx context.Context, id int64, note string) (merge.Candidate, error) {
-	c, err := swarm.CancelLanding(ctx, s.st, identity.Operator(), id, note)
+	c, err := verbs.CancelLanding(ctx, identity.Operator(), s.st, id, note)
 	if err != nil {
 		return c, err
 	}
@@ -346,6 +354,6 @@ func (s *storeSource) CheckoutBehind(ctx context.Context) string {
 }
 
 // Release is 'swarm release --agent' as the operator.
-func (s *storeSource) Release(ctx context.Context, agent string, globs []string) (swarm.ReleaseResult, error) {
-	return swarm.Release(ctx, swarm.ReleaseRequest{Store: s.st, Caller: identity.Operator(), Agent: agent, Globs: globs, Now: s.now()})
+func (s *storeSource) Release(ctx context.Context, agent string, globs []string) (verbs.ReleaseResult, error) {
+	return verbs.Release(ctx, identity.Operator(), verbs.ReleaseRequest{Store: s.st, Agent: agent, Globs: globs, Now: s.now()})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/worktree"
 )
 
@@ -138,11 +139,6 @@ merge and abort are the operator's (refused inside a session).`,
 
 func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 	app := opts.App
-	if opts.Action == "merge" || opts.Action == "abort" {
-		if err := app.operatorOnly("swarm workflow " + opts.Action); err != nil {
-			return err
-		}
-	}
 	l, cfg, st, who, err := app.openCaller(ctx)
 	if err != nil {
 		return err
@@ -150,8 +146,8 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 	defer st.Close()
 	switch opts.Action {
 	case "start":
-		it, err := swarm.StartItem(ctx, st, cfg, swarm.StartRequest{Workflow: opts.Name, Item: opts.Item, Title: opts.Title,
-			Criteria: opts.Criteria, Risk: opts.Risk, Complex: opts.Complex, Caller: who})
+		it, err := verbs.StartItem(ctx, who, st, cfg, verbs.StartRequest{Workflow: opts.Name, Item: opts.Item, Title: opts.Title,
+			Criteria: opts.Criteria, Risk: opts.Risk, Complex: opts.Complex})
 		if err != nil {
 			return workflowErr(err)
 		}
@@ -162,7 +158,7 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		fmt.Fprintf(app.Stdout, "item %s started in workflow %s (%s): %s\n", it.ID, it.Workflow, it.Kind, it.State)
 		return nil
 	case "status":
-		sts, err := swarm.WorkflowStatus(ctx, st, cfg, opts.Name)
+		sts, err := verbs.WorkflowStatus(ctx, who, st, cfg, opts.Name)
 		if err != nil {
 			return workflowErr(err)
 		}
@@ -171,7 +167,7 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 				return app.printJSON(sts[0])
 			}
 			if sts == nil {
-				sts = []swarm.Status{}
+				sts = []verbs.Status{}
 			}
 			return app.printJSON(sts)
 		}
@@ -185,7 +181,7 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		if _, err := st.Item(ctx, opts.Item); err != nil {
 			return fmt.Errorf("no item %s: 'swarm workflow status' lists the items", opts.Item)
 		}
-		h, err := swarm.History(ctx, st, opts.Item)
+		h, err := verbs.History(ctx, who, st, opts.Item)
 		if err != nil {
 			return err
 		}
@@ -204,9 +200,9 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		return tw.Flush()
 	case "signal":
 		agent := who.Agent()
-		it, err := swarm.SignalItem(ctx, st, cfg, swarm.SignalRequest{Caller: who, Item: opts.Item, Status: opts.Status, Next: opts.Next,
+		it, err := verbs.SignalItem(ctx, who, st, cfg, verbs.SignalRequest{Item: opts.Item, Status: opts.Status, Next: opts.Next,
 			Message: opts.Message, Artifacts: opts.Artifacts})
-		var ill *swarm.IllegalSignalError
+		var ill *verbs.IllegalSignalError
 		if errors.As(err, &ill) {
 			slog.Warn("illegal workflow signal refused; the state is kept", "item", ill.Item.ID, "state", string(ill.Item.State), "next", ill.Next, "agent", agent)
 		}
@@ -220,7 +216,7 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		fmt.Fprintf(app.Stdout, "item %s: %s\n", it.ID, it.State)
 		return nil
 	case "abort":
-		it, err := swarm.AbortItem(ctx, st, opts.Item, opts.Note)
+		it, err := verbs.AbortItem(ctx, who, st, opts.Item, opts.Note)
 		if err != nil {
 			return err
 		}
@@ -240,7 +236,7 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 		prevLog := slog.Default()
 		slog.SetDefault(slog.New(dropMessage{prevLog.Handler(), worktree.RecoveredLogMessage}))
 		defer slog.SetDefault(prevLog)
-		it, landing, err := swarm.MergeItemLanding(ctx, st, cfg, q, who, opts.Item)
+		it, landing, err := verbs.MergeItem(ctx, who, st, cfg, q, opts.Item)
 		if !app.JSON {
 			// What an interrupted merge left was finished or dropped
 			// first, whether or not this one then succeeded.
@@ -302,14 +298,14 @@ func mergeQueue(ctx context.Context, l repo.Layout, cfg *config.Config, st mailb
 
 // workflowErr makes the workflows' input errors usage errors (exit 2).
 func workflowErr(err error) error {
-	var ue *swarm.UsageError
+	var ue *verbs.UsageError
 	if errors.As(err, &ue) {
 		return usagef("%s", ue.Msg)
 	}
 	return err
 }
 
-func printWorkflows(app *App, sts []swarm.Status, now time.Time) {
+func printWorkflows(app *App, sts []verbs.Status, now time.Time) {
 	for i, s := range sts {
 		if i > 0 {
 			fmt.Fprintln(app.Stdout)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
@@ -70,7 +71,7 @@ func TestStatusReadsMailOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &countingStore{Store: st}
-	s, err := collectStatus(ctx, l, cfg, cs, time.Now())
+	s, err := collectStatus(ctx, identity.Operator(), l, cfg, cs, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

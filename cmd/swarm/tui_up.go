@@ -26,6 +26,7 @@ import (
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/tui"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // isTerminal reports whether w is a terminal: the live view needs one.
@@ -136,7 +137,7 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 	if _, err := swarm.WithSpawned(ctx, &cfg, s.st); err != nil {
 		return tui.Snapshot{}, err
 	}
-	status, err := collectStatus(ctx, s.l, &cfg, s.st, s.now())
+	status, err := collectStatus(ctx, identity.Operator(), s.l, &cfg, s.st, s.now())
 	if err != nil {
 		return tui.Snapshot{}, err
 	}
@@ -250,7 +251,7 @@ func (s *storeSource) Send(ctx context.Context, to, body string, urgent bool) (m
 	if urgent {
 		d.Urgency = message.Urgent
 	}
-	ms, err := swarm.SendMail(ctx, s.poster, identity.Operator(), d, false)
+	ms, err := verbs.Send(ctx, identity.Operator(), s.poster, d, false)
 	if err != nil {
 		return message.Message{}, err
 	}
@@ -258,7 +259,11 @@ func (s *storeSource) Send(ctx context.Context, to, body string, urgent bool) (m
 }
 
 func (s *storeSource) SetPaused(ctx context.Context, agent string, paused bool) error {
-	_, err := pauseAgent(ctx, s.l, agent, paused)
+	verb := verbs.Resume
+	if paused {
+		verb = verbs.Pause
+	}
+	_, err := verb(ctx, identity.Operator(), socketRuntime{l: s.l}, agent)
 	return err
 }
 
@@ -273,7 +278,7 @@ func (s *storeSource) DecideNote(ctx context.Context, id int64, action escalatio
 	var err error
 	if s.decide != nil {
 		e, err = s.decide(ctx, id, action, note)
-	} else if e, err = swarm.Decide(ctx, s.st, identity.Operator(), id, action, note); err == nil {
+	} else if e, err = verbs.Decide(ctx, identity.Operator(), s.st, id, action, note); err == nil {
 		pokeEscalation(ctx, s.l, id)
 	}
 	if err != nil || action != escalation.Event(escalation.Approve) || e.Kind != escalation.KindApproval {
@@ -285,7 +290,7 @@ func (s *storeSource) DecideNote(ctx context.Context, id int64, action escalatio
 	if err != nil {
 		return e, err
 	}
-	if _, _, _, err := swarm.MergeApproved(ctx, s.st, s.cfg, q, identity.Operator(), e); err != nil {
+	if _, _, _, err := verbs.MergeApproved(ctx, identity.Operator(), s.st, s.cfg, q, e); err != nil {
 		return e, fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge'", e.ID, err)
 	}
 	return e, nil
@@ -310,7 +315,7 @@ func modeText(m modeJSON) string {
 
 // budgetText is a budget's spending for the live view: "1,600/1,000 in
 // 24h", or "" without a budget.
-func budgetText(b *swarm.BudgetUse) string {
+func budgetText(b *verbs.BudgetUse) string {
 	if b == nil {
 		return ""
 	}

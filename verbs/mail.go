@@ -1,4 +1,4 @@
-package swarm
+package verbs
 
 import (
 	"context"
@@ -8,17 +8,18 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/swarm"
 )
 
 // The mail and escalation verbs (DESIGN §13.1): the rules of who may send
 // what, checked with the caller the door established, before the one mail
 // service stores anything.
 
-// SendMail is the send verb: caller sends d (to d.To, or to every agent
+// Send is the send verb: caller sends d (to d.To, or to every agent
 // with all). d.From is the --from flag: the operator's to speak as another
 // name; a session sends only as itself, and needs can_message
 // (can_dispatch for a task).
-func SendMail(ctx context.Context, p *mailbox.Poster, c identity.Caller, d message.Draft, all bool) ([]message.Message, error) {
+func Send(ctx context.Context, c identity.Caller, p *mailbox.Poster, d message.Draft, all bool) ([]message.Message, error) {
 	if err := checkMail(c, &d, "swarm send"); err != nil {
 		return nil, err
 	}
@@ -32,8 +33,8 @@ func SendMail(ctx context.Context, p *mailbox.Poster, c identity.Caller, d messa
 	return []message.Message{m}, nil
 }
 
-// ReplyMail is the reply verb: caller answers message id with d.
-func ReplyMail(ctx context.Context, p *mailbox.Poster, c identity.Caller, id int64, d message.Draft) (message.Message, error) {
+// Reply is the reply verb: caller answers message id with d.
+func Reply(ctx context.Context, c identity.Caller, p *mailbox.Poster, id int64, d message.Draft) (message.Message, error) {
 	if err := checkMail(c, &d, "swarm reply"); err != nil {
 		return message.Message{}, err
 	}
@@ -59,7 +60,7 @@ func checkMail(c identity.Caller, d *message.Draft, what string) error {
 // Escalate is the escalate verb: caller raises d. A session needs
 // can_escalate; its escalation is about its own agent unless it names a
 // teammate, and it may hold only itself.
-func Escalate(ctx context.Context, st mailbox.Store, c identity.Caller, d escalation.Draft) (escalation.Escalation, bool, error) {
+func Escalate(ctx context.Context, c identity.Caller, st mailbox.Store, d escalation.Draft) (escalation.Escalation, bool, error) {
 	if err := c.Require(mode.CanEscalate, "swarm escalate"); err != nil {
 		return escalation.Escalation{}, false, err
 	}
@@ -71,13 +72,13 @@ func Escalate(ctx context.Context, st mailbox.Store, c identity.Caller, d escala
 			return escalation.Escalation{}, false, err
 		}
 	}
-	return Raise(ctx, st, d)
+	return swarm.Raise(ctx, st, d)
 }
 
 // MarkRead is the mark-read verb: caller marks recipient's messages ids
 // done. Only the operator marks the operator's mail read; an agent's mail
 // becomes done when its session completes.
-func MarkRead(ctx context.Context, st mailbox.Store, c identity.Caller, recipient string, ids []int64) (int64, error) {
+func MarkRead(ctx context.Context, c identity.Caller, st mailbox.Store, recipient string, ids []int64) (int64, error) {
 	if err := c.MarkRead(recipient); err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package swarm
+package verbs
 
 import (
 	"cmp"

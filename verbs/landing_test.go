@@ -1,4 +1,4 @@
-package swarm
+package verbs
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/merge"
+	"github.com/swarmhq/swarm/swarm"
 )
 
 // TestCancelLandingKeepsWhy: a cancelled candidate says why on its row,
@@ -24,25 +25,25 @@ func TestCancelLandingKeepsWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	c, _, err := Enqueue(ctx, st, merge.Candidate{Agent: "alpha", Commit: strings.Repeat("a", 40), Source: merge.FromLand, By: "operator"})
+	c, _, err := swarm.Enqueue(ctx, st, merge.Candidate{Agent: "alpha", Commit: strings.Repeat("a", 40), Source: merge.FromLand, By: "operator"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := CancelLanding(ctx, st, identity.Operator(), c.ID, "wrong branch")
+	got, err := CancelLanding(ctx, identity.Operator(), st, c.ID, "wrong branch")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.State != merge.Cancelled || got.Reason != "cancelled by operator: wrong branch" {
 		t.Fatalf("after cancel: %s %q", got.State, got.Reason)
 	}
-	_, err = CancelLanding(ctx, st, identity.Operator(), c.ID, "again")
+	_, err = CancelLanding(ctx, identity.Operator(), st, c.ID, "again")
 	if !errors.Is(err, ErrLeftQueue) || !strings.Contains(err.Error(), "is cancelled already") {
 		t.Fatalf("second cancel: %v", err)
 	}
 	if again, _ := st.Candidate(ctx, c.ID); again.Reason != got.Reason {
 		t.Fatalf("the second cancel changed the reason to %q", again.Reason)
 	}
-	if _, err := CancelLanding(ctx, st, identity.Operator(), 99, ""); !errors.Is(err, mailbox.ErrNoSuchCandidate) {
+	if _, err := CancelLanding(ctx, identity.Operator(), st, 99, ""); !errors.Is(err, mailbox.ErrNoSuchCandidate) {
 		t.Fatalf("cancel of no candidate: %v", err)
 	}
 }

@@ -1,0 +1,75 @@
+package verbs
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/mode"
+	"github.com/swarmhq/swarm/swarm"
+)
+
+// nothingRuntime fails the test if a verb reaches the runtime.
+type nothingRuntime struct{ t *testing.T }
+
+func (r nothingRuntime) Pause(context.Context, string) (string, error) {
+	r.t.Fatal("a refused verb paused an agent")
+	return "", nil
+}
+
+func (r nothingRuntime) Resume(context.Context, string) (string, error) {
+	r.t.Fatal("a refused verb resumed an agent")
+	return "", nil
+}
+
+func (r nothingRuntime) Reload(context.Context) (swarm.ReloadReport, error) {
+	r.t.Fatal("a refused verb reloaded swarm.toml")
+	return swarm.ReloadReport{}, nil
+}
+
+// TestOperatorVerbsRefuseSessions: the operator's verbs refuse a session
+// (even one with every capability) and nobody, naming the command, before
+// they touch the store or the runtime: the store here is nil, so a verb
+// that went on would panic.
+func TestOperatorVerbsRefuseSessions(t *testing.T) {
+	ctx := context.Background()
+	all := mode.Vector{}
+	for _, c := range mode.Capabilities {
+		all[c] = true
+	}
+	rt := nothingRuntime{t}
+	run := func(context.Context) error { t.Fatal("a refused verb ran"); return nil }
+	verbs := map[string]func(c identity.Caller) error{
+		"swarm workflow merge": func(c identity.Caller) error { _, _, err := MergeItem(ctx, c, nil, nil, nil, "T-1"); return err },
+		"swarm workflow abort": func(c identity.Caller) error { _, err := AbortItem(ctx, c, nil, "T-1", ""); return err },
+		"swarm retire":         func(c identity.Caller) error { _, err := Retire(ctx, c, RetireRequest{Name: "w"}); return err },
+		"swarm pause":          func(c identity.Caller) error { _, err := Pause(ctx, c, rt, "alpha"); return err },
+		"swarm resume":         func(c identity.Caller) error { _, err := Resume(ctx, c, rt, "alpha"); return err },
+		"swarm reload":         func(c identity.Caller) error { _, err := Reload(ctx, c, rt); return err },
+		"swarm up":             func(c identity.Caller) error { return Up(ctx, c, run) },
+		"swarm down":           func(c identity.Caller) error { return Down(ctx, c, run) },
+		"swarm web":            func(c identity.Caller) error { return Web(ctx, c, run) },
+		"swarm land --cancel":  func(c identity.Caller) error { _, err := CancelLanding(ctx, c, nil, 1, ""); return err },
+		"approve, then merge": func(c identity.Caller) error {
+			_, _, _, err := MergeApproved(ctx, c, nil, nil, nil, escalation.Escalation{Kind: escalation.KindApproval})
+			return err
+		},
+	}
+	for name, verb := range verbs {
+		for _, c := range []identity.Caller{identity.Session("dev", 2, all), {}} {
+			err := verb(c)
+			r, ok := identity.IsRefusal(err)
+			if !ok || r.Rule != identity.RuleOperatorOnly {
+				t.Errorf("%s by %s: %v; want the operator-only refusal", name, c, err)
+			}
+			if !strings.HasPrefix(name, "swarm") {
+				continue
+			}
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("%s by %s: %v does not name the command", name, c, err)
+			}
+		}
+	}
+}
