@@ -59,13 +59,14 @@ func Up(ctx context.Context, c identity.Caller, run func(context.Context) error)
 	return run(ctx)
 }
 
-// Down is the stop verb (`swarm down`), the operator's: run stops the
-// running supervisor and settles the agents' work.
-func Down(ctx context.Context, c identity.Caller, run func(context.Context) error) error {
+// Down is the stop verb (`swarm down`), the operator's: the running
+// supervisor stops, and the agents' work is kept, merged, squashed or
+// discarded.
+func Down(ctx context.Context, c identity.Caller, req swarm.DownRequest) (swarm.DownResult, error) {
 	if err := operatorOnly(c, "swarm down"); err != nil {
-		return err
+		return swarm.DownResult{}, err
 	}
-	return run(ctx)
+	return swarm.Down(ctx, req)
 }
 
 // Web is the web desk's verb, the operator's: run serves the desk.

@@ -49,7 +49,7 @@ func TestOperatorVerbsRefuseSessions(t *testing.T) {
 		"swarm resume":         func(c identity.Caller) error { _, err := Resume(ctx, c, rt, "alpha"); return err },
 		"swarm reload":         func(c identity.Caller) error { _, err := Reload(ctx, c, rt); return err },
 		"swarm up":             func(c identity.Caller) error { return Up(ctx, c, run) },
-		"swarm down":           func(c identity.Caller) error { return Down(ctx, c, run) },
+		"swarm down":           func(c identity.Caller) error { _, err := Down(ctx, c, swarm.DownRequest{}); return err },
 		"swarm web":            func(c identity.Caller) error { return Web(ctx, c, run) },
 		"swarm land --cancel":  func(c identity.Caller) error { _, err := CancelLanding(ctx, c, nil, 1, ""); return err },
 		"approve, then merge": func(c identity.Caller) error {

@@ -130,12 +130,6 @@ func runDown(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error 
 	if err != nil {
 		return err
 	}
-	return verbs.Down(ctx, who, func(ctx context.Context) error { return downSwarm(ctx, opts, mode) })
-}
-
-// downSwarm is runDown once the verb let the caller through.
-func downSwarm(ctx context.Context, opts *DownOptions, mode swarm.DownMode) error {
-	app := opts.App
 	l, cfg, err := app.loadRunning(ctx)
 	if err != nil {
 		return err
@@ -157,7 +151,7 @@ func downSwarm(ctx context.Context, opts *DownOptions, mode swarm.DownMode) erro
 	if mode == swarm.DownDiscard && !opts.Yes {
 		req.Confirm = func(ctx context.Context, plan []swarm.DiscardPlan) (bool, error) { return confirmDiscard(app, plan) }
 	}
-	res, err := swarm.Down(ctx, req)
+	res, err := verbs.Down(ctx, who, req)
 	if errors.Is(err, swarm.ErrNotConfirmed) {
 		return &codeError{code: exitError, err: errors.New("nothing discarded; the swarm was left as it was")}
 	}

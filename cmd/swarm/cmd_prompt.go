@@ -11,7 +11,7 @@ import (
 
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/promptpipe"
-	"github.com/swarmhq/swarm/swarm"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // PromptOptions are the inputs of `swarm prompt`.
@@ -112,7 +112,11 @@ func runPrompt(ctx context.Context, opts *PromptOptions) error {
 	}
 
 	// The same wiring as the supervisor's: nothing is consumed.
-	p, err := swarm.Preview(ctx, swarm.PreviewRequest{Config: cfg, Layout: l, Store: st, Agent: agent,
+	who, err := app.callerOf(ctx, st, cfg)
+	if err != nil {
+		return err
+	}
+	p, err := verbs.Preview(ctx, who, verbs.PreviewRequest{Config: cfg, Layout: l, Store: st, Agent: agent,
 		Seq: opts.SessionSeq, InterruptedBy: opts.InterruptedBy, Now: opts.Now, Logger: slog.Default()})
 	if err != nil {
 		return err

@@ -303,7 +303,7 @@ func collectStatus(ctx context.Context, who identity.Caller, l repo.Layout, cfg 
 	if err != nil {
 		return out, err
 	}
-	if rec, ok, err := swarm.TeamRecord(ctx, cfg, st); err != nil {
+	if rec, ok, err := verbs.Team(ctx, who, cfg, st); err != nil {
 		return out, err
 	} else if ok {
 		out.Team = &rec

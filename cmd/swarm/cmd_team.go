@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/team"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // TeamOptions are the inputs of `swarm team`.
@@ -55,7 +55,11 @@ func runTeam(ctx context.Context, opts *TeamOptions) error {
 		return err
 	}
 	defer st.Close()
-	rec, ok, err := swarm.TeamRecord(ctx, cfg, st)
+	who, err := app.callerOf(ctx, st, cfg)
+	if err != nil {
+		return err
+	}
+	rec, ok, err := verbs.Team(ctx, who, cfg, st)
 	if err != nil {
 		return err
 	}

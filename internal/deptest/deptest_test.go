@@ -114,6 +114,9 @@ func TestIdentityRules(t *testing.T) {
 	for _, v := range CheckIdentity(files) {
 		t.Error(v)
 	}
+	for _, v := range CheckDoors(files) {
+		t.Error(v)
+	}
 }
 
 // TestCatchesIdentityClaims shows both identity rules failing.
@@ -126,6 +129,23 @@ func TestCatchesIdentityClaims(t *testing.T) {
 		{Path: "engine/env.go", Src: `set := map[string]string{"SWARM_AGENT": s.Agent}` + "\n"},
 	})
 	if len(vs) != 2 || !strings.HasPrefix(vs[0].Pkg, "cmd/swarm/cmd_x.go:1") || !strings.HasPrefix(vs[1].Pkg, "cmd/swarm/cmd_y.go:1") {
+		t.Errorf("violations: %v", vs)
+	}
+}
+
+// TestCatchesUseCasesAroundTheVerbs: a door that calls a use case of
+// package swarm (under any import name) is named with its file:line; the
+// runtime's names, tests, and packages that are not doors pass.
+func TestCatchesUseCasesAroundTheVerbs(t *testing.T) {
+	const imp = "package main\n\nimport \"github.com/swarmhq/swarm/swarm\"\n\n"
+	vs := CheckDoors([]File{
+		{Path: "cmd/swarm/cmd_x.go", Src: imp + "func f() {\n\tswarm.SignalItem(ctx, st, cfg, req)\n}\n"},
+		{Path: "web/desk.go", Src: "package web\n\nimport sw \"github.com/swarmhq/swarm/swarm\"\n\nvar _ = sw.Decide\n"},
+		{Path: "cmd/swarm/cmd_up.go", Src: imp + "func f() { swarm.New(swarm.Options{}) }\n"},
+		{Path: "cmd/swarm/cmd_x_test.go", Src: imp + "func f() { swarm.SignalItem(ctx, st, cfg, req) }\n"},
+		{Path: "verbs/workflows.go", Src: "package verbs\n\n" + `import "github.com/swarmhq/swarm/swarm"` + "\n\nfunc f() { swarm.SignalItem(ctx, st, cfg, req) }\n"},
+	})
+	if len(vs) != 2 || vs[0].Pkg != "cmd/swarm/cmd_x.go:6" || vs[0].Import != "swarm.SignalItem" || vs[1].Pkg != "web/desk.go:5" || vs[1].Import != "swarm.Decide" {
 		t.Errorf("violations: %v", vs)
 	}
 }
