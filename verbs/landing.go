@@ -211,8 +211,11 @@ func CancelLanding(ctx context.Context, caller identity.Caller, st mailbox.Store
 }
 
 // WaitLanded follows candidate id until it leaves the queue (`swarm land
-// --wait`): a read, open to whoever may land.
-func WaitLanded(ctx context.Context, st mailbox.Store, id int64, poll time.Duration) (merge.Candidate, error) {
+// --wait`): a read any caller the door knows may make.
+func WaitLanded(ctx context.Context, c identity.Caller, st mailbox.Store, id int64, poll time.Duration) (merge.Candidate, error) {
+	if !c.Known() {
+		return merge.Candidate{}, operatorOnly(c, "swarm land --wait")
+	}
 	return swarm.WaitLanded(ctx, st, id, poll)
 }
 

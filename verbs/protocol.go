@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/swarmhq/swarm/identity"
-	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/protocol"
 	"github.com/swarmhq/swarm/swarm"
@@ -46,12 +45,3 @@ func ProtocolLog(ctx context.Context, c identity.Caller, p *swarm.Protocol, task
 	}
 	return p.Log(ctx, task, limit)
 }
-
-// ResolveMessage finds the message ref names (a number, 12 or #12, or a
-// protocol msg_id): what reply, thread and send --reply-to read.
-func ResolveMessage(ctx context.Context, st mailbox.Store, ref string) (message.Message, error) {
-	return swarm.ResolveMessage(ctx, st, ref)
-}
-
-// MessageNumber reads a message number written 12 or #12.
-func MessageNumber(ref string) (int64, bool) { return swarm.MessageNumber(ref) }

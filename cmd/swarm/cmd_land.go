@@ -188,7 +188,7 @@ func runLand(ctx context.Context, opts *LandOptions) error {
 		if o.Candidate == nil {
 			continue
 		}
-		c, err := verbs.WaitLanded(ctx, st, o.Candidate.ID, opts.Poll)
+		c, err := verbs.WaitLanded(ctx, who, st, o.Candidate.ID, opts.Poll)
 		if err != nil {
 			return err
 		}

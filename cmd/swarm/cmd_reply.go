@@ -10,6 +10,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/verbs"
 )
 
@@ -74,7 +75,7 @@ func runReply(ctx context.Context, opts *ReplyOptions) error {
 	defer st.Close()
 	from := who.Name()
 	if opts.ID == 0 {
-		m, err := verbs.ResolveMessage(ctx, st, opts.Ref) // a protocol msg_id
+		m, err := swarm.ResolveMessage(ctx, st, opts.Ref) // a protocol msg_id
 		if err != nil {
 			return err
 		}

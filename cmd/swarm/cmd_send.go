@@ -18,6 +18,7 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/protocol"
+	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/verbs"
 )
 
@@ -288,13 +289,13 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	}
 	if opts.ReplyTo != "" {
 		if looksNumeric.MatchString(opts.ReplyTo) {
-			n, ok := verbs.MessageNumber(opts.ReplyTo)
+			n, ok := swarm.MessageNumber(opts.ReplyTo)
 			if !ok {
 				return usagef("--reply-to needs a message number (12 or #12) or a protocol msg_id, got %q", opts.ReplyTo)
 			}
 			d.ReplyTo = n
 		} else {
-			orig, err := verbs.ResolveMessage(ctx, st, opts.ReplyTo)
+			orig, err := swarm.ResolveMessage(ctx, st, opts.ReplyTo)
 			if err != nil {
 				return err
 			}

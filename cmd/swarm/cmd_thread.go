@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/verbs"
+	"github.com/swarmhq/swarm/swarm"
 )
 
 // ThreadOptions are the inputs of `swarm thread`.
@@ -61,7 +61,7 @@ func runThread(ctx context.Context, opts *ThreadOptions) error {
 		return err
 	}
 	defer st.Close()
-	m, err := verbs.ResolveMessage(ctx, st, opts.Ref)
+	m, err := swarm.ResolveMessage(ctx, st, opts.Ref)
 	if err != nil {
 		return err
 	}

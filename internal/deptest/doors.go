@@ -42,7 +42,7 @@ var RuntimeNames = map[string]string{
 	"ErrNotPaused": "verbs.Resume's answer", "StartSpawned": "the runtime starts a spawned agent after verbs.Spawn",
 	"NextSession": "doctor's look at the runtime's sessions",
 	// Words, not use cases.
-	"USD": "formats dollars", "GlobHelp": "the help text of a glob", "WithSpawned": "the stored agents added to swarm.toml on open",
+	"USD": "formats dollars", "MessageNumber": "reads #12", "ResolveMessage": "finds #12 or a msg_id: a read of the store, as the doors' other reads", "GlobHelp": "the help text of a glob", "WithSpawned": "the stored agents added to swarm.toml on open",
 }
 
 // CheckDoors returns every reference a door's production source makes to
