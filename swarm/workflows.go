@@ -2,14 +2,11 @@ package swarm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mode"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
@@ -22,9 +19,9 @@ import (
 	"github.com/swarmhq/swarm/worktree"
 )
 
-// This file is the workflows' use cases (DESIGN §9.3) that the CLI runs
-// with or without a supervisor: start, signal, abort, merge, status and
-// history. They write rows and transitions only; the supervisor's flow
+// This file is the workflows' primitives (DESIGN §9.3) that the verbs
+// (package verbs: start, signal, abort, merge, status, history) and the
+// runtime share. They write rows and transitions only; the supervisor's flow
 // service (flow.go) sends the workflow's messages from the runtime's
 // address, runs CI, and reacts to answers and decisions.
 
@@ -131,157 +128,11 @@ func StartItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req St
 	return st.Item(ctx, it.ID)
 }
 
-// SignalRequest is `swarm workflow signal`, from the stage's agent.
-type SignalRequest struct {
-	// Caller sends the signal: only the stage's agent's session may.
-	Caller    identity.Caller
-	Item      string // "" means the agent's live item
-	Status    string
-	Next      string
-	Message   string   // feedback or notes, forwarded verbatim
-	Artifacts []string // paths created
-}
-
-// IllegalSignalError is a signal the workflow's table refuses: the state
-// is kept (exit 1).
-type IllegalSignalError struct {
-	Item  workflow.Item
-	Next  string
-	Legal []workflow.State
-}
-
-func (e *IllegalSignalError) Error() string {
-	legal := make([]string, len(e.Legal))
-	for i, s := range e.Legal {
-		legal[i] = string(s)
-	}
-	return fmt.Sprintf("illegal transition for item %s: %s → %s is not allowed (from %s: %s); the item stays in %s",
-		e.Item.ID, e.Item.State, e.Next, e.Item.State, orNone(strings.Join(legal, ", ")), e.Item.State)
-}
-
 func orNone(s string) string {
 	if s == "" {
 		return "none"
 	}
 	return s
-}
-
-// SignalItem moves a dev-qa item by its stage agent's signal. COMPLETE
-// moves it to Next if the table allows; ERROR and TIMEOUT keep the stage
-// and raise an escalation for the operator.
-func SignalItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req SignalRequest) (workflow.Item, error) {
-	status, err := workflow.ParseStatus(req.Status)
-	if err != nil {
-		return workflow.Item{}, usage("%v", err)
-	}
-	if !req.Caller.IsSession() {
-		return workflow.Item{}, req.Caller.Stage("the stage's agent", "swarm workflow signal")
-	}
-	agent := req.Caller.Agent()
-	it, w, err := signalled(ctx, st, cfg, agent, req.Item)
-	if err != nil {
-		return workflow.Item{}, err
-	}
-	role, working := workflow.Stage(it.State)
-	owner := w.Role(role)
-	if !working || owner == "" {
-		owner = "nobody"
-	}
-	if err := req.Caller.Stage(owner, fmt.Sprintf("signalling item %s (in %s)", it.ID, it.State)); err != nil {
-		return workflow.Item{}, err
-	}
-	if status != workflow.StatusComplete {
-		_, _, rerr := Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Agent: agent, Ref: "item:" + it.ID,
-			Summary:   truncate(fmt.Sprintf("%s signalled %s for item %s in %s: %s", agent, status, it.ID, it.State, orNone(req.Message)), 500),
-			DedupeKey: fmt.Sprintf("signal:%s:%s:%s", it.ID, it.State, status)})
-		if rerr != nil {
-			return it, rerr
-		}
-		return it, nil
-	}
-	next := workflow.State(strings.ToUpper(strings.TrimSpace(req.Next)))
-	if req.Next == "" {
-		return workflow.Item{}, usage("--next is required with --status COMPLETE: the state the item moves to (from %s: %s)", it.State, legalNext(it.State))
-	}
-	if err := workflow.QATable.Check(it.State, workflow.Signal, next); err != nil {
-		return it, &IllegalSignalError{Item: it, Next: string(next), Legal: workflow.QATable.Next(it.State, workflow.Signal)}
-	}
-	cause := fmt.Sprintf("%s: %s", status, orNone(truncate(req.Message, 200)))
-	if len(req.Artifacts) > 0 {
-		cause += " (artifacts: " + strings.Join(req.Artifacts, ", ") + ")"
-	}
-	err = st.InTx(ctx, func(tx mailbox.Tx) error {
-		cur, err := tx.Item(it.ID)
-		if err != nil {
-			return err
-		}
-		if _, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, it.ID, cur.State, workflow.Signal, next, truncate(cause, 500), req.Caller.By()); err != nil {
-			return err
-		}
-		nextRole, _ := workflow.Stage(next)
-		cur.Agent, cur.StageAt, cur.Notified = w.Role(nextRole), nil, ""
-		var inputs []string
-		if m := strings.TrimSpace(req.Message); m != "" {
-			inputs = append(inputs, fmt.Sprintf("%s (%s) says: %s", agent, it.State, m))
-		}
-		for _, a := range req.Artifacts {
-			inputs = append(inputs, "artifact: "+a)
-		}
-		cur.Inputs = inputs
-		return tx.UpdateItem(cur)
-	})
-	if errors.Is(err, mailbox.ErrStateConflict) {
-		return it, fmt.Errorf("item %s moved while signalling; see 'swarm workflow status %s' and signal again if it still needs it", it.ID, w.Name)
-	}
-	if err != nil {
-		return it, fmt.Errorf("signal item %s: %w", it.ID, err)
-	}
-	return st.Item(ctx, it.ID)
-}
-
-func legalNext(s workflow.State) string {
-	var out []string
-	for _, n := range workflow.QATable.Next(s, workflow.Signal) {
-		out = append(out, string(n))
-	}
-	return orNone(strings.Join(out, ", "))
-}
-
-// signalled finds the item a signal is about: the named one, or the live
-// dev-qa item whose stage belongs to the agent.
-func signalled(ctx context.Context, st mailbox.Store, cfg *config.Config, agent, id string) (workflow.Item, config.Workflow, error) {
-	if id != "" {
-		it, err := st.Item(ctx, id)
-		if errors.Is(err, mailbox.ErrNoSuchItem) {
-			return it, config.Workflow{}, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", id)
-		}
-		if err != nil {
-			return it, config.Workflow{}, err
-		}
-		w, ok := cfg.Workflow(it.Workflow)
-		if !ok {
-			return it, w, fmt.Errorf("item %s belongs to workflow %s, which swarm.toml no longer has", it.ID, it.Workflow)
-		}
-		if w.Kind != workflow.DevQA {
-			return it, w, fmt.Errorf("item %s is a %s item: its stages end with protocol messages ('swarm send swarm --type task_result|review_verdict --reply-to <id>'), not signals", it.ID, w.Kind)
-		}
-		return it, w, nil
-	}
-	for _, w := range cfg.Workflows {
-		if w.Kind != workflow.DevQA || w.RoleOf(agent) == "" {
-			continue
-		}
-		items, err := st.Items(ctx, w.Name)
-		if err != nil {
-			return workflow.Item{}, w, err
-		}
-		if it, ok := activeQA(items); ok {
-			if role, _ := workflow.Stage(it.State); w.Role(role) == agent {
-				return it, w, nil
-			}
-		}
-	}
-	return workflow.Item{}, config.Workflow{}, fmt.Errorf("%s has no item in a stage of its own; name one with --item (see 'swarm workflow status')", agent)
 }
 
 // activeQA is the dev-qa item being worked: the oldest live one that has
@@ -295,33 +146,14 @@ func activeQA(items []workflow.Item) (workflow.Item, bool) {
 	return workflow.Item{}, false
 }
 
-// AbortItem ends a live item: its dispatch's ACK is cancelled, and the
-// workflow moves on.
-func AbortItem(ctx context.Context, st mailbox.Store, id, note string) (workflow.Item, error) {
-	it, err := st.Item(ctx, id)
-	if errors.Is(err, mailbox.ErrNoSuchItem) {
-		return it, fmt.Errorf("no item %s: 'swarm workflow status' lists the items", id)
-	}
-	if err != nil {
-		return it, err
-	}
-	if !it.Live() {
-		return it, fmt.Errorf("item %s is %s already: nothing to abort", id, it.State)
-	}
-	err = st.InTx(ctx, func(tx mailbox.Tx) error {
-		return abortTx(tx, it, "aborted by operator"+optNote(note), message.Operator)
-	})
-	if err != nil {
-		return it, fmt.Errorf("abort item %s: %w", id, err)
-	}
-	return st.Item(ctx, id)
-}
+// ActiveQA is activeQA for the verbs (verbs.SignalItem, WorkflowStatus).
+func ActiveQA(items []workflow.Item) (workflow.Item, bool) { return activeQA(items) }
 
-func optNote(note string) string {
-	if note = strings.TrimSpace(note); note != "" {
-		return ": " + truncate(note, 200)
-	}
-	return ""
+// AbortTx aborts item it in tx, as the operator's verbs.AbortItem and the
+// flow do: the item moves to aborted with cause, by whom, and its
+// dispatch's and request's ACKs are cancelled.
+func AbortTx(tx mailbox.Tx, it workflow.Item, cause, by string) error {
+	return abortTx(tx, it, cause, by)
 }
 
 func abortTx(tx mailbox.Tx, it workflow.Item, cause, by string) error {
@@ -511,150 +343,6 @@ func itemEscalation(ctx context.Context, st mailbox.Store, it workflow.Item, kin
 		}
 	}
 	return best, found, nil
-}
-
-// History is an item's transitions, oldest first.
-func History(ctx context.Context, st mailbox.Store, ids ...string) ([]workflow.Entry, error) {
-	evs, err := st.Events(ctx, mailbox.EventFilter{Kind: fsm.SubjectItem, Subjects: ids})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]workflow.Entry, 0, len(evs))
-	for _, e := range evs {
-		en := workflow.Entry{Item: e.Subject, To: workflow.State(e.To), At: e.At, TriggeredBy: e.AgentName(), Cause: e.Cause}
-		if e.From != nil { // nil: the item's creation
-			en.From = workflow.State(*e.From)
-		}
-		out = append(out, en)
-	}
-	return out, nil
-}
-
-// Status is one workflow as `swarm workflow status --json` prints it: the
-// items, and for dev-qa seed 001's workflow-state.json fields.
-type Status struct {
-	Name string        `json:"name"`
-	Kind workflow.Kind `json:"kind"`
-	// Roles binds each of the kind's roles to its agent.
-	Roles map[string]string `json:"roles"`
-	Items []workflow.Item   `json:"items"`
-
-	// The dev-qa fields: MarshalJSON prints every one for dev-qa (null
-	// when there is none, as next_agent once COMPLETE) and none for
-	// other kinds.
-	CurrentState      string           `json:"current_state,omitempty"`
-	NextAgent         *string          `json:"next_agent,omitempty"`
-	PreviousState     *string          `json:"previous_state,omitempty"`
-	FeatureID         *string          `json:"feature_id,omitempty"`
-	Timestamp         *time.Time       `json:"timestamp,omitempty"`
-	TransitionHistory []workflow.Entry `json:"transition_history,omitempty"`
-}
-
-// MarshalJSON keeps seed 001's shape for dev-qa: a reader of
-// workflow-state.json finds every key, whatever the state.
-func (s Status) MarshalJSON() ([]byte, error) {
-	type common struct {
-		Name  string            `json:"name"`
-		Kind  workflow.Kind     `json:"kind"`
-		Roles map[string]string `json:"roles"`
-		Items []workflow.Item   `json:"items"`
-	}
-	c := common{Name: s.Name, Kind: s.Kind, Roles: s.Roles, Items: s.Items}
-	if s.Kind != workflow.DevQA {
-		return json.Marshal(c)
-	}
-	history := s.TransitionHistory
-	if history == nil {
-		history = []workflow.Entry{}
-	}
-	return json.Marshal(struct {
-		common
-		CurrentState      string           `json:"current_state"`
-		NextAgent         *string          `json:"next_agent"`
-		PreviousState     *string          `json:"previous_state"`
-		FeatureID         *string          `json:"feature_id"`
-		Timestamp         *time.Time       `json:"timestamp"`
-		TransitionHistory []workflow.Entry `json:"transition_history"`
-	}{c, s.CurrentState, s.NextAgent, s.PreviousState, s.FeatureID, s.Timestamp, history})
-}
-
-// WorkflowStatus reads one workflow (every workflow when name is empty).
-func WorkflowStatus(ctx context.Context, st mailbox.Store, cfg *config.Config, name string) ([]Status, error) {
-	var out []Status
-	for _, w := range cfg.Workflows {
-		if name != "" && w.Name != name {
-			continue
-		}
-		items, err := st.Items(ctx, w.Name)
-		if err != nil {
-			return nil, err
-		}
-		if items == nil {
-			items = []workflow.Item{}
-		}
-		s := Status{Name: w.Name, Kind: w.Kind, Roles: map[string]string{}, Items: items}
-		for _, r := range []string{"dev", "reviewer", "qa", "initializer"} {
-			if a := w.Role(r); a != "" {
-				s.Roles[r] = a
-			}
-		}
-		if w.Kind == workflow.DevQA {
-			if err := qaState(ctx, st, w, &s); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, s)
-	}
-	if name != "" && len(out) == 0 {
-		return nil, usage("no workflow %q (swarm.toml has %s)", name, orNone(strings.Join(cfg.WorkflowNames(), ", ")))
-	}
-	return out, nil
-}
-
-// qaState fills seed 001's fields: the workflow's state is its active
-// item's, START before any item began, COMPLETE when every item is done.
-func qaState(ctx context.Context, st mailbox.Store, w config.Workflow, s *Status) error {
-	ids := make([]string, len(s.Items))
-	for i, it := range s.Items {
-		ids[i] = it.ID
-	}
-	s.TransitionHistory = []workflow.Entry{}
-	if len(ids) > 0 {
-		h, err := History(ctx, st, ids...)
-		if err != nil {
-			return err
-		}
-		for _, e := range h {
-			if e.From == "" {
-				continue // an item stored in START is not a move of the workflow
-			}
-			s.TransitionHistory = append(s.TransitionHistory, e)
-		}
-	}
-	str := func(v string) *string { return &v }
-	active, ok := activeQA(s.Items)
-	switch {
-	case ok:
-		s.CurrentState, s.FeatureID = string(active.State), str(active.ID)
-	case slices.ContainsFunc(s.Items, func(it workflow.Item) bool { return it.State == workflow.Start }):
-		s.CurrentState = string(workflow.Start)
-	case len(s.Items) > 0:
-		s.CurrentState = string(workflow.Complete)
-		s.FeatureID = str(s.Items[len(s.Items)-1].ID)
-	default:
-		s.CurrentState = string(workflow.Start)
-	}
-	if n := len(s.TransitionHistory); n > 0 {
-		last := s.TransitionHistory[n-1]
-		s.PreviousState, s.Timestamp = str(string(last.From)), &last.At
-		if s.CurrentState == string(workflow.Complete) {
-			s.PreviousState = str(string(last.To))
-		}
-	}
-	if role, _ := workflow.Stage(workflow.State(s.CurrentState)); role != "" {
-		s.NextAgent = str(w.Role(role))
-	}
-	return nil
 }
 
 // WorkflowContextFor is section 4 for the agent's next session: its live

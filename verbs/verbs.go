@@ -17,9 +17,6 @@ import (
 // UsageError is invalid input to a verb (exit 2 from the CLI).
 type UsageError = swarm.UsageError
 
-// IllegalSignalError is a workflow signal the item's table refuses.
-type IllegalSignalError = swarm.IllegalSignalError
-
 // BranchViolationError is a dispatch refused for naming a protected branch.
 type BranchViolationError = swarm.BranchViolationError
 

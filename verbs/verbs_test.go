@@ -73,3 +73,14 @@ func TestOperatorVerbsRefuseSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalIsTheStageAgents: the operator (and nobody) signals no item —
+// the stage's agent does — and is refused before the store is read.
+func TestSignalIsTheStageAgents(t *testing.T) {
+	for _, c := range []identity.Caller{identity.Operator(), {}} {
+		_, err := SignalItem(context.Background(), c, nil, nil, SignalRequest{Status: "COMPLETE", Next: "QA"})
+		if r, ok := identity.IsRefusal(err); !ok || r.Rule != identity.RuleStage {
+			t.Errorf("a signal by %s: %v; want the stage refusal", c, err)
+		}
+	}
+}
