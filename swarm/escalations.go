@@ -200,8 +200,9 @@ func details(kv map[string]any) json.RawMessage {
 
 // escalator is the engine's way to escalate as the agent.
 type escalator struct {
-	sup   *Supervisor
-	agent string
+	sup    *Supervisor
+	agent  string
+	caller identity.Caller // the running session
 }
 
 func (e escalator) Escalate(ctx context.Context, r engine.EscalationRequest) (engine.EscalationResult, error) {
@@ -210,7 +211,13 @@ func (e escalator) Escalate(ctx context.Context, r engine.EscalationRequest) (en
 	if r.Approval {
 		d.Kind = escalation.KindApproval
 	}
-	esc, created, err := e.sup.Raise(ctx, d)
+	raise := e.sup.Raise
+	if v := e.sup.opts.Verbs; v != nil {
+		raise = func(ctx context.Context, d escalation.Draft) (escalation.Escalation, bool, error) {
+			return v.Escalate(ctx, e.caller, e.sup.Raise, d)
+		}
+	}
+	esc, created, err := raise(ctx, d)
 	if err != nil {
 		return engine.EscalationResult{}, err
 	}

@@ -230,9 +230,9 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		Timeout:   r.agent.SessionTimeout,
 		Grace:     r.agent.InterruptGrace,
 		Mail:      mail,
-		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name},
-		Escalator: escalator{sup: r.sup, agent: r.agent.Name},
-		Protocol:  protocolTool{p: r.sup.protocol, caller: caller},
+		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name, caller: caller, verbs: r.sup.opts.Verbs},
+		Escalator: escalator{sup: r.sup, agent: r.agent.Name, caller: caller},
+		Protocol:  protocolTool{p: r.sup.protocol, caller: caller, verbs: r.sup.opts.Verbs},
 		Reviews:   r.sup.reviewsOf(ctx, r.agent.Name),
 		Log:       activityLog{w: logf, touch: r.touch},
 		OnProcess: func(pgid int) {
@@ -886,6 +886,8 @@ func ackState(m message.Message) protocol.AckState {
 type messenger struct {
 	poster *mailbox.Poster
 	agent  string
+	caller identity.Caller // the running session
+	verbs  SessionVerbs
 }
 
 func (m messenger) Send(ctx context.Context, to, body string, urgent bool, replyTo int64) (int64, error) {
@@ -893,7 +895,13 @@ func (m messenger) Send(ctx context.Context, to, body string, urgent bool, reply
 	if urgent {
 		d.Urgency = message.Urgent
 	}
-	msg, err := m.poster.Post(ctx, d)
+	post := m.poster.Post
+	if m.verbs != nil {
+		post = func(ctx context.Context, d message.Draft) (message.Message, error) {
+			return m.verbs.Send(ctx, m.caller, m.poster, d)
+		}
+	}
+	msg, err := post(ctx, d)
 	if err != nil {
 		return 0, err
 	}

@@ -105,6 +105,8 @@ type Options struct {
 	// and never open the database, so no credential enters them. Nil
 	// refuses OpRun.
 	RunCommand RunFunc
+	// Verbs are what a session's in-process tools call (SessionVerbs).
+	Verbs SessionVerbs
 	// ListenDoor opens a session's door; nil means control.ListenDoor.
 	ListenDoor func(l repo.Layout, session string) (*control.Server, error)
 	// PingTimeout is told of a ping whose ACK deadline passed (its ACK is

@@ -121,4 +121,3 @@ func TestQAGateSeesAnotherSupervisorsSession(t *testing.T) {
 		t.Fatalf("dev may not start after tester's session ended: %s", why)
 	}
 }
-

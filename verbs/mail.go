@@ -8,7 +8,6 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
-	"github.com/swarmhq/swarm/swarm"
 )
 
 // The mail and escalation verbs (DESIGN §13.1): the rules of who may send
@@ -60,7 +59,7 @@ func checkMail(c identity.Caller, d *message.Draft, what string) error {
 // Escalate is the escalate verb: caller raises d. A session needs
 // can_escalate; its escalation is about its own agent unless it names a
 // teammate, and it may hold only itself.
-func Escalate(ctx context.Context, c identity.Caller, st mailbox.Store, d escalation.Draft) (escalation.Escalation, bool, error) {
+func Escalate(ctx context.Context, c identity.Caller, raise Raise, d escalation.Draft) (escalation.Escalation, bool, error) {
 	if err := c.Require(mode.CanEscalate, "swarm escalate"); err != nil {
 		return escalation.Escalation{}, false, err
 	}
@@ -72,8 +71,12 @@ func Escalate(ctx context.Context, c identity.Caller, st mailbox.Store, d escala
 			return escalation.Escalation{}, false, err
 		}
 	}
-	return swarm.Raise(ctx, st, d)
+	return raise(ctx, d)
 }
+
+// Raise stores (or counts) an escalation: swarm.Raise with the store in a
+// CLI process, which then pokes the supervisor; Supervisor.Raise inside it.
+type Raise = func(ctx context.Context, d escalation.Draft) (escalation.Escalation, bool, error)
 
 // MarkRead is the mark-read verb: caller marks recipient's messages ids
 // done. Only the operator marks the operator's mail read; an agent's mail

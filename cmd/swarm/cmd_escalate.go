@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/verbs"
 )
 
@@ -127,7 +128,9 @@ func runEscalate(ctx context.Context, opts *EscalateOptions) error {
 	} else if d.Hold {
 		return usagef("--hold needs an agent to hold: run it inside the agent's session, or pass --agent NAME")
 	}
-	e, created, err := verbs.Escalate(ctx, who, st, d)
+	e, created, err := verbs.Escalate(ctx, who, func(ctx context.Context, d escalation.Draft) (escalation.Escalation, bool, error) {
+		return swarm.Raise(ctx, st, d)
+	}, d)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,96 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/lifecycle"
+	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/protocol"
+)
+
+// refusingVerbs records who called each verb and refuses them all.
+type refusingVerbs struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+var errRefusedHere = errors.New("refused by the verbs")
+
+func (v *refusingVerbs) called(verb string, c identity.Caller) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.calls = append(v.calls, verb+" by "+c.By())
+}
+
+func (v *refusingVerbs) Send(_ context.Context, c identity.Caller, _ *mailbox.Poster, _ message.Draft) (message.Message, error) {
+	v.called("send", c)
+	return message.Message{}, errRefusedHere
+}
+
+func (v *refusingVerbs) Escalate(_ context.Context, c identity.Caller, _ func(context.Context, escalation.Draft) (escalation.Escalation, bool, error), _ escalation.Draft) (escalation.Escalation, bool, error) {
+	v.called("escalate", c)
+	return escalation.Escalation{}, false, errRefusedHere
+}
+
+func (v *refusingVerbs) SendProtocol(_ context.Context, c identity.Caller, _ *Protocol, _ SendRequest) (message.Message, protocol.Envelope, error) {
+	v.called("send_protocol", c)
+	return message.Message{}, protocol.Envelope{}, errRefusedHere
+}
+
+func (v *refusingVerbs) Ack(_ context.Context, c identity.Caller, _ *Protocol, _ string, _ bool) ([]message.Message, error) {
+	v.called("ack", c)
+	return nil, errRefusedHere
+}
+
+// TestEngineToolsCallTheVerbs: a session's in-process tools (send_message,
+// escalate, send_protocol, ack) go through Options.Verbs with the
+// session's own caller, and what the verbs refuse is neither stored nor
+// raised.
+func TestEngineToolsCallTheVerbs(t *testing.T) {
+	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n")
+	v := &refusingVerbs{}
+	h.sup.opts.Verbs = v
+	h.start()
+	r := h.nextRun()
+	h.waitFor(r.s.Agent, lifecycle.Running)
+	if _, err := r.s.Messenger.Send(r.ctx, "operator", "hi", false, 0); !errors.Is(err, errRefusedHere) {
+		t.Errorf("send_message: %v", err)
+	}
+	if _, err := r.s.Escalator.Escalate(r.ctx, engine.EscalationRequest{Summary: "help", Hold: true}); !errors.Is(err, errRefusedHere) {
+		t.Errorf("escalate: %v", err)
+	}
+	if _, err := r.s.Protocol.Send(r.ctx, engine.ProtocolMessage{Type: "task_result", To: "operator", Payload: []byte(`{"status":"completed","summary":"done"}`)}); !errors.Is(err, errRefusedHere) {
+		t.Errorf("send_protocol: %v", err)
+	}
+	if _, err := r.s.Protocol.Ack(r.ctx, "", true); !errors.Is(err, errRefusedHere) {
+		t.Errorf("ack: %v", err)
+	}
+	by := r.s.Agent + "/" + r.s.ID
+	want := []string{"send by " + by, "escalate by " + by, "send_protocol by " + by, "ack by " + by}
+	v.mu.Lock()
+	got := v.calls
+	v.mu.Unlock()
+	if len(got) != len(want) {
+		t.Fatalf("verbs called: %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("call %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+	ctx := context.Background()
+	if ms, _ := h.store.Inbox(ctx, "operator", mailbox.Filter{}); len(ms) != 0 {
+		t.Errorf("refused mail was stored: %+v", ms)
+	}
+	if es, _ := h.store.Escalations(ctx, mailbox.EscalationFilter{All: true}); len(es) != 0 {
+		t.Errorf("a refused escalation was raised: %+v", es)
+	}
+	r.finish <- engine.Result{Outcome: engine.Success}
+}
