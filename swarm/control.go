@@ -139,12 +139,14 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		}
 		return control.Response{OK: true, Data: d}
 	case control.OpStop:
-		s.RequestStop()
+		if err := s.opts.Verbs.Stop(ctx, identity.Operator(), s.RequestStop); err != nil {
+			return control.Response{Error: err.Error()}
+		}
 		return control.Response{OK: true}
 	case control.OpPause:
-		return effect(s.Pause(ctx, req.Agent))
+		return effect(s.opts.Verbs.Pause(ctx, identity.Operator(), s, req.Agent))
 	case control.OpResume:
-		return effect(s.Resume(ctx, req.Agent))
+		return effect(s.opts.Verbs.Resume(ctx, identity.Operator(), s, req.Agent))
 	case control.OpWatch:
 		return s.serveWatch(ctx, send)
 	case control.OpEscalation:
@@ -161,7 +163,7 @@ func (s *Supervisor) handle(ctx context.Context, req control.Request, send func(
 		}
 		return control.Response{OK: true}
 	case control.OpReload:
-		return reloaded(s.Reload(ctx))
+		return reloaded(s.opts.Verbs.Reload(ctx, identity.Operator(), s))
 	case control.OpRun:
 		if s.opts.RunCommand == nil || req.Run == nil {
 			return control.Response{Error: control.RunUnsupported}

@@ -211,13 +211,7 @@ func (e escalator) Escalate(ctx context.Context, r engine.EscalationRequest) (en
 	if r.Approval {
 		d.Kind = escalation.KindApproval
 	}
-	raise := e.sup.Raise
-	if v := e.sup.opts.Verbs; v != nil {
-		raise = func(ctx context.Context, d escalation.Draft) (escalation.Escalation, bool, error) {
-			return v.Escalate(ctx, e.caller, e.sup.Raise, d)
-		}
-	}
-	esc, created, err := raise(ctx, d)
+	esc, created, err := e.sup.opts.Verbs.Escalate(ctx, e.caller, e.sup.Raise, d)
 	if err != nil {
 		return engine.EscalationResult{}, err
 	}

@@ -384,20 +384,14 @@ func MessageNumber(ref string) (int64, bool) {
 type protocolTool struct {
 	p      *Protocol
 	caller identity.Caller // the running session
-	verbs  SessionVerbs
+	verbs  Verbs
 }
 
 func (t protocolTool) Send(ctx context.Context, pm engine.ProtocolMessage) (engine.ProtocolSent, error) {
 	d := protocol.Draft{Type: protocol.Type(pm.Type), From: t.caller.Name(), To: pm.To, TaskID: pm.TaskID, Payload: pm.Payload,
 		ContextRef: pm.ContextRef, AckTimeout: pm.AckTimeout, NoAck: pm.NoAck}
 	req := SendRequest{Draft: d, ReplyTo: pm.ReplyTo, Caller: t.caller}
-	send := t.p.Send
-	if t.verbs != nil {
-		send = func(ctx context.Context, req SendRequest) (message.Message, protocol.Envelope, error) {
-			return t.verbs.SendProtocol(ctx, t.caller, t.p, req)
-		}
-	}
-	m, env, err := send(ctx, req)
+	m, env, err := t.verbs.SendProtocol(ctx, t.caller, t.p, req)
 	var bv *BranchViolationError
 	if errors.As(err, &bv) && bv.Note() != "" {
 		return engine.ProtocolSent{}, fmt.Errorf("%w\n%s", err, bv.Note())
@@ -409,23 +403,9 @@ func (t protocolTool) Send(ctx context.Context, pm engine.ProtocolMessage) (engi
 }
 
 func (t protocolTool) Ack(ctx context.Context, ref string, all bool) ([]engine.ProtocolSent, error) {
-	var acks []message.Message
-	if t.verbs != nil {
-		var err error
-		if acks, err = t.verbs.Ack(ctx, t.caller, t.p, ref, all); err != nil {
-			return nil, err
-		}
-	} else if all {
-		var err error
-		if acks, err = t.p.AckAll(ctx, t.caller); err != nil {
-			return nil, err
-		}
-	} else {
-		m, err := t.p.Ack(ctx, t.caller, ref)
-		if err != nil {
-			return nil, err
-		}
-		acks = []message.Message{m}
+	acks, err := t.verbs.Ack(ctx, t.caller, t.p, ref, all)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]engine.ProtocolSent, len(acks))
 	for i, m := range acks {

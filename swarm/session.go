@@ -887,7 +887,7 @@ type messenger struct {
 	poster *mailbox.Poster
 	agent  string
 	caller identity.Caller // the running session
-	verbs  SessionVerbs
+	verbs  Verbs
 }
 
 func (m messenger) Send(ctx context.Context, to, body string, urgent bool, replyTo int64) (int64, error) {
@@ -895,13 +895,7 @@ func (m messenger) Send(ctx context.Context, to, body string, urgent bool, reply
 	if urgent {
 		d.Urgency = message.Urgent
 	}
-	post := m.poster.Post
-	if m.verbs != nil {
-		post = func(ctx context.Context, d message.Draft) (message.Message, error) {
-			return m.verbs.Send(ctx, m.caller, m.poster, d)
-		}
-	}
-	msg, err := post(ctx, d)
+	msg, err := m.verbs.Send(ctx, m.caller, m.poster, d)
 	if err != nil {
 		return 0, err
 	}

@@ -105,8 +105,10 @@ type Options struct {
 	// and never open the database, so no credential enters them. Nil
 	// refuses OpRun.
 	RunCommand RunFunc
-	// Verbs are what a session's in-process tools call (SessionVerbs).
-	Verbs SessionVerbs
+	// Verbs are the verbs the supervisor runs for its own doors: the
+	// engines' tools and the operator's socket (package verbs; nil: the
+	// primitives, for the runtime's tests).
+	Verbs Verbs
 	// ListenDoor opens a session's door; nil means control.ListenDoor.
 	ListenDoor func(l repo.Layout, session string) (*control.Server, error)
 	// PingTimeout is told of a ping whose ACK deadline passed (its ACK is
@@ -168,6 +170,9 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
+	}
+	if opts.Verbs == nil {
+		opts.Verbs = primitives{}
 	}
 	if opts.Rand == nil {
 		opts.Rand = rand.Float64

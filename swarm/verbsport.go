@@ -10,13 +10,15 @@ import (
 	"github.com/swarmhq/swarm/protocol"
 )
 
-// SessionVerbs are the verbs a session's in-process engine tools call
-// (send_message, escalate, send_protocol, ack), with the session's caller,
-// so the engines are a door like the others (DESIGN §13.1). Package verbs
-// implements them; swarm cannot import it (verbs imports swarm), so the
-// binary gives them in Options.Verbs. Nil (the runtime's tests) leaves the
-// tools on the primitives, which hold the protocol's rules themselves.
-type SessionVerbs interface {
+// Verbs are the verbs the supervisor runs for a door of its own, with
+// that door's caller (DESIGN §13.1): a session's in-process engine tools
+// (send_message, escalate, send_protocol, ack) and the operator's control
+// socket (pause, resume, reload, stop). Package verbs implements them;
+// swarm cannot import it (verbs imports swarm), so the binary gives them
+// in Options.Verbs. Without them (the runtime's own tests) the primitives
+// run as they are: the protocol's rules live in Protocol, the rest
+// checks nothing.
+type Verbs interface {
 	// Send posts d from caller through p (verbs.Send).
 	Send(ctx context.Context, c identity.Caller, p *mailbox.Poster, d message.Draft) (message.Message, error)
 	// Escalate raises d as caller through raise (verbs.Escalate).
@@ -26,4 +28,64 @@ type SessionVerbs interface {
 	// Ack acknowledges ref as caller, or every message awaiting its ACK
 	// with all (verbs.Ack, verbs.AckAll).
 	Ack(ctx context.Context, c identity.Caller, p *Protocol, ref string, all bool) ([]message.Message, error)
+	// Pause, Resume, Reload and Stop are the runtime's verbs (verbs.Pause,
+	// ...) run on rt, the supervisor.
+	Pause(ctx context.Context, c identity.Caller, rt Runtime, agent string) (string, error)
+	Resume(ctx context.Context, c identity.Caller, rt Runtime, agent string) (string, error)
+	Reload(ctx context.Context, c identity.Caller, rt Runtime) (ReloadReport, error)
+	Stop(ctx context.Context, c identity.Caller, stop func()) error
+}
+
+// Runtime is what the runtime's verbs ask of the supervisor.
+type Runtime interface {
+	Pause(ctx context.Context, agent string) (string, error)
+	Resume(ctx context.Context, agent string) (string, error)
+	Reload(ctx context.Context) (ReloadReport, error)
+}
+
+var _ Runtime = (*Supervisor)(nil)
+
+// primitives is Verbs without a rule of their own: the default for a
+// supervisor built without Options.Verbs.
+type primitives struct{}
+
+func (primitives) Send(ctx context.Context, _ identity.Caller, p *mailbox.Poster, d message.Draft) (message.Message, error) {
+	return p.Post(ctx, d)
+}
+
+func (primitives) Escalate(ctx context.Context, _ identity.Caller, raise func(context.Context, escalation.Draft) (escalation.Escalation, bool, error), d escalation.Draft) (escalation.Escalation, bool, error) {
+	return raise(ctx, d)
+}
+
+func (primitives) SendProtocol(ctx context.Context, c identity.Caller, p *Protocol, req SendRequest) (message.Message, protocol.Envelope, error) {
+	req.Caller = c
+	return p.Send(ctx, req)
+}
+
+func (primitives) Ack(ctx context.Context, c identity.Caller, p *Protocol, ref string, all bool) ([]message.Message, error) {
+	if all {
+		return p.AckAll(ctx, c)
+	}
+	m, err := p.Ack(ctx, c, ref)
+	if err != nil {
+		return nil, err
+	}
+	return []message.Message{m}, nil
+}
+
+func (primitives) Pause(ctx context.Context, _ identity.Caller, rt Runtime, agent string) (string, error) {
+	return rt.Pause(ctx, agent)
+}
+
+func (primitives) Resume(ctx context.Context, _ identity.Caller, rt Runtime, agent string) (string, error) {
+	return rt.Resume(ctx, agent)
+}
+
+func (primitives) Reload(ctx context.Context, _ identity.Caller, rt Runtime) (ReloadReport, error) {
+	return rt.Reload(ctx)
+}
+
+func (primitives) Stop(_ context.Context, _ identity.Caller, stop func()) error {
+	stop()
+	return nil
 }

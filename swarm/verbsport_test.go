@@ -3,9 +3,11 @@ package swarm
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/identity"
@@ -19,6 +21,26 @@ import (
 type refusingVerbs struct {
 	mu    sync.Mutex
 	calls []string
+}
+
+func (v *refusingVerbs) Pause(_ context.Context, c identity.Caller, _ Runtime, _ string) (string, error) {
+	v.called("pause", c)
+	return "", errRefusedHere
+}
+
+func (v *refusingVerbs) Resume(_ context.Context, c identity.Caller, _ Runtime, _ string) (string, error) {
+	v.called("resume", c)
+	return "", errRefusedHere
+}
+
+func (v *refusingVerbs) Reload(_ context.Context, c identity.Caller, _ Runtime) (ReloadReport, error) {
+	v.called("reload", c)
+	return ReloadReport{}, errRefusedHere
+}
+
+func (v *refusingVerbs) Stop(_ context.Context, c identity.Caller, _ func()) error {
+	v.called("stop", c)
+	return errRefusedHere
 }
 
 var errRefusedHere = errors.New("refused by the verbs")
@@ -51,8 +73,9 @@ func (v *refusingVerbs) Ack(_ context.Context, c identity.Caller, _ *Protocol, _
 
 // TestEngineToolsCallTheVerbs: a session's in-process tools (send_message,
 // escalate, send_protocol, ack) go through Options.Verbs with the
-// session's own caller, and what the verbs refuse is neither stored nor
-// raised.
+// session's own caller, and the operator's socket's pause, resume, reload
+// and stop with the operator's; what the verbs refuse is neither stored,
+// raised nor done.
 func TestEngineToolsCallTheVerbs(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n")
 	v := &refusingVerbs{}
@@ -72,8 +95,14 @@ func TestEngineToolsCallTheVerbs(t *testing.T) {
 	if _, err := r.s.Protocol.Ack(r.ctx, "", true); !errors.Is(err, errRefusedHere) {
 		t.Errorf("ack: %v", err)
 	}
+	for _, op := range []string{control.OpPause, control.OpResume, control.OpReload, control.OpStop} {
+		if resp := h.sup.handle(r.ctx, control.Request{Op: op, Agent: "bravo"}, nil); !strings.Contains(resp.Error, errRefusedHere.Error()) {
+			t.Errorf("%s on the operator's socket: %+v", op, resp)
+		}
+	}
 	by := r.s.Agent + "/" + r.s.ID
-	want := []string{"send by " + by, "escalate by " + by, "send_protocol by " + by, "ack by " + by}
+	want := []string{"send by " + by, "escalate by " + by, "send_protocol by " + by, "ack by " + by,
+		"pause by operator", "resume by operator", "reload by operator", "stop by operator"}
 	v.mu.Lock()
 	got := v.calls
 	v.mu.Unlock()
@@ -91,6 +120,9 @@ func TestEngineToolsCallTheVerbs(t *testing.T) {
 	}
 	if es, _ := h.store.Escalations(ctx, mailbox.EscalationFilter{All: true}); len(es) != 0 {
 		t.Errorf("a refused escalation was raised: %+v", es)
+	}
+	if a, _ := h.store.Agent(ctx, "bravo"); a.State == lifecycle.Paused {
+		t.Error("a refused pause paused bravo")
 	}
 	r.finish <- engine.Result{Outcome: engine.Success}
 }

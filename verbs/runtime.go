@@ -14,7 +14,8 @@ import (
 // implement, or through the door's own work for what starts or ends a
 // process (run).
 
-// Runtime is what the runtime verbs ask of a running swarm.
+// Runtime is what the runtime verbs ask of a running swarm (swarm.Runtime
+// has the same methods).
 type Runtime interface {
 	// Pause pauses agent and says what that does (swarm.PauseNow, ...).
 	Pause(ctx context.Context, agent string) (string, error)
@@ -48,6 +49,17 @@ func Reload(ctx context.Context, c identity.Caller, rt Runtime) (swarm.ReloadRep
 		return swarm.ReloadReport{}, err
 	}
 	return rt.Reload(ctx)
+}
+
+// Stop is the stop verb of the operator's socket ({"op":"stop"}, what a
+// running `swarm down` asks): the operator's. stop asks the supervisor to
+// stop.
+func Stop(ctx context.Context, c identity.Caller, stop func()) error {
+	if err := operatorOnly(c, "swarm down"); err != nil {
+		return err
+	}
+	stop()
+	return nil
 }
 
 // Up is the up verb, the operator's: run starts the supervisor in this

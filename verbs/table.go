@@ -31,13 +31,13 @@ type Verb struct {
 // Table is every verb of this package. TestTableListsEveryVerb keeps it
 // complete; the README's "Who is asking" section renders it (Markdown).
 var Table = []Verb{
-	{"Send", "swarm send", []Door{CLI, MCP, Live, Desk}, "capability can_message (can_dispatch for a task); sender: --from names the caller"},
+	{"Send", "swarm send", []Door{CLI, MCP, Live, Desk, Engine}, "capability can_message (can_dispatch for a task); sender: --from names the caller"},
 	{"Reply", "swarm reply", []Door{CLI, MCP, Desk}, "capability can_message; sender"},
-	{"SendProtocol", "swarm send --type", []Door{CLI, MCP}, "capability can_message (can_dispatch for a dispatch); sender; verdict: a review_verdict only from the reviewer's current session, answering the open request; own_session for acks and results"},
-	{"Ack", "swarm ack", []Door{CLI, MCP}, "capability can_message; own_session"},
-	{"AckAll", "swarm ack --all", []Door{CLI}, "capability can_message; own_session"},
+	{"SendProtocol", "swarm send --type", []Door{CLI, MCP, Engine}, "capability can_message (can_dispatch for a dispatch); sender; verdict: a review_verdict only from the reviewer's current session, answering the open request; own_session for acks and results"},
+	{"Ack", "swarm ack", []Door{CLI, MCP, Engine}, "capability can_message; own_session"},
+	{"AckAll", "swarm ack --all", []Door{CLI, Engine}, "capability can_message; own_session"},
 	{"ProtocolLog", "swarm protocol log", []Door{CLI}, "known caller (a read)"},
-	{"Escalate", "swarm escalate", []Door{CLI, MCP}, "capability can_escalate; hold_self: an agent holds only itself"},
+	{"Escalate", "swarm escalate", []Door{CLI, MCP, Engine}, "capability can_escalate; hold_self: an agent holds only itself"},
 	{"MarkRead", "swarm inbox --mark-read", []Door{CLI, Desk}, "mark_read: only the operator marks the operator's mail read"},
 	{"Decide", "swarm escalation ack|resume|abort|approve|reject", []Door{CLI, Live, Desk}, "operator_only; a session acks only its own agent's (own_session)"},
 	{"Report", "swarm report", []Door{CLI, MCP}, "capability can_report_task_level / can_report_session_level; own_session"},
@@ -66,6 +66,7 @@ var Table = []Verb{
 	{"Pause", "swarm pause", []Door{CLI, Live, Desk, Socket}, "operator_only"},
 	{"Resume", "swarm resume", []Door{CLI, Live, Desk, Socket}, "operator_only"},
 	{"Reload", "swarm reload", []Door{CLI, Socket}, "operator_only"},
+	{"Stop", "swarm down (the socket's stop)", []Door{Socket}, "operator_only"},
 	{"Up", "swarm up", []Door{CLI}, "operator_only"},
 	{"Down", "swarm down", []Door{CLI, Socket}, "operator_only"},
 	{"Web", "swarm web", []Door{CLI}, "operator_only"},

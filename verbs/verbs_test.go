@@ -51,7 +51,10 @@ func TestOperatorVerbsRefuseSessions(t *testing.T) {
 		"swarm up":             func(c identity.Caller) error { return Up(ctx, c, run) },
 		"swarm down":           func(c identity.Caller) error { _, err := Down(ctx, c, swarm.DownRequest{}); return err },
 		"swarm web":            func(c identity.Caller) error { return Web(ctx, c, run) },
-		"swarm land --cancel":  func(c identity.Caller) error { _, err := CancelLanding(ctx, c, nil, 1, ""); return err },
+		"swarm down (stop)": func(c identity.Caller) error {
+			return Stop(ctx, c, func() { t.Fatal("a refused stop stopped the swarm") })
+		},
+		"swarm land --cancel": func(c identity.Caller) error { _, err := CancelLanding(ctx, c, nil, 1, ""); return err },
 		"approve, then merge": func(c identity.Caller) error {
 			_, _, _, err := MergeApproved(ctx, c, nil, nil, nil, escalation.Escalation{Kind: escalation.KindApproval})
 			return err
@@ -67,7 +70,7 @@ func TestOperatorVerbsRefuseSessions(t *testing.T) {
 			if !strings.HasPrefix(name, "swarm") {
 				continue
 			}
-			if !strings.Contains(err.Error(), name) {
+			if cmd, _, _ := strings.Cut(name, " ("); !strings.Contains(err.Error(), cmd) {
 				t.Errorf("%s by %s: %v does not name the command", name, c, err)
 			}
 		}

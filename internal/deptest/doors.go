@@ -28,7 +28,7 @@ var RuntimeNames = map[string]string{
 	"New": "builds the supervisor", "Options": "the supervisor's options", "Supervisor": "the runtime",
 	"EngineFactory": "wires the engines", "GitWorktrees": "wires the worktrees", "NewPipePrompts": "wires the prompts",
 	"NewBeadsTasks": "wires the queue's tasks", "NewMergeQueue": "wires the merge queue", "MergeQueue": "the merge queue the merge verbs land through",
-	"Protocol": "the protocol service the protocol verbs take", "Raise": "the Protocol's hook for a branch_violation, raised by the runtime's rule",
+	"Protocol": "the protocol service the protocol verbs take", "Verbs": "the port the binary fills with the verbs", "Runtime": "what the runtime verbs run on", "SendRequest": "verbs.SendRequest", "Raise": "the Protocol's hook for a branch_violation, raised by the runtime's rule",
 	"ErrShutdown": "the supervisor's end", "RecoverWorktrees": "recovery at start", "WhileAway": "recovery at start",
 	"RecordSettings": "trusted settings at start", "ChangedSettings": "trusted settings at start", "SettingChange": "trusted settings at start",
 	"AcquireLock": "the supervisor's lock", "LockHolder": "the supervisor's lock", "ThisHolder": "the supervisor's lock",
