@@ -2,7 +2,6 @@ package swarm
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -117,92 +116,12 @@ func editor(agent string, seq int64) identity.Caller {
 	return identity.Session(agent, seq, mode.Spec{Mode: mode.Code}.Vector())
 }
 
-// TestReserveRules: who may reserve and release for whom, the exclusive
-// conflict naming the holder, the warnings (overlap, no file), the
-// refresh, and nothing stored by a refusal.
-func TestReserveRules(t *testing.T) {
-	ctx := context.Background()
-	st := reservationStore(t)
-	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	files := []string{"api/users.go", "api/orders.go", "web/app.ts"}
-	tracked := func(context.Context, string) ([]string, error) { return files, nil }
-	known := func(a string) bool { return a == "backend" || a == "frontend" || a == "critic" }
-	reserve := func(who identity.Caller, agent string, exclusive bool, globs ...string) (ReserveResult, error) {
-		return Reserve(ctx, ReserveRequest{Store: st, Caller: who, Agent: agent, Globs: globs, Exclusive: exclusive,
-			TTL: 30 * time.Minute, Reason: "migrating the schema", Now: now, Tracked: tracked, Known: known})
-	}
-	live := func() []mailbox.Reservation {
-		t.Helper()
-		rs, err := Reservations(ctx, ReservationsRequest{Store: st, Caller: editor("critic", 1), Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rs
-	}
-
-	res, err := reserve(editor("backend", 3), "", true, "api/**")
-	if err != nil || len(res.Reservations) != 1 || res.Reservations[0].Agent != "backend" || len(res.Warnings) != 0 {
-		t.Fatalf("backend reserves api/**: %+v, %v", res, err)
-	}
-	// A session reserves only for itself, whatever --agent says.
-	_, err = reserve(editor("frontend", 2), "backend", false, "web/**")
-	if r, ok := identity.IsRefusal(err); !ok || r.Rule != identity.RuleOwnSession {
-		t.Fatalf("frontend reserving for backend: %v, want the own_session rule", err)
-	}
-	// A session without can_edit_files reserves nothing.
-	_, err = reserve(identity.Session("critic", 1, mode.Spec{Mode: mode.Review}.Vector()), "", false, "web/**")
-	if r, ok := identity.IsRefusal(err); !ok || r.Rule != identity.RuleCapability {
-		t.Fatalf("a review session reserving: %v, want the capability rule", err)
-	}
-	if _, err := reserve(identity.Operator(), "", false, "web/**"); err == nil || !strings.Contains(err.Error(), "--agent") {
-		t.Fatalf("the operator reserving for nobody: %v", err)
-	}
-	if _, err := reserve(identity.Operator(), "ghost", false, "web/**"); err == nil || !strings.Contains(err.Error(), "unknown agent") {
-		t.Fatalf("the operator reserving for an unknown agent: %v", err)
-	}
-	if _, err := reserve(identity.Caller{}, "", false, "web/**"); err == nil {
-		t.Fatal("nobody reserved")
-	}
-	// An exclusive overlap is refused, naming the holder, all or none.
-	_, err = reserve(editor("frontend", 2), "", true, "web/**", "api/users.go")
-	var conflict *ReservationConflictError
-	if !errors.As(err, &conflict) || conflict.Holder.Agent != "backend" ||
-		!strings.Contains(err.Error(), "api/users.go overlaps backend's exclusive reservation of api/** (until 12:30: migrating the schema): nothing was reserved") {
-		t.Fatalf("frontend's exclusive api/users.go: %v", err)
-	}
-	if got := live(); len(got) != 1 {
-		t.Fatalf("a refused reservation stored something: %+v", got)
-	}
-	// A shared one is allowed and warned of; a glob matching no tracked
-	// file is stored with a warning.
-	res, err = reserve(editor("frontend", 2), "", false, "api/users.go", "web/new/**")
-	if err != nil || len(res.Reservations) != 2 || len(res.Warnings) != 2 ||
-		res.Warnings[0] != "api/users.go overlaps backend's exclusive reservation of api/** (until 12:30: migrating the schema)" ||
-		!strings.Contains(res.Warnings[1], "web/new/** matches no file tracked on frontend's branch yet: reserved anyway") {
-		t.Fatalf("frontend's shared reservations: %+v, %v", res, err)
-	}
-	// The operator reserves for an agent; reserving again refreshes.
-	res, err = Reserve(ctx, ReserveRequest{Store: st, Caller: identity.Operator(), Agent: "frontend", Globs: []string{"web/new/"}, Now: now.Add(time.Minute), Known: known})
-	if err != nil || len(res.Reservations) != 1 || res.Reservations[0].Glob != "web/new/**" || res.Reservations[0].ExpiresAt != nil || len(live()) != 3 {
-		t.Fatalf("the operator refreshing frontend's web/new/**: %+v, %v; live %+v", res, err, live())
-	}
-
-	// Release: a session only its own; the operator anyone's.
-	_, err = Release(ctx, ReleaseRequest{Store: st, Caller: editor("frontend", 2), Agent: "backend", Now: now})
-	if r, ok := identity.IsRefusal(err); !ok || r.Rule != identity.RuleOwnSession {
-		t.Fatalf("frontend releasing backend's: %v, want the own_session rule", err)
-	}
-	rel, err := Release(ctx, ReleaseRequest{Store: st, Caller: editor("frontend", 2), Globs: []string{"web/new/", "nope/**"}, Now: now})
-	if err != nil || len(rel.Released) != 1 || rel.Released[0].Glob != "web/new/**" || len(rel.Warnings) != 1 || !strings.Contains(rel.Warnings[0], "frontend held no reservation of nope/**") {
-		t.Fatalf("frontend's release: %+v, %v", rel, err)
-	}
-	rel, err = Release(ctx, ReleaseRequest{Store: st, Caller: identity.Operator(), Agent: "backend", Now: now})
-	if err != nil || len(rel.Released) != 1 || rel.Released[0].Glob != "api/**" {
-		t.Fatalf("the operator releasing backend's: %+v, %v", rel, err)
-	}
-	// Now frontend may take api/users.go exclusively.
-	if _, err := reserve(editor("frontend", 2), "", true, "api/users.go"); err != nil {
-		t.Fatalf("frontend's exclusive api/users.go once backend released: %v", err)
+// reserveFor stores r as a test's setup: who may reserve what is
+// verbs.Reserve's rule, tested in package verbs.
+func reserveFor(t *testing.T, st mailbox.Store, now time.Time, r mailbox.Reservation) {
+	t.Helper()
+	if _, err := st.Reserve(context.Background(), now, []mailbox.Reservation{r}, nil); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -248,11 +167,7 @@ func (g *fakeGuard) Committed(context.Context) ([]string, error) {
 // (a warning that holds nobody) naming both, counted twice.
 func TestSessionCrossingAReservationEscalatesOnce(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n[[agent]]\nname = \"bravo\"\n")
-	ctx := context.Background()
-	if _, err := Reserve(ctx, ReserveRequest{Store: h.store, Caller: editor("alpha", 1), Globs: []string{"api/**"}, Exclusive: true,
-		Reason: "migrating the schema", Now: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	reserveFor(t, h.store, time.Now(), mailbox.Reservation{Agent: "alpha", Glob: "api/**", Exclusive: true, Reason: "migrating the schema"})
 	h.wt.guard = func(agent string) *fakeGuard {
 		g := &fakeGuard{}
 		if agent == "bravo" {
@@ -313,9 +228,13 @@ func TestReservationExpiryService(t *testing.T) {
 			t.Fatal(err)
 		}
 		reserve := func(agent, glob string, ttl time.Duration) {
-			if _, err := Reserve(ctx, ReserveRequest{Store: st, Caller: identity.Operator(), Agent: agent, Globs: []string{glob}, TTL: ttl, Now: clk.Now()}); err != nil {
-				t.Fatal(err)
+			now := clk.Now()
+			r := mailbox.Reservation{Agent: agent, Glob: glob}
+			if ttl > 0 {
+				until := now.Add(ttl)
+				r.ExpiresAt = &until
 			}
+			reserveFor(t, st, now, r)
 		}
 		reserve("alpha", "api/**", 10*time.Minute)
 		reserve("alpha", "docs/**", 0)
@@ -376,9 +295,7 @@ func TestRetireReleasesReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range []string{"worker", "lead"} {
-		if _, err := Reserve(ctx, ReserveRequest{Store: st, Caller: editor(a, 1), Globs: []string{a + "/**"}, Exclusive: true, Now: now}); err != nil {
-			t.Fatal(err)
-		}
+		reserveFor(t, st, now, mailbox.Reservation{Agent: a, Glob: a + "/**", Exclusive: true})
 	}
 	if _, err := Retire(ctx, RetireRequest{Config: cfg, Layout: l, Store: st, Name: "worker", Now: func() time.Time { return now }}); err != nil {
 		t.Fatal(err)
@@ -405,10 +322,8 @@ func TestPromptListsTeammatesReservations(t *testing.T) {
 	}
 	defer st.Close()
 	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	if _, err := Reserve(ctx, ReserveRequest{Store: st, Caller: editor("alpha", 1), Globs: []string{"api/**"}, Exclusive: true,
-		TTL: 30 * time.Minute, Reason: "migrating the schema", Now: at}); err != nil {
-		t.Fatal(err)
-	}
+	until := at.Add(30 * time.Minute)
+	reserveFor(t, st, at, mailbox.Reservation{Agent: "alpha", Glob: "api/**", Exclusive: true, Reason: "migrating the schema", ExpiresAt: &until})
 	bravo, _ := cfg.Agent("bravo")
 	for _, tt := range []struct {
 		at   time.Time
@@ -440,9 +355,7 @@ func TestEphemeralRetireReleasesReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := h.nextRun()
-	if _, err := Reserve(ctx, ReserveRequest{Store: h.store, Caller: editor("worker-1", w.s.Seq), Globs: []string{"tests/**"}, Exclusive: true, Now: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	reserveFor(t, h.store, time.Now(), mailbox.Reservation{Agent: "worker-1", Glob: "tests/**", Exclusive: true})
 	w.finish <- engine.Result{Outcome: engine.Success}
 	if n := h.waitFor("worker-1", lifecycle.Stopped); n.Cause != CauseRetired {
 		t.Fatalf("worker-1 stopped with cause %q, want %q", n.Cause, CauseRetired)
