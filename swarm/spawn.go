@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/swarmhq/swarm/identity"
-	"github.com/swarmhq/swarm/mode"
 	"slices"
 	"strings"
 	"time"
@@ -93,7 +92,7 @@ func WithSpawned(ctx context.Context, cfg *config.Config, st mailbox.Store) ([]s
 type SpawnRequest struct {
 	Name, Role, Mode, Strategy, Engine, Task string
 	Ephemeral                                bool
-	// Caller spawns: a session needs can_spawn_sessions; the spawned
+	// Caller spawns (verbs.Spawn checks can_spawn_sessions); the spawned
 	// agent records its name (an agent, or operator).
 	Caller identity.Caller
 	// Running reports whether a configured agent runs now (spawning it
@@ -117,9 +116,6 @@ func (e *TooManyAgentsError) Error() string {
 // and the row are one transaction, so two spawns cannot both take the
 // last place.
 func Spawn(ctx context.Context, cfg *config.Config, st mailbox.Store, poster *mailbox.Poster, req SpawnRequest, now time.Time) (mailbox.Spawned, message.Message, error) {
-	if err := req.Caller.Require(mode.CanSpawnSessions, "swarm spawn"); err != nil {
-		return mailbox.Spawned{}, message.Message{}, err
-	}
 	sp := mailbox.Spawned{Name: req.Name, Role: strings.TrimSpace(req.Role), Mode: req.Mode, Strategy: req.Strategy, Engine: req.Engine,
 		Task: req.Task, Ephemeral: req.Ephemeral, SpawnedBy: req.Caller.Name(), SpawnedAt: now}
 	configured := slices.ContainsFunc(cfg.Agents, func(a config.Agent) bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/swarmhq/swarm/identity"
-	"github.com/swarmhq/swarm/mode"
 	"strings"
 
 	"github.com/swarmhq/swarm/config"
@@ -51,7 +50,7 @@ type StartRequest struct {
 	Criteria []string
 	Risk     string
 	Complex  bool
-	// Caller starts the item: a session needs can_dispatch; the history
+	// Caller starts the item (verbs.StartItem checks can_dispatch); the history
 	// records it as the trigger.
 	Caller identity.Caller
 }
@@ -100,9 +99,6 @@ func StartItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req St
 		it.State, it.Agent = workflow.Dispatched, w.Dev
 	case workflow.DevQA:
 		it.State = workflow.Start
-	}
-	if err := req.Caller.Require(mode.CanDispatch, "swarm workflow start"); err != nil {
-		return workflow.Item{}, err
 	}
 	by := req.Caller.By()
 	if by == "" {

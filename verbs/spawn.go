@@ -8,6 +8,7 @@ import (
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 )
 
@@ -24,6 +25,9 @@ type RetireResult = swarm.RetireResult
 // can_spawn_sessions) stores a spawned agent and mails it its task; the
 // door then asks the runtime to start it.
 func Spawn(ctx context.Context, c identity.Caller, cfg *config.Config, st mailbox.Store, poster *mailbox.Poster, req SpawnRequest, now time.Time) (mailbox.Spawned, message.Message, error) {
+	if err := c.Require(mode.CanSpawnSessions, "swarm spawn"); err != nil {
+		return mailbox.Spawned{}, message.Message{}, err
+	}
 	req.Caller = c
 	return swarm.Spawn(ctx, cfg, st, poster, req, now)
 }

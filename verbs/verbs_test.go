@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/identity"
@@ -74,6 +75,26 @@ func TestOperatorVerbsRefuseSessions(t *testing.T) {
 				t.Errorf("%s by %s: %v does not name the command", name, c, err)
 			}
 		}
+	}
+}
+
+// TestSpawnNeedsItsCapability: a session without can_spawn_sessions (and
+// nobody) is refused before anything is stored; the store here is nil.
+func TestSpawnNeedsItsCapability(t *testing.T) {
+	for _, c := range []identity.Caller{identity.Session("dev", 1, mode.Vector{mode.CanMessage: true}), {}} {
+		_, _, err := Spawn(context.Background(), c, nil, nil, nil, SpawnRequest{Name: "worker-1", Role: "tests"}, time.Time{})
+		if r, ok := identity.IsRefusal(err); !ok || r.Rule != identity.RuleCapability && r.Rule != identity.RuleOperatorOnly {
+			t.Errorf("a spawn by %s: %v; want a refusal", c, err)
+		}
+	}
+}
+
+// TestStartNeedsCanDispatch: a session without can_dispatch starts no
+// work item, refused before the request is even read.
+func TestStartNeedsCanDispatch(t *testing.T) {
+	_, err := StartItem(context.Background(), identity.Session("dev", 1, mode.Vector{mode.CanMessage: true}), nil, nil, StartRequest{})
+	if r, ok := identity.IsRefusal(err); !ok || r.Rule != identity.RuleCapability {
+		t.Errorf("a start without can_dispatch: %v; want the capability refusal", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/workflow"
 	"github.com/swarmhq/swarm/worktree"
@@ -29,6 +30,9 @@ type StartRequest = swarm.StartRequest
 // StartItem is the start verb: caller (the operator, or a session with
 // can_dispatch) starts a work item; the history records it as the trigger.
 func StartItem(ctx context.Context, c identity.Caller, st mailbox.Store, cfg *config.Config, req StartRequest) (workflow.Item, error) {
+	if err := c.Require(mode.CanDispatch, "swarm workflow start"); err != nil {
+		return workflow.Item{}, err
+	}
 	req.Caller = c
 	return swarm.StartItem(ctx, st, cfg, req)
 }
