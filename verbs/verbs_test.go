@@ -108,3 +108,51 @@ func TestSignalIsTheStageAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideRules: a session acks only an escalation about its own agent,
+// and decides none; nobody does anything; the operator decides. What is
+// refused leaves the escalation as it was.
+func TestDecideRules(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	raise := func(agent string) escalation.Escalation {
+		t.Helper()
+		e, _, err := swarm.Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Agent: agent, Summary: "help " + agent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	alpha, bravo, none := raise("alpha"), raise("bravo"), raise("")
+	s := identity.Session("alpha", 1, mode.Vector{mode.CanEscalate: true, mode.CanMessage: true})
+	refusals := []struct {
+		c      identity.Caller
+		id     int64
+		action escalation.Event
+		rule   identity.Rule
+	}{
+		{s, bravo.ID, escalation.Ack, identity.RuleOwnSession},
+		{s, none.ID, escalation.Ack, identity.RuleOperatorOnly},
+		{s, alpha.ID, escalation.Event(escalation.Resume), identity.RuleOperatorOnly},
+		{identity.Caller{}, alpha.ID, escalation.Ack, ""},
+		{identity.Caller{}, alpha.ID, escalation.Event(escalation.Abort), ""},
+	}
+	for _, r := range refusals {
+		_, err := Decide(ctx, r.c, st, r.id, r.action, "")
+		ref, ok := identity.IsRefusal(err)
+		if !ok || r.rule != "" && ref.Rule != r.rule {
+			t.Errorf("%s by %s on %d: %v; want a refusal %s", r.action, r.c, r.id, err, r.rule)
+		}
+	}
+	for _, e := range []escalation.Escalation{alpha, bravo, none} {
+		if now, _ := st.Escalation(ctx, e.ID); now.State != e.State {
+			t.Errorf("escalation %d moved to %s though every decision was refused", e.ID, now.State)
+		}
+	}
+	if e, err := Decide(ctx, s, st, alpha.ID, escalation.Ack, "looking"); err != nil || e.State != escalation.Acked {
+		t.Fatalf("alpha acks its own: %+v, %v", e, err)
+	}
+	if e, err := Decide(ctx, identity.Operator(), st, bravo.ID, escalation.Event(escalation.Resume), ""); err != nil || e.State != escalation.Resolved {
+		t.Fatalf("the operator resumes bravo: %+v, %v", e, err)
+	}
+}
