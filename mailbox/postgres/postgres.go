@@ -61,6 +61,33 @@ type Options struct {
 	// restarting (starting up, shutting down, its socket not there yet);
 	// zero means 5 s.
 	OpenTimeout time.Duration
+	// StatementTimeout is every connection's statement_timeout: a
+	// statement running longer fails (SQLSTATE 57014) instead of holding
+	// a caller, a shutdown included, for ever. Zero means 30 s; negative,
+	// none. A statement_timeout in the URL wins.
+	StatementTimeout time.Duration
+	// LockTimeout is every connection's lock_timeout: a statement waiting
+	// longer for a row or advisory lock fails (SQLSTATE 55P03). Zero
+	// means 10 s; negative, none. A lock_timeout in the URL wins.
+	LockTimeout time.Duration
+}
+
+// Default bounds of one statement (Options.StatementTimeout, LockTimeout).
+const (
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultLockTimeout      = 10 * time.Second
+)
+
+// bound sets a timeout runtime parameter on every connection, unless the
+// URL set it already; d zero means def, negative means none.
+func bound(params map[string]string, name string, d, def time.Duration) {
+	if _, set := params[name]; set || d < 0 {
+		return
+	}
+	if d == 0 {
+		d = def
+	}
+	params[name] = fmt.Sprint(max(d.Milliseconds(), 1)) // milliseconds, PostgreSQL's unit
 }
 
 // Store is an open PostgreSQL swarm database.
@@ -135,6 +162,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "swarm"
 	}
+	bound(cfg.ConnConfig.RuntimeParams, "statement_timeout", opts.StatementTimeout, DefaultStatementTimeout)
+	bound(cfg.ConnConfig.RuntimeParams, "lock_timeout", opts.LockTimeout, DefaultLockTimeout)
 	s := &Store{cfg: cfg, loc: Redact(rawURL), now: opts.Now, pids: map[uint32]bool{}}
 	if s.now == nil {
 		s.now = time.Now
