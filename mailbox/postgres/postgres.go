@@ -39,6 +39,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlstore"
 	"github.com/swarmhq/swarm/migrations"
 )
 
@@ -92,17 +93,15 @@ func bound(params map[string]string, name string, d, def time.Duration) {
 
 // Store is an open PostgreSQL swarm database.
 type Store struct {
-	pool *pgxpool.Pool
-	cfg  *pgxpool.Config
-	loc  string
-	now  func() time.Time
-	wait time.Duration // Options.OpenTimeout: how long a restarting server is waited for
+	*sqlstore.Store // the rules, over conn and dialect
+	pool            *pgxpool.Pool
+	cfg             *pgxpool.Config
+	loc             string
+	wait            time.Duration // Options.OpenTimeout: how long a restarting server is waited for
 
 	mu   sync.Mutex
 	pids map[uint32]bool  // backends of this store's pool: their NOTIFYs are not news
 	held map[*leases]bool // granted lease claims: Close drops their lock connections
-
-	fences mailbox.Fences // the leases this process claimed: its writes about their agents are fenced
 }
 
 var _ mailbox.Store = (*Store)(nil)
@@ -164,10 +163,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	bound(cfg.ConnConfig.RuntimeParams, "statement_timeout", opts.StatementTimeout, DefaultStatementTimeout)
 	bound(cfg.ConnConfig.RuntimeParams, "lock_timeout", opts.LockTimeout, DefaultLockTimeout)
-	s := &Store{cfg: cfg, loc: Redact(rawURL), now: opts.Now, pids: map[uint32]bool{}}
-	if s.now == nil {
-		s.now = time.Now
-	}
+	s := &Store{cfg: cfg, loc: Redact(rawURL), pids: map[uint32]bool{}}
+	s.Store = sqlstore.New(conn{s}, dialect, opts.Now)
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		s.mu.Lock()
 		s.pids[c.PgConn().PID()] = true
@@ -377,56 +374,6 @@ func (s *Store) ownPID(pid uint32) bool {
 	defer s.mu.Unlock()
 	return s.pids[pid]
 }
-
-// InTx runs fn in one transaction. fn must only use tx.
-func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
-		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }, fences: &s.fences})
-	})
-}
-
-// Meta reads a swarm-wide setting.
-func (s *Store) Meta(ctx context.Context, key string) (string, bool, error) {
-	var v string
-	err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("read meta %s: %w", key, err)
-	}
-	return v, true, nil
-}
-
-// SetMeta writes a swarm-wide setting.
-func (s *Store) SetMeta(ctx context.Context, key, value string) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
-	if err != nil {
-		return fmt.Errorf("write meta %s: %w", key, err)
-	}
-	return nil
-}
-
-// querier is what the pool and a transaction have in common, so each
-// operation is written once and used alone or inside InTx.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// txn is a transaction over the store's lifecycle operations.
-type txn struct {
-	tx  pgx.Tx
-	ctx context.Context // the InTx context: operations inside use it
-	now func() int64
-
-	fences  *mailbox.Fences
-	checked map[string]bool // agents whose fence this transaction checked (and holds)
-}
-
-var _ mailbox.Tx = (*txn)(nil)
 
 func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
 

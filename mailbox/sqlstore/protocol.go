@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"slices"
 	"time"
 
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 )
@@ -17,17 +15,12 @@ import (
 // Protocol mail (DESIGN §9.2): lookups by msg_id and task, and the ACK
 // records the deadline sweeper reads and moves.
 
-func isUnique(err error) bool {
-	var se interface{ Code() int }
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
-}
-
 // ProtocolMessage returns the protocol message with this msg_id.
 func (s *Store) ProtocolMessage(ctx context.Context, msgID string) (message.Message, error) {
-	return protocolMessage(ctx, s.db, msgID)
+	return protocolMessage(ctx, s.DB, msgID)
 }
 
-func protocolMessage(ctx context.Context, q execer, msgID string) (message.Message, error) {
+func protocolMessage(ctx context.Context, q Querier, msgID string) (message.Message, error) {
 	m, err := scanMessage(q.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE msg_id = ?`, msgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, fmt.Errorf("msg_id %s: %w", msgID, mailbox.ErrNoSuchMessage)
@@ -37,7 +30,7 @@ func protocolMessage(ctx context.Context, q execer, msgID string) (message.Messa
 
 // TaskMessages returns the protocol messages about a task, oldest first.
 func (s *Store) TaskMessages(ctx context.Context, taskID string) ([]message.Message, error) {
-	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE task_id = ? ORDER BY id`, taskID))
+	ms, err := collect(s.DB.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE task_id = ? ORDER BY id`, taskID))
 	if err != nil {
 		return nil, fmt.Errorf("read the messages of task %s: %w", taskID, err)
 	}
@@ -51,7 +44,7 @@ func (s *Store) ProtocolMessages(ctx context.Context, limit int) ([]message.Mess
 	if limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, limit)
 	}
-	ms, err := collect(s.db.QueryContext(ctx, q))
+	ms, err := collect(s.DB.QueryContext(ctx, q))
 	if err != nil {
 		return nil, fmt.Errorf("read protocol messages: %w", err)
 	}
@@ -62,7 +55,7 @@ func (s *Store) ProtocolMessages(ctx context.Context, limit int) ([]message.Mess
 // PendingAcks returns the agent's messages awaiting its ACK whose clock
 // has started, oldest first.
 func (s *Store) PendingAcks(ctx context.Context, agent string) ([]message.Message, error) {
-	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+	ms, err := collect(s.DB.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE recipient = ? AND ack_state IN ('pending', 'overdue') AND ack_due_at IS NOT NULL ORDER BY id`, agent))
 	if err != nil {
 		return nil, fmt.Errorf("read the ACKs %s owes: %w", agent, err)
@@ -76,7 +69,7 @@ func (s *Store) DueAcks(ctx context.Context, now time.Time, limit int) ([]messag
 	if limit <= 0 {
 		limit = 100
 	}
-	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+	ms, err := collect(s.DB.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE ack_state = 'pending' AND ack_due_at <= ? ORDER BY ack_due_at, id LIMIT ?`, nanos(now), limit))
 	if err != nil {
 		return nil, fmt.Errorf("read ACKs past their deadline: %w", err)
@@ -87,7 +80,7 @@ func (s *Store) DueAcks(ctx context.Context, now time.Time, limit int) ([]messag
 // NextAckDeadline returns the earliest deadline of a pending ACK.
 func (s *Store) NextAckDeadline(ctx context.Context) (time.Time, bool, error) {
 	var due sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT min(ack_due_at) FROM messages WHERE ack_state = 'pending' AND ack_due_at IS NOT NULL`).Scan(&due)
+	err := s.DB.QueryRowContext(ctx, `SELECT min(ack_due_at) FROM messages WHERE ack_state = 'pending' AND ack_due_at IS NOT NULL`).Scan(&due)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("read the next ACK deadline: %w", err)
 	}
@@ -99,7 +92,7 @@ func (s *Store) NextAckDeadline(ctx context.Context) (time.Time, bool, error) {
 
 // MarkAckOverdue moves a pending ACK past its deadline to overdue.
 func (s *Store) MarkAckOverdue(ctx context.Context, msgID string, now time.Time) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE messages SET ack_state = 'overdue'
+	res, err := s.DB.ExecContext(ctx, `UPDATE messages SET ack_state = 'overdue'
 		WHERE msg_id = ? AND ack_state = 'pending' AND ack_due_at <= ?`, msgID, nanos(now))
 	if err != nil {
 		return false, fmt.Errorf("mark the ACK of %s overdue: %w", msgID, err)
@@ -110,8 +103,8 @@ func (s *Store) MarkAckOverdue(ctx context.Context, msgID string, now time.Time)
 
 // RequeueAck queues a protocol message again with its ACK pending and no
 // deadline.
-func (t *txn) RequeueAck(msgID string) (message.Message, error) {
-	m, err := scanMessage(t.tx.QueryRowContext(t.ctx, `UPDATE messages SET
+func (t *Tx) RequeueAck(msgID string) (message.Message, error) {
+	m, err := scanMessage(t.q.QueryRowContext(t.ctx, `UPDATE messages SET
 			state = 'queued', session_seq = NULL, delivered_at = NULL, done_at = NULL,
 			shown = shown + CASE WHEN state = 'queued' THEN 0 ELSE 1 END,
 			ack_state = 'pending', ack_due_at = NULL, acked_at = NULL
@@ -123,8 +116,8 @@ func (t *txn) RequeueAck(msgID string) (message.Message, error) {
 }
 
 // CancelAck ends a protocol message whose ACK is still awaited.
-func (t *txn) CancelAck(msgID string) (message.Message, error) {
-	m, err := scanMessage(t.tx.QueryRowContext(t.ctx, `UPDATE messages SET
+func (t *Tx) CancelAck(msgID string) (message.Message, error) {
+	m, err := scanMessage(t.q.QueryRowContext(t.ctx, `UPDATE messages SET
 			state = 'done', done_at = ?, ack_state = 'cancelled',
 			-- a message waiting in the queue was never completed by a session
 			session_seq = CASE WHEN state = 'queued' THEN NULL ELSE session_seq END
@@ -136,8 +129,8 @@ func (t *txn) CancelAck(msgID string) (message.Message, error) {
 }
 
 // ackClosed explains why an ACK record could not be moved.
-func (t *txn) ackClosed(msgID, what string) error {
-	m, err := protocolMessage(t.ctx, t.tx, msgID)
+func (t *Tx) ackClosed(msgID, what string) error {
+	m, err := protocolMessage(t.ctx, t.q, msgID)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, msgID, err)
 	}
