@@ -52,19 +52,11 @@ func (s *Store) RegisterAgent(ctx context.Context, info mailbox.AgentInfo) error
 // Agents returns every agent row, by name.
 func (s *Store) Agents(ctx context.Context) ([]mailbox.Agent, error) {
 	rows, err := s.DB.QueryContext(ctx, `SELECT `+agentCols+` FROM agents ORDER BY name`)
+	out, err := list(rows, err, scanAgent)
 	if err != nil {
 		return nil, fmt.Errorf("read agents: %w", err)
 	}
-	defer rows.Close()
-	var out []mailbox.Agent
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Agent returns one agent's row.
@@ -179,9 +171,7 @@ func (s *Store) Events(ctx context.Context, f mailbox.EventFilter) ([]fsm.Event,
 	}
 	if len(f.Subjects) > 0 {
 		q += ` AND subject IN (` + In(len(f.Subjects)) + `)`
-		for _, s := range f.Subjects {
-			args = append(args, s)
-		}
+		args = appendAll(args, f.Subjects)
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {

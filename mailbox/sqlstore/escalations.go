@@ -91,19 +91,11 @@ func (s *Store) Escalations(ctx context.Context, f mailbox.EscalationFilter) ([]
 		args = append(args, f.Agent)
 	}
 	rows, err := s.DB.QueryContext(ctx, q+escalationOrder, args...)
+	out, err := list(rows, err, scanEscalation)
 	if err != nil {
 		return nil, fmt.Errorf("read escalations: %w", err)
 	}
-	defer rows.Close()
-	var out []escalation.Escalation
-	for rows.Next() {
-		e, err := scanEscalation(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // EscalationsByRef lists the escalations about ref, newest first.
@@ -116,19 +108,8 @@ func (s *Store) EscalationsByRef(ctx context.Context, ref string, openOnly bool)
 		q += ` AND state <> 'resolved'`
 	}
 	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY id DESC`, ref)
+	out, err := list(rows, err, scanEscalation)
 	if err != nil {
-		return nil, fmt.Errorf("read the escalations about %s: %w", ref, err)
-	}
-	defer rows.Close()
-	var out []escalation.Escalation
-	for rows.Next() {
-		e, err := scanEscalation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read the escalations about %s: %w", ref, err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the escalations about %s: %w", ref, err)
 	}
 	return out, nil
@@ -207,10 +188,7 @@ func (t *Tx) MarkShown(ids []int64, seq int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	args := []any{seq}
-	for _, id := range ids {
-		args = append(args, id)
-	}
+	args := appendAll([]any{seq}, ids)
 	if _, err := t.q.ExecContext(t.ctx, `UPDATE escalations SET shown_in = ? WHERE id IN (`+In(len(ids))+`)`, args...); err != nil {
 		return fmt.Errorf("record decisions shown in session %d: %w", seq, err)
 	}
@@ -258,10 +236,7 @@ func (s *Store) MarkOperatorDone(ctx context.Context, ids []int64) (int64, error
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	args := []any{nanos(s.Now())}
-	for _, id := range ids {
-		args = append(args, id)
-	}
+	args := appendAll([]any{nanos(s.Now())}, ids)
 	res, err := s.DB.ExecContext(ctx, `UPDATE messages SET state = 'done', done_at = ?
 		WHERE recipient = 'operator' AND state <> 'done' AND id IN (`+In(len(ids))+`)`, args...)
 	if err != nil {

@@ -56,19 +56,11 @@ func listCandidates(ctx context.Context, q Querier, where string, args []any, ne
 		args = append(args, newest)
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
+	out, err := list(rows, err, scanCandidate)
 	if err != nil {
 		return nil, fmt.Errorf("read the merge queue: %w", err)
 	}
-	defer rows.Close()
-	var out []merge.Candidate
-	for rows.Next() {
-		c, err := scanCandidate(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Candidate returns one merge queue candidate.
@@ -148,19 +140,11 @@ func (t *Tx) QueuedCandidates(limit int) ([]merge.Candidate, error) {
 		return nil, nil
 	}
 	rows, err := t.q.QueryContext(t.ctx, `SELECT `+candidateCols+` FROM merge_candidates WHERE state = 'queued' ORDER BY id LIMIT ?`, limit)
+	out, err := list(rows, err, scanCandidate)
 	if err != nil {
 		return nil, fmt.Errorf("read the merge queue: %w", err)
 	}
-	defer rows.Close()
-	var out []merge.Candidate
-	for rows.Next() {
-		c, err := scanCandidate(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SaveCandidate writes everything but the state.

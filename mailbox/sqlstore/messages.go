@@ -54,21 +54,7 @@ func scanMessage(sc Row) (message.Message, error) {
 	return m, nil
 }
 
-func collect(rows Rows, err error) ([]message.Message, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []message.Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
-}
+func collect(rows Rows, err error) ([]message.Message, error) { return list(rows, err, scanMessage) }
 
 // InsertMessages stores validated drafts: one statement alone, or all of
 // them in one transaction. An ack (a draft with AckOf) marks the message
@@ -252,9 +238,7 @@ func deliver(ctx context.Context, q Querier, now int64, agent string, seq int64,
 	args := []any{seq, now, now, agent}
 	if ids != nil {
 		query += ` AND id IN (` + In(len(ids)) + `)`
-		for _, id := range ids {
-			args = append(args, id)
-		}
+		args = appendAll(args, ids)
 	}
 	ms, err := collect(q.QueryContext(ctx, query+` RETURNING `+messageCols, args...))
 	if err != nil {

@@ -141,9 +141,7 @@ func (s *Store) ReleaseReservations(ctx context.Context, agent string, globs []s
 		args := []any{nanos(now), agent}
 		if len(globs) > 0 {
 			query += ` AND glob IN (` + In(len(globs)) + `)`
-			for _, g := range globs {
-				args = append(args, g)
-			}
+			args = appendAll(args, globs)
 		}
 		rows, err := tx.QueryContext(ctx, query+` RETURNING `+reservationCols, args...)
 		if err != nil {

@@ -116,8 +116,8 @@ type Tx struct {
 	checked map[string]bool // agents whose fence this transaction checked
 }
 
-// NewTx is the transaction over q, a Querier InTx handed out.
-func (s *Store) NewTx(ctx context.Context, q Querier) *Tx {
+// newTx is the transaction over q, a Querier Conn.InTx handed out.
+func (s *Store) newTx(ctx context.Context, q Querier) *Tx {
 	return &Tx{q: q, ctx: ctx, s: s}
 }
 
@@ -126,7 +126,7 @@ func (t *Tx) now() int64 { return nanos(t.s.Now()) }
 // InTx runs fn in one transaction. fn must only use tx (SQLite's store
 // has a single connection: a Store call inside fn would wait on itself).
 func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
-	return s.DB.InTx(ctx, func(q Querier) error { return fn(s.NewTx(ctx, q)) })
+	return s.DB.InTx(ctx, func(q Querier) error { return fn(s.newTx(ctx, q)) })
 }
 
 // Meta reads a swarm-wide setting.
@@ -154,38 +154,29 @@ func (s *Store) SetMeta(ctx context.Context, key, value string) error {
 
 // LeaseRow reads agent's lease row; found false when there is none.
 // lock ends the statement (Dialect.ShareLock inside a fence).
-func LeaseRow(ctx context.Context, q Querier, agent, lock string) (l mailbox.Lease, found bool, err error) {
-	var acq, hb int64
-	err = q.QueryRowContext(ctx, `SELECT agent, holder_host, holder_pid, epoch, acquired_at, heartbeat_at FROM leases WHERE agent = ?`+lock, agent).
-		Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &l.Epoch, &acq, &hb)
+func LeaseRow(ctx context.Context, q Querier, agent, lock string) (mailbox.Lease, bool, error) {
+	l, err := scanLease(q.QueryRowContext(ctx, `SELECT `+leaseCols+` FROM leases WHERE agent = ?`+lock, agent))
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, false, nil
 	}
-	if err != nil {
-		return l, false, err
-	}
+	return l, err == nil, err
+}
+
+const leaseCols = `agent, holder_host, holder_pid, epoch, acquired_at, heartbeat_at`
+
+func scanLease(sc Row) (mailbox.Lease, error) {
+	var l mailbox.Lease
+	var acq, hb int64
+	err := sc.Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &l.Epoch, &acq, &hb)
 	l.AcquiredAt, l.HeartbeatAt = fromNanos(acq), fromNanos(hb)
-	return l, true, nil
+	return l, err
 }
 
 // AgentLeases lists every lease, by agent.
 func (s *Store) AgentLeases(ctx context.Context) ([]mailbox.Lease, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT agent, holder_host, holder_pid, epoch, acquired_at, heartbeat_at FROM leases ORDER BY agent`)
+	rows, err := s.DB.QueryContext(ctx, `SELECT `+leaseCols+` FROM leases ORDER BY agent`)
+	out, err := list(rows, err, scanLease)
 	if err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []mailbox.Lease
-	for rows.Next() {
-		var l mailbox.Lease
-		var acq, hb int64
-		if err := rows.Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &l.Epoch, &acq, &hb); err != nil {
-			return nil, fmt.Errorf("list leases: %w", err)
-		}
-		l.AcquiredAt, l.HeartbeatAt = fromNanos(acq), fromNanos(hb)
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
 	return out, nil
@@ -216,9 +207,6 @@ func (t *Tx) fence(agent string) error {
 	return nil
 }
 
-// Fence is fence for a backend's own writes inside the transaction.
-func (t *Tx) Fence(agent string) error { return t.fence(agent) }
-
 // fenced runs a write about agent: alone when this process holds no lease
 // of it, else in a transaction behind the lease's fence.
 func (s *Store) fenced(ctx context.Context, agent string, fn func(q Querier) error) error {
@@ -226,16 +214,11 @@ func (s *Store) fenced(ctx context.Context, agent string, fn func(q Querier) err
 		return fn(s.DB)
 	}
 	return s.DB.InTx(ctx, func(q Querier) error {
-		if err := s.NewTx(ctx, q).fence(agent); err != nil {
+		if err := s.newTx(ctx, q).fence(agent); err != nil {
 			return err
 		}
 		return fn(q)
 	})
-}
-
-// Fenced is fenced for a backend's own writes.
-func (s *Store) Fenced(ctx context.Context, agent string, fn func(q Querier) error) error {
-	return s.fenced(ctx, agent, fn)
 }
 
 func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
@@ -247,13 +230,29 @@ func In(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
-// args turns a slice into statement arguments.
-func args[T any](xs []T, before ...any) []any {
-	out := append(make([]any, 0, len(before)+len(xs)), before...)
-	for _, x := range xs {
+// list reads every row of a query with scan, and closes the rows.
+func list[T any](rows Rows, err error, scan func(Row) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		x, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, x)
 	}
-	return out
+	return out, rows.Err()
+}
+
+// appendAll appends xs to a statement's arguments.
+func appendAll[T any](args []any, xs []T) []any {
+	for _, x := range xs {
+		args = append(args, x)
+	}
+	return args
 }
 
 func optTime(n sql.NullInt64) *time.Time {

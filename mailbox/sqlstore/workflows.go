@@ -75,19 +75,11 @@ func (s *Store) Items(ctx context.Context, name string) ([]workflow.Item, error)
 		args = append(args, name)
 	}
 	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	out, err := list(rows, err, scanItem)
 	if err != nil {
 		return nil, fmt.Errorf("read work items: %w", err)
 	}
-	defer rows.Close()
-	var out []workflow.Item
-	for rows.Next() {
-		it, err := scanItem(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // InsertItem stores a new item in its first state.
