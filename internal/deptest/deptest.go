@@ -4,8 +4,8 @@
 //   - nothing below cmd imports cmd;
 //   - the adapters (mailbox, worktree, beads, engine) do not import each
 //     other: the supervisor wires them together through small interfaces;
-//   - only the store implementations (mailbox/<backend>) import
-//     database/sql or a SQL driver;
+//   - only the store implementations (mailbox/<backend>, mailbox/sqlstore
+//     among them) import database/sql or a SQL driver;
 //   - engines do not import the supervisor;
 //   - the typed domain leaves (escalation, fsm, identity, lifecycle,
 //     message, mode, merge, workflow, migrations) import nothing of swarm's but

@@ -2,12 +2,17 @@
 // per swarm, through pgx v5 (pure Go, no cgo, so the static binary stays
 // static) and its connection pool.
 //
-// It keeps mailbox/sqlite's semantics with PostgreSQL's means:
+// The store's rules are mailbox/sqlstore's, shared with mailbox/sqlite;
+// this package is their PostgreSQL adapter (conn.go) and keeps their
+// semantics with PostgreSQL's means:
 //   - the same schema (migrations/postgres mirrors migrations/sqlite
 //     number for number), times in BIGINT nanoseconds;
 //   - each migration in its own transaction under an advisory lock, so
 //     concurrent openers apply each once;
-//   - compare-and-set transitions as UPDATE … WHERE state = $from;
+//   - compare-and-set transitions as UPDATE … WHERE state = $from; a
+//     fenced write holds its lease row FOR SHARE until commit;
+//   - every statement bounded by statement_timeout and lock_timeout, so a
+//     stuck server or a held lock fails a write instead of hanging it;
 //   - a message stored by one statement (INSERT … RETURNING). Message
 //     inserts are serialised by a transaction-scoped advisory lock taken in
 //     that statement, so ids become visible in id order: the change feed's

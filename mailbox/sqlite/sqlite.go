@@ -1,5 +1,8 @@
 // Package sqlite is the embedded Store: one SQLite database file per swarm
-// (.swarm/swarm.db), through the pure-Go modernc.org/sqlite driver.
+// (.swarm/swarm.db), through the pure-Go modernc.org/sqlite driver. The
+// store's rules are mailbox/sqlstore's; this package is their SQLite
+// adapter (conn.go), the migrations runner, the data_version change feed,
+// heartbeat leases and the guard against a busy, full or vanished file.
 //
 // Every process opens the database with the same DSN: WAL, busy_timeout
 // 5000, synchronous NORMAL, foreign keys on and _txlock=immediate. Without
