@@ -5,17 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/swarmhq/swarm/message"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/swarmhq/swarm/mailbox/sqlstore"
+	"github.com/swarmhq/swarm/message"
 )
 
 // conn is the store's sqlstore.Conn: statements through the pool,
@@ -77,30 +78,51 @@ type rows struct{ pgx.Rows }
 func (r rows) Close() error { r.Rows.Close(); return nil }
 
 // fix passes booleans as 0/1 (both schemas store flags as integers) and
-// named string types (message.Kind, escalation.State) as plain strings.
+// named string and integer types (message.Kind, escalation.State) as plain
+// ones, as SQLite's driver does. It copies args before changing one: they
+// are the caller's.
 func fix(args []any) []any {
+	out := args
 	for i, a := range args {
-		switch v := a.(type) {
-		case nil, string, int64, int, *string, *int64:
+		var v any
+		switch a := a.(type) {
+		case nil, string, int64, int, float64, *string, *int64:
+			continue
 		case bool:
-			args[i] = int64(0)
-			if v {
-				args[i] = int64(1)
+			v = int64(0)
+			if a {
+				v = int64(1)
 			}
 		default:
-			if rv := reflect.ValueOf(a); rv.Kind() == reflect.String {
-				args[i] = rv.String()
+			switch rv := reflect.ValueOf(a); rv.Kind() {
+			case reflect.String:
+				v = rv.String()
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+				v = rv.Int()
+			default:
+				continue
 			}
 		}
+		if &out[0] == &args[0] {
+			out = slices.Clone(args)
+		}
+		out[i] = v
 	}
-	return args
+	return out
 }
 
-var rebound sync.Map // sqlstore's statement → PostgreSQL's
+// rebound caches rebind's work: most statements are fixed strings. Those
+// built with IN lists vary with the list's length, so the cache stops
+// growing at maxRebound entries.
+var (
+	rebound  sync.Map // sqlstore's statement → PostgreSQL's
+	nRebound atomic.Int64
+)
+
+const maxRebound = 4096
 
 // rebind turns SQLite's parameters (? and ?N) into PostgreSQL's ($N),
-// outside quoted text. Statements are few and fixed, so each is rebound
-// once.
+// outside quoted text.
 func rebind(query string) string {
 	if q, ok := rebound.Load(query); ok {
 		return q.(string)
@@ -132,7 +154,9 @@ func rebind(query string) string {
 		}
 		b.WriteByte(c)
 	}
-	rebound.Store(query, b.String())
+	if nRebound.Add(1) <= maxRebound {
+		rebound.Store(query, b.String())
+	}
 	return b.String()
 }
 

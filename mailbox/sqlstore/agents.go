@@ -469,8 +469,12 @@ func (s *Store) AddReport(ctx context.Context, r mailbox.Report) (mailbox.Report
 		return r, err
 	}
 	now := nanos(s.Now())
-	err := s.DB.QueryRowContext(ctx, `INSERT INTO reports (agent, session_seq, kind, task, message, at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
-		r.Agent, r.SessionSeq, r.Kind, r.Task, r.Message, now).Scan(&r.ID)
+	// In a transaction: SQLite's waits out a busy database at BEGIN, as
+	// a lone write does, and RETURNING id reads the id on both backends.
+	err := s.DB.InTx(ctx, func(q Querier) error {
+		return q.QueryRowContext(ctx, `INSERT INTO reports (agent, session_seq, kind, task, message, at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+			r.Agent, r.SessionSeq, r.Kind, r.Task, r.Message, now).Scan(&r.ID)
+	})
 	if err != nil {
 		return r, fmt.Errorf("store the report of %s: %w", r.Agent, err)
 	}
