@@ -51,7 +51,7 @@ func (s *Store) RegisterAgent(ctx context.Context, info mailbox.AgentInfo) error
 
 // Agents returns every agent row, by name.
 func (s *Store) Agents(ctx context.Context) ([]mailbox.Agent, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+agentCols+` FROM agents ORDER BY name`)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+agentCols+` FROM agents ORDER BY name`)
 	out, err := list(rows, err, scanAgent)
 	if err != nil {
 		return nil, fmt.Errorf("read agents: %w", err)
@@ -61,7 +61,7 @@ func (s *Store) Agents(ctx context.Context) ([]mailbox.Agent, error) {
 
 // Agent returns one agent's row.
 func (s *Store) Agent(ctx context.Context, name string) (mailbox.Agent, error) {
-	return getAgent(ctx, s.DB, name)
+	return getAgent(ctx, s.db, name)
 }
 
 // Agent returns one agent's row inside the transaction.
@@ -177,7 +177,7 @@ func (s *Store) Events(ctx context.Context, f mailbox.EventFilter) ([]fsm.Event,
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
 	}
-	rows, err := s.DB.QueryContext(ctx, q, args...)
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
@@ -291,7 +291,7 @@ func (t *Tx) StartSession(st mailbox.SessionStart) error {
 	}
 	_, err = t.q.ExecContext(t.ctx, `INSERT INTO sessions (agent, seq, state, engine, started_at, prompt, tasks, capabilities)
 		VALUES (?, ?, 'running', ?, ?, ?, ?, ?)`, st.Agent, st.Seq, st.Engine, t.now(), st.Prompt, string(tj), caps)
-	if _, unique := t.s.Dialect.Unique(err); unique {
+	if _, unique := t.s.dialect.Unique(err); unique {
 		return fmt.Errorf("start session %s/%d: the agent already has a session %d", st.Agent, st.Seq, st.Seq)
 	}
 	if err != nil {
@@ -338,7 +338,7 @@ func (t *Tx) EndSession(e mailbox.SessionEnd) error {
 func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgid int) error {
 	var n int64
 	err := s.fenced(ctx, agent, func(q Querier) error {
-		res, err := q.ExecContext(ctx, `UPDATE sessions SET pgids = `+s.Dialect.AppendInt("pgids")+`
+		res, err := q.ExecContext(ctx, `UPDATE sessions SET pgids = `+s.dialect.AppendInt("pgids")+`
 			WHERE agent = ? AND seq = ?`, int64(pgid), agent, seq)
 		if err != nil {
 			return err
@@ -397,7 +397,7 @@ func scanSession(sc Row) (mailbox.Session, error) {
 
 // Session returns one session.
 func (s *Store) Session(ctx context.Context, agent string, seq int64) (mailbox.Session, error) {
-	sess, err := scanSession(s.DB.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE agent = ? AND seq = ?`, agent, seq))
+	sess, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE agent = ? AND seq = ?`, agent, seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return sess, fmt.Errorf("session %d of %s: %w", seq, agent, mailbox.ErrNoSuchSession)
 	}
@@ -413,7 +413,7 @@ func (s *Store) LastSession(ctx context.Context, agent string, state mailbox.Ses
 		q += ` AND state = ?`
 		args = append(args, state)
 	}
-	sess, err := scanSession(s.DB.QueryRowContext(ctx, q+` ORDER BY seq DESC LIMIT 1`, args...))
+	sess, err := scanSession(s.db.QueryRowContext(ctx, q+` ORDER BY seq DESC LIMIT 1`, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return sess, fmt.Errorf("last session of %s: %w", agent, mailbox.ErrNoSuchSession)
 	}
@@ -423,7 +423,7 @@ func (s *Store) LastSession(ctx context.Context, agent string, state mailbox.Ses
 // SessionCount counts every session.
 func (s *Store) SessionCount(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.DB.QueryRowContext(ctx, `SELECT count(*) FROM sessions`).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sessions`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count sessions: %w", err)
 	}
 	return n, nil
@@ -471,7 +471,7 @@ func (s *Store) AddReport(ctx context.Context, r mailbox.Report) (mailbox.Report
 	now := nanos(s.Now())
 	// In a transaction: SQLite's waits out a busy database at BEGIN, as
 	// a lone write does, and RETURNING id reads the id on both backends.
-	err := s.DB.InTx(ctx, func(q Querier) error {
+	err := s.db.InTx(ctx, func(q Querier) error {
 		return q.QueryRowContext(ctx, `INSERT INTO reports (agent, session_seq, kind, task, message, at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
 			r.Agent, r.SessionSeq, r.Kind, r.Task, r.Message, now).Scan(&r.ID)
 	})
@@ -488,7 +488,7 @@ func (s *Store) LastReport(ctx context.Context, agent string) (mailbox.Report, e
 		r  mailbox.Report
 		at int64
 	)
-	err := s.DB.QueryRowContext(ctx, `SELECT id, agent, session_seq, kind, task, message, at FROM reports WHERE agent = ? ORDER BY id DESC LIMIT 1`, agent).
+	err := s.db.QueryRowContext(ctx, `SELECT id, agent, session_seq, kind, task, message, at FROM reports WHERE agent = ? ORDER BY id DESC LIMIT 1`, agent).
 		Scan(&r.ID, &r.Agent, &r.SessionSeq, &r.Kind, &r.Task, &r.Message, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("last report of %s: %w", agent, mailbox.ErrNoReport)
@@ -502,7 +502,7 @@ func (s *Store) LastReport(ctx context.Context, agent string) (mailbox.Report, e
 
 // LastReports returns every agent's newest report in one grouped query.
 func (s *Store) LastReports(ctx context.Context) (map[string]mailbox.Report, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT r.id, r.agent, r.session_seq, r.kind, r.task, r.message, r.at FROM reports r
+	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.agent, r.session_seq, r.kind, r.task, r.message, r.at FROM reports r
 		JOIN (SELECT max(id) AS id FROM reports GROUP BY agent) m ON r.id = m.id`)
 	if err != nil {
 		return nil, fmt.Errorf("read the last reports: %w", err)
@@ -526,7 +526,7 @@ func (s *Store) LastReports(ctx context.Context) (map[string]mailbox.Report, err
 // LastCapabilities returns the vector of every agent's newest session in
 // one grouped query.
 func (s *Store) LastCapabilities(ctx context.Context) (map[string]mode.Vector, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT s.agent, s.capabilities FROM sessions s
+	rows, err := s.db.QueryContext(ctx, `SELECT s.agent, s.capabilities FROM sessions s
 		JOIN (SELECT agent, max(seq) AS seq FROM sessions GROUP BY agent) m ON s.agent = m.agent AND s.seq = m.seq
 		WHERE s.capabilities IS NOT NULL`)
 	if err != nil {
@@ -551,7 +551,7 @@ func (s *Store) LastCapabilities(ctx context.Context) (map[string]mode.Vector, e
 // UsageSince sums each agent's tokens over the sessions that ended at or
 // after since.
 func (s *Store) UsageSince(ctx context.Context, since time.Time) (map[string]mailbox.Usage, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT agent, CAST(sum(tokens_in) AS BIGINT), CAST(sum(tokens_out) AS BIGINT),
+	rows, err := s.db.QueryContext(ctx, `SELECT agent, CAST(sum(tokens_in) AS BIGINT), CAST(sum(tokens_out) AS BIGINT),
 		CAST(sum(cache_write) AS BIGINT), CAST(sum(cache_read) AS BIGINT),
 		CAST(coalesce(sum(cost_usd), 0) AS DOUBLE PRECISION), count(*) - count(cost_usd)
 		FROM sessions WHERE ended_at >= ? GROUP BY agent`, nanos(since))

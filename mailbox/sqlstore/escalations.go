@@ -66,7 +66,7 @@ func getEscalation(ctx context.Context, q Querier, id int64) (escalation.Escalat
 
 // Escalation returns one escalation.
 func (s *Store) Escalation(ctx context.Context, id int64) (escalation.Escalation, error) {
-	return getEscalation(ctx, s.DB, id)
+	return getEscalation(ctx, s.db, id)
 }
 
 // Escalation returns one escalation inside the transaction.
@@ -90,7 +90,7 @@ func (s *Store) Escalations(ctx context.Context, f mailbox.EscalationFilter) ([]
 		q += ` AND agent = ?`
 		args = append(args, f.Agent)
 	}
-	rows, err := s.DB.QueryContext(ctx, q+escalationOrder, args...)
+	rows, err := s.db.QueryContext(ctx, q+escalationOrder, args...)
 	out, err := list(rows, err, scanEscalation)
 	if err != nil {
 		return nil, fmt.Errorf("read escalations: %w", err)
@@ -107,7 +107,7 @@ func (s *Store) EscalationsByRef(ctx context.Context, ref string, openOnly bool)
 	if openOnly {
 		q += ` AND state <> 'resolved'`
 	}
-	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY id DESC`, ref)
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY id DESC`, ref)
 	out, err := list(rows, err, scanEscalation)
 	if err != nil {
 		return nil, fmt.Errorf("read the escalations about %s: %w", ref, err)
@@ -117,7 +117,7 @@ func (s *Store) EscalationsByRef(ctx context.Context, ref string, openOnly bool)
 
 // SetNotified records the notifier's bookkeeping for one escalation.
 func (s *Store) SetNotified(ctx context.Context, id int64, n escalation.Notified) error {
-	res, err := s.DB.ExecContext(ctx, `UPDATE escalations SET notified_state = ?, notified_at = ?, reminders = ?, last_reminded_at = ?
+	res, err := s.db.ExecContext(ctx, `UPDATE escalations SET notified_state = ?, notified_at = ?, reminders = ?, last_reminded_at = ?
 		WHERE id = ?`, n.State, optNanos(n.At), n.Reminders, optNanos(n.LastRemindedAt), id)
 	if err != nil {
 		return fmt.Errorf("record notification of escalation %d: %w", id, err)
@@ -237,7 +237,7 @@ func (s *Store) MarkOperatorDone(ctx context.Context, ids []int64) (int64, error
 		return 0, nil
 	}
 	args := appendAll([]any{nanos(s.Now())}, ids)
-	res, err := s.DB.ExecContext(ctx, `UPDATE messages SET state = 'done', done_at = ?
+	res, err := s.db.ExecContext(ctx, `UPDATE messages SET state = 'done', done_at = ?
 		WHERE recipient = 'operator' AND state <> 'done' AND id IN (`+In(len(ids))+`)`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("mark operator mail done: %w", err)

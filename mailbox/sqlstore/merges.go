@@ -65,7 +65,7 @@ func listCandidates(ctx context.Context, q Querier, where string, args []any, ne
 
 // Candidate returns one merge queue candidate.
 func (s *Store) Candidate(ctx context.Context, id int64) (merge.Candidate, error) {
-	return getCandidate(ctx, s.DB, id)
+	return getCandidate(ctx, s.db, id)
 }
 
 // Candidates lists merge queue candidates, first in, first out.
@@ -86,7 +86,7 @@ func (s *Store) Candidates(ctx context.Context, f mailbox.CandidateFilter) ([]me
 	if len(conds) > 0 {
 		where = ` WHERE ` + strings.Join(conds, ` AND `)
 	}
-	return listCandidates(ctx, s.DB, where, args, f.Newest)
+	return listCandidates(ctx, s.db, where, args, f.Newest)
 }
 
 // EnqueueCandidate stores a new candidate in queued.

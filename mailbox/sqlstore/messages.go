@@ -70,7 +70,7 @@ func (s *Store) answered(ctx context.Context, err error) error {
 	if !errors.As(err, &ae) {
 		return err
 	}
-	m, qerr := scanMessage(s.DB.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE sender = ? AND answer_key = ?`, ae.Answer.From, ae.Key))
+	m, qerr := scanMessage(s.db.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE sender = ? AND answer_key = ?`, ae.Answer.From, ae.Key))
 	if qerr != nil {
 		return fmt.Errorf("%w: %s answered %s already, and reading that answer failed: %v", mailbox.ErrAlreadyAnswered, ae.Answer.From, ae.Key, qerr)
 	}
@@ -81,14 +81,14 @@ func (s *Store) answered(ctx context.Context, err error) error {
 func (s *Store) insertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
 	now := s.Now()
 	if len(drafts) == 1 && drafts[0].AckOf == "" {
-		m, err := s.insert(ctx, s.DB, drafts[0].Normalize(), now)
+		m, err := s.insert(ctx, s.db, drafts[0].Normalize(), now)
 		if err != nil {
 			return nil, err
 		}
 		return []message.Message{m}, nil
 	}
 	var out []message.Message
-	err := s.DB.InTx(ctx, func(q Querier) error {
+	err := s.db.InTx(ctx, func(q Querier) error {
 		for _, d := range drafts {
 			if d.AckOf != "" {
 				if err := markAcked(ctx, q, d.AckOf, d.From, nanos(now)); err != nil {
@@ -173,13 +173,13 @@ func (s *Store) insert(ctx context.Context, q Querier, d message.Draft, now time
 	if len(d.Payload) > 0 {
 		nm.Payload = optString(string(d.Payload))
 	}
-	m, err := scanMessage(s.Dialect.InsertMessage(ctx, q, nm))
+	m, err := scanMessage(s.dialect.InsertMessage(ctx, q, nm))
 	if err == nil {
 		return m, nil
 	}
-	names, unique := s.Dialect.Unique(err)
+	names, unique := s.dialect.Unique(err)
 	switch {
-	case d.ReplyTo != 0 && s.Dialect.ForeignKey(err):
+	case d.ReplyTo != 0 && s.dialect.ForeignKey(err):
 		return m, fmt.Errorf("reply to #%d: %w", d.ReplyTo, mailbox.ErrNoSuchMessage)
 	case d.AnswerKey != "" && unique && strings.Contains(names, "answer"):
 		// The caller reads the answer that stands (answered), once the
@@ -193,7 +193,7 @@ func (s *Store) insert(ctx context.Context, q Querier, d message.Draft, now time
 
 // Message returns one message.
 func (s *Store) Message(ctx context.Context, id int64) (message.Message, error) {
-	m, err := scanMessage(s.DB.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id = ?`, id))
+	m, err := scanMessage(s.db.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, fmt.Errorf("message #%d: %w", id, mailbox.ErrNoSuchMessage)
 	}
@@ -206,7 +206,7 @@ func (s *Store) Thread(ctx context.Context, id int64) ([]message.Message, error)
 	if err != nil {
 		return nil, err
 	}
-	ms, err := collect(s.DB.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE id = ? OR thread_id = ? ORDER BY id`, first.ThreadID, first.ThreadID))
 	if err != nil {
 		return nil, fmt.Errorf("read the thread of #%d: %w", id, err)
@@ -216,7 +216,7 @@ func (s *Store) Thread(ctx context.Context, id int64) ([]message.Message, error)
 
 // Queued returns the agent's queued mail in prompt order.
 func (s *Store) Queued(ctx context.Context, agent string) ([]message.Message, error) {
-	ms, err := collect(s.DB.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE recipient = ? AND state = 'queued' ORDER BY id`, agent))
 	if err != nil {
 		return nil, fmt.Errorf("read queued mail of %s: %w", agent, err)
@@ -305,14 +305,14 @@ func (s *Store) Inbox(ctx context.Context, name string, f mailbox.Filter) ([]mes
 		args = append(args, string(f.Kind))
 	}
 	if f.Grep != "" {
-		q += ` AND ` + s.Dialect.Contains("body")
+		q += ` AND ` + s.dialect.Contains("body")
 		args = append(args, f.Grep)
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
 	}
-	ms, err := collect(s.DB.QueryContext(ctx, q, args...))
+	ms, err := collect(s.db.QueryContext(ctx, q, args...))
 	if err != nil {
 		return nil, fmt.Errorf("read inbox of %s: %w", name, err)
 	}
@@ -324,7 +324,7 @@ func (s *Store) Inbox(ctx context.Context, name string, f mailbox.Filter) ([]mes
 // the rule of which kinds wake.
 func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, error) {
 	var c mailbox.Counts
-	rows, err := s.DB.QueryContext(ctx, `SELECT state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
+	rows, err := s.db.QueryContext(ctx, `SELECT state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
 		WHERE recipient = ? AND state <> 'done' GROUP BY state, kind, protocol_type, urgency`, agent)
 	if err != nil {
 		return c, fmt.Errorf("count mail of %s: %w", agent, err)
@@ -348,7 +348,7 @@ func (s *Store) Pending(ctx context.Context, agent string) (mailbox.Counts, erro
 
 // PendingAll counts every recipient's undone mail in one grouped query.
 func (s *Store) PendingAll(ctx context.Context) (map[string]mailbox.Counts, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT recipient, state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
+	rows, err := s.db.QueryContext(ctx, `SELECT recipient, state, kind, coalesce(protocol_type, ''), urgency, count(*) FROM messages
 		WHERE state <> 'done' GROUP BY recipient, state, kind, protocol_type, urgency`)
 	if err != nil {
 		return nil, fmt.Errorf("count waiting mail: %w", err)
@@ -379,7 +379,7 @@ func (s *Store) MessagesSince(ctx context.Context, after int64, limit int) ([]me
 	if limit <= 0 {
 		limit = 200
 	}
-	ms, err := collect(s.DB.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id > ? ORDER BY id LIMIT ?`, after, limit))
+	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id > ? ORDER BY id LIMIT ?`, after, limit))
 	if err != nil {
 		return nil, fmt.Errorf("read new mail: %w", err)
 	}
@@ -389,7 +389,7 @@ func (s *Store) MessagesSince(ctx context.Context, after int64, limit int) ([]me
 // NewestMessageID is the highest message id.
 func (s *Store) NewestMessageID(ctx context.Context) (int64, error) {
 	var id int64
-	if err := s.DB.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&id); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&id); err != nil {
 		return 0, fmt.Errorf("read the newest message id: %w", err)
 	}
 	return id, nil
@@ -397,7 +397,7 @@ func (s *Store) NewestMessageID(ctx context.Context) (int64, error) {
 
 // Prune deletes done mail older than cutoff and checkpoints the WAL.
 func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
-	res, err := s.DB.ExecContext(ctx, `DELETE FROM messages WHERE state = 'done' AND done_at < ?
+	res, err := s.db.ExecContext(ctx, `DELETE FROM messages WHERE state = 'done' AND done_at < ?
 		AND id < (SELECT max(id) FROM messages)`, nanos(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("prune mail: %w", err)
@@ -406,8 +406,8 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("prune mail: %w", err)
 	}
-	if s.Dialect.AfterPrune != "" {
-		if _, err := s.DB.ExecContext(ctx, s.Dialect.AfterPrune); err != nil {
+	if s.dialect.AfterPrune != "" {
+		if _, err := s.db.ExecContext(ctx, s.dialect.AfterPrune); err != nil {
 			return n, fmt.Errorf("after pruning: %w", err)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 // ProtocolMessage returns the protocol message with this msg_id.
 func (s *Store) ProtocolMessage(ctx context.Context, msgID string) (message.Message, error) {
-	return protocolMessage(ctx, s.DB, msgID)
+	return protocolMessage(ctx, s.db, msgID)
 }
 
 func protocolMessage(ctx context.Context, q Querier, msgID string) (message.Message, error) {
@@ -30,7 +30,7 @@ func protocolMessage(ctx context.Context, q Querier, msgID string) (message.Mess
 
 // TaskMessages returns the protocol messages about a task, oldest first.
 func (s *Store) TaskMessages(ctx context.Context, taskID string) ([]message.Message, error) {
-	ms, err := collect(s.DB.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE task_id = ? ORDER BY id`, taskID))
+	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE task_id = ? ORDER BY id`, taskID))
 	if err != nil {
 		return nil, fmt.Errorf("read the messages of task %s: %w", taskID, err)
 	}
@@ -44,7 +44,7 @@ func (s *Store) ProtocolMessages(ctx context.Context, limit int) ([]message.Mess
 	if limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, limit)
 	}
-	ms, err := collect(s.DB.QueryContext(ctx, q))
+	ms, err := collect(s.db.QueryContext(ctx, q))
 	if err != nil {
 		return nil, fmt.Errorf("read protocol messages: %w", err)
 	}
@@ -55,7 +55,7 @@ func (s *Store) ProtocolMessages(ctx context.Context, limit int) ([]message.Mess
 // PendingAcks returns the agent's messages awaiting its ACK whose clock
 // has started, oldest first.
 func (s *Store) PendingAcks(ctx context.Context, agent string) ([]message.Message, error) {
-	ms, err := collect(s.DB.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE recipient = ? AND ack_state IN ('pending', 'overdue') AND ack_due_at IS NOT NULL ORDER BY id`, agent))
 	if err != nil {
 		return nil, fmt.Errorf("read the ACKs %s owes: %w", agent, err)
@@ -69,7 +69,7 @@ func (s *Store) DueAcks(ctx context.Context, now time.Time, limit int) ([]messag
 	if limit <= 0 {
 		limit = 100
 	}
-	ms, err := collect(s.DB.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+	ms, err := collect(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE ack_state = 'pending' AND ack_due_at <= ? ORDER BY ack_due_at, id LIMIT ?`, nanos(now), limit))
 	if err != nil {
 		return nil, fmt.Errorf("read ACKs past their deadline: %w", err)
@@ -80,7 +80,7 @@ func (s *Store) DueAcks(ctx context.Context, now time.Time, limit int) ([]messag
 // NextAckDeadline returns the earliest deadline of a pending ACK.
 func (s *Store) NextAckDeadline(ctx context.Context) (time.Time, bool, error) {
 	var due sql.NullInt64
-	err := s.DB.QueryRowContext(ctx, `SELECT min(ack_due_at) FROM messages WHERE ack_state = 'pending' AND ack_due_at IS NOT NULL`).Scan(&due)
+	err := s.db.QueryRowContext(ctx, `SELECT min(ack_due_at) FROM messages WHERE ack_state = 'pending' AND ack_due_at IS NOT NULL`).Scan(&due)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("read the next ACK deadline: %w", err)
 	}
@@ -92,7 +92,7 @@ func (s *Store) NextAckDeadline(ctx context.Context) (time.Time, bool, error) {
 
 // MarkAckOverdue moves a pending ACK past its deadline to overdue.
 func (s *Store) MarkAckOverdue(ctx context.Context, msgID string, now time.Time) (bool, error) {
-	res, err := s.DB.ExecContext(ctx, `UPDATE messages SET ack_state = 'overdue'
+	res, err := s.db.ExecContext(ctx, `UPDATE messages SET ack_state = 'overdue'
 		WHERE msg_id = ? AND ack_state = 'pending' AND ack_due_at <= ?`, msgID, nanos(now))
 	if err != nil {
 		return false, fmt.Errorf("mark the ACK of %s overdue: %w", msgID, err)

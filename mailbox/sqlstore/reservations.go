@@ -67,7 +67,7 @@ func reservations(ctx context.Context, q Querier, now time.Time, all bool) ([]ma
 
 // Reservations lists the live reservations, or every one.
 func (s *Store) Reservations(ctx context.Context, now time.Time, all bool) ([]mailbox.Reservation, error) {
-	return reservations(ctx, s.DB, now, all)
+	return reservations(ctx, s.db, now, all)
 }
 
 // Reserve checks and stores reservations in one transaction that other
@@ -76,9 +76,9 @@ func (s *Store) Reservations(ctx context.Context, now time.Time, all bool) ([]ma
 // reservations, from any host, are checked one after the other.
 func (s *Store) Reserve(ctx context.Context, now time.Time, rs []mailbox.Reservation, check func([]mailbox.Reservation) error) ([]mailbox.Reservation, error) {
 	var out []mailbox.Reservation
-	err := s.DB.InTx(ctx, func(tx Querier) error {
-		if s.Dialect.LockTable != nil {
-			if _, err := tx.ExecContext(ctx, s.Dialect.LockTable("reservations")); err != nil {
+	err := s.db.InTx(ctx, func(tx Querier) error {
+		if s.dialect.LockTable != nil {
+			if _, err := tx.ExecContext(ctx, s.dialect.LockTable("reservations")); err != nil {
 				return fmt.Errorf("lock reservations: %w", err)
 			}
 		}
@@ -136,7 +136,7 @@ func (s *Store) Reserve(ctx context.Context, now time.Time, rs []mailbox.Reserva
 // all of them.
 func (s *Store) ReleaseReservations(ctx context.Context, agent string, globs []string, now time.Time) ([]mailbox.Reservation, error) {
 	var out []mailbox.Reservation
-	err := s.DB.InTx(ctx, func(tx Querier) error {
+	err := s.db.InTx(ctx, func(tx Querier) error {
 		query := `UPDATE reservations SET released_at = ? WHERE agent = ? AND released_at IS NULL`
 		args := []any{nanos(now), agent}
 		if len(globs) > 0 {
@@ -162,7 +162,7 @@ func (s *Store) ReleaseReservations(ctx context.Context, agent string, globs []s
 
 // ExpireReservations releases the held reservations past their expiry.
 func (s *Store) ExpireReservations(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.DB.ExecContext(ctx, `UPDATE reservations SET released_at = expires_at
+	res, err := s.db.ExecContext(ctx, `UPDATE reservations SET released_at = expires_at
 		WHERE released_at IS NULL AND expires_at IS NOT NULL AND expires_at <= ?`, nanos(now))
 	if err != nil {
 		return 0, fmt.Errorf("expire reservations: %w", err)

@@ -91,8 +91,8 @@ type Dialect struct {
 // Store is mailbox.Store's rules over a backend's Conn. A backend embeds
 // it and adds its own Open, Close, Feed and leases.
 type Store struct {
-	DB      Conn
-	Dialect Dialect
+	db      Conn // unexported: no caller outside mailbox runs SQL through a store
+	dialect Dialect
 	Now     func() time.Time
 	// Fences are the leases this process claimed: its writes about their
 	// agents are fenced (see Tx.fence).
@@ -104,7 +104,7 @@ func New(db Conn, d Dialect, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{DB: db, Dialect: d, Now: now}
+	return &Store{db: db, dialect: d, Now: now}
 }
 
 // Tx is a transaction: mailbox.Tx over one Querier.
@@ -116,6 +116,8 @@ type Tx struct {
 	checked map[string]bool // agents whose fence this transaction checked
 }
 
+var _ mailbox.Tx = (*Tx)(nil)
+
 // newTx is the transaction over q, a Querier Conn.InTx handed out.
 func (s *Store) newTx(ctx context.Context, q Querier) *Tx {
 	return &Tx{q: q, ctx: ctx, s: s}
@@ -126,13 +128,13 @@ func (t *Tx) now() int64 { return nanos(t.s.Now()) }
 // InTx runs fn in one transaction. fn must only use tx (SQLite's store
 // has a single connection: a Store call inside fn would wait on itself).
 func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
-	return s.DB.InTx(ctx, func(q Querier) error { return fn(s.newTx(ctx, q)) })
+	return s.db.InTx(ctx, func(q Querier) error { return fn(s.newTx(ctx, q)) })
 }
 
 // Meta reads a swarm-wide setting.
 func (s *Store) Meta(ctx context.Context, key string) (string, bool, error) {
 	var v string
-	err := s.DB.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -144,7 +146,7 @@ func (s *Store) Meta(ctx context.Context, key string) (string, bool, error) {
 
 // SetMeta writes a swarm-wide setting.
 func (s *Store) SetMeta(ctx context.Context, key, value string) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 	if err != nil {
 		return fmt.Errorf("write meta %s: %w", key, err)
@@ -174,7 +176,7 @@ func scanLease(sc Row) (mailbox.Lease, error) {
 
 // AgentLeases lists every lease, by agent.
 func (s *Store) AgentLeases(ctx context.Context) ([]mailbox.Lease, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+leaseCols+` FROM leases ORDER BY agent`)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+leaseCols+` FROM leases ORDER BY agent`)
 	out, err := list(rows, err, scanLease)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
@@ -193,7 +195,7 @@ func (t *Tx) fence(agent string) error {
 	if !ok || t.checked[agent] {
 		return nil
 	}
-	row, found, err := LeaseRow(t.ctx, t.q, agent, t.s.Dialect.ShareLock)
+	row, found, err := LeaseRow(t.ctx, t.q, agent, t.s.dialect.ShareLock)
 	if err != nil {
 		return fmt.Errorf("check the lease of %s: %w", agent, err)
 	}
@@ -211,9 +213,9 @@ func (t *Tx) fence(agent string) error {
 // of it, else in a transaction behind the lease's fence.
 func (s *Store) fenced(ctx context.Context, agent string, fn func(q Querier) error) error {
 	if _, ok := s.Fences.Of(agent); !ok {
-		return fn(s.DB)
+		return fn(s.db)
 	}
-	return s.DB.InTx(ctx, func(q Querier) error {
+	return s.db.InTx(ctx, func(q Querier) error {
 		if err := s.newTx(ctx, q).fence(agent); err != nil {
 			return err
 		}

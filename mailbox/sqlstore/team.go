@@ -47,7 +47,7 @@ func getTeam(ctx context.Context, q Querier, name string) (team.Launch, error) {
 
 // Team returns the team's launch row.
 func (s *Store) Team(ctx context.Context, name string) (team.Launch, error) {
-	return getTeam(ctx, s.DB, name)
+	return getTeam(ctx, s.db, name)
 }
 
 // Team returns the team's launch row inside the transaction.
@@ -132,7 +132,7 @@ func spawnedAgents(ctx context.Context, q Querier) ([]mailbox.Spawned, error) {
 
 // SpawnedAgents returns every spawned agent, oldest first.
 func (s *Store) SpawnedAgents(ctx context.Context) ([]mailbox.Spawned, error) {
-	return spawnedAgents(ctx, s.DB)
+	return spawnedAgents(ctx, s.db)
 }
 
 // SpawnedAgents returns every spawned agent inside the transaction.
@@ -157,7 +157,7 @@ func (t *Tx) AddSpawned(s mailbox.Spawned) error {
 
 // RetireSpawned marks a spawned agent retired.
 func (s *Store) RetireSpawned(ctx context.Context, name string) error {
-	res, err := s.DB.ExecContext(ctx, `UPDATE spawned_agents SET retired_at = coalesce(retired_at, ?) WHERE name = ?`, nanos(s.Now()), name)
+	res, err := s.db.ExecContext(ctx, `UPDATE spawned_agents SET retired_at = coalesce(retired_at, ?) WHERE name = ?`, nanos(s.Now()), name)
 	if err != nil {
 		return fmt.Errorf("retire %s: %w", name, err)
 	}

@@ -59,7 +59,7 @@ func b2i(b bool) int {
 
 // Item returns one workflow item.
 func (s *Store) Item(ctx context.Context, id string) (workflow.Item, error) {
-	it, err := scanItem(s.DB.QueryRowContext(ctx, `SELECT `+itemCols+` FROM workflow_items WHERE id = ?`, id))
+	it, err := scanItem(s.db.QueryRowContext(ctx, `SELECT `+itemCols+` FROM workflow_items WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return it, fmt.Errorf("item %s: %w", id, mailbox.ErrNoSuchItem)
 	}
@@ -74,7 +74,7 @@ func (s *Store) Items(ctx context.Context, name string) ([]workflow.Item, error)
 		q += ` WHERE workflow = ?`
 		args = append(args, name)
 	}
-	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
 	out, err := list(rows, err, scanItem)
 	if err != nil {
 		return nil, fmt.Errorf("read work items: %w", err)
@@ -89,7 +89,7 @@ func (t *Tx) InsertItem(it workflow.Item) error {
 		agent, inputs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		it.ID, it.Workflow, it.Kind, it.Title, jsonList(it.Criteria), it.Risk, b2i(it.Complex), it.State, it.Agent,
 		jsonList(it.Inputs), now, now)
-	if _, unique := t.s.Dialect.Unique(err); unique {
+	if _, unique := t.s.dialect.Unique(err); unique {
 		return fmt.Errorf("item %s: %w", it.ID, mailbox.ErrItemExists)
 	}
 	if err != nil {
