@@ -126,3 +126,21 @@ func (s *Supervisor) prune(ctx context.Context) {
 		s.log.Info("pruned done mail", "messages", n)
 	}
 }
+
+// The services' dependencies: each service gets what it needs of the
+// supervisor, not the supervisor.
+
+func (s *Supervisor) flowDeps() flowDeps {
+	d := flowDeps{Store: s.store, Poster: s.poster, Protocol: s.protocol, Raise: s.raise, Emit: s.bus.emit,
+		Clock: s.clock, Log: s.log, Workflows: s.cfg.Workflows, AfterQA: s.cfg.Merge.AfterQA,
+		Local: func(agent string) bool { _, ok := s.lookup(agent); return ok },
+		Wake: func(agent string) {
+			if r, ok := s.lookup(agent); ok {
+				r.poke(false)
+			}
+		},
+		PokeMerges: func() { s.merges.poke() }}
+	d.Git, _ = s.opts.Worktrees.(WorkflowGit)
+	d.Queue, _ = s.opts.Worktrees.(QueueGit)
+	return d
+}

@@ -197,11 +197,11 @@ func New(opts Options) (*Supervisor, error) {
 	s.bus.init(opts.Clock, opts.Notify)
 	s.names = opts.Config.AgentNames()
 	s.poster = mailbox.NewPoster(opts.Store, s.names, mailbox.WakerFunc(s.Wake))
+	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	s.desk = newDesk(s)
 	s.acks = newAckDeadlines(s)
-	s.flow = newFlow(s)
+	s.flow = newFlow(s.flowDeps())
 	s.merges = newMergeQueue(s)
-	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	if opts.Config.Team != nil {
 		s.team = newLaunch(s, opts.Config.Team)
 		// A ping past its deadline raises no ack_timeout: the launch
