@@ -24,7 +24,7 @@ func (s *Supervisor) services() []Service {
 		{Name: "stop-request", Run: s.awaitStopRequest},
 		{Name: "change-feed", Run: s.followFeed},
 		{Name: "heartbeat", Run: func(ctx context.Context) error { return every(ctx, s.cfg.Liveness.Heartbeat, s.heartbeat) }},
-		{Name: "leases", Run: s.renewLeases},
+		{Name: "leases", Run: s.leases.run},
 		{Name: "prune", Run: func(ctx context.Context) error { return every(ctx, time.Hour, s.prune) }},
 		{Name: "escalations", Run: s.desk.run},
 		{Name: "stalled", Run: s.watchStalls},
@@ -143,4 +143,12 @@ func (s *Supervisor) flowDeps() flowDeps {
 	d.Git, _ = s.opts.Worktrees.(WorkflowGit)
 	d.Queue, _ = s.opts.Worktrees.(QueueGit)
 	return d
+}
+
+func (s *Supervisor) ackDeps() ackDeps {
+	return ackDeps{Store: s.store, Poster: s.poster, Raise: s.Raise, Clock: s.clock, Log: s.log, PingTimeout: s.opts.PingTimeout}
+}
+
+func (s *Supervisor) leaseDeps() leaseDeps {
+	return leaseDeps{Store: s.store, Holder: s.opts.Holder, Heartbeat: s.cfg.Liveness.Heartbeat, Agents: s.AgentNames, Log: s.log, WhileAway: s.whileAway}
 }
