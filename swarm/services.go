@@ -152,3 +152,13 @@ func (s *Supervisor) ackDeps() ackDeps {
 func (s *Supervisor) leaseDeps() leaseDeps {
 	return leaseDeps{Store: s.store, Holder: s.opts.Holder, Heartbeat: s.cfg.Liveness.Heartbeat, Agents: s.AgentNames, Log: s.log, WhileAway: s.whileAway}
 }
+
+func (s *Supervisor) deskDeps() deskDeps {
+	return deskDeps{Store: s.store, Clock: s.clock, Log: s.log, Notify: s.cfg.Notify, Root: s.cfg.Root, Emit: s.bus.emit,
+		Escalated: func(agent string) {
+			if r, ok := s.lookup(agent); ok {
+				r.escalated()
+			}
+		},
+		PokeTeam: func() { s.team.poke() }}
+}

@@ -231,7 +231,7 @@ func (r *runner) startSession(ctx context.Context) (_ *session, err error) {
 		Grace:     r.agent.InterruptGrace,
 		Mail:      mail,
 		Messenger: messenger{poster: r.sup.poster, agent: r.agent.Name},
-		Escalator: escalator{sup: r.sup, agent: r.agent.Name},
+		Escalator: escalator{raise: r.sup.Raise, agent: r.agent.Name},
 		Protocol:  protocolTool{p: r.sup.protocol, caller: caller},
 		Reviews:   r.sup.reviewsOf(ctx, r.agent.Name),
 		Log:       activityLog{w: logf, touch: r.touch},

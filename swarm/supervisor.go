@@ -196,7 +196,7 @@ func New(opts Options) (*Supervisor, error) {
 	s.poster = mailbox.NewPoster(opts.Store, s.names, mailbox.WakerFunc(s.Wake))
 	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	s.leases = &leaseKeeper{d: s.leaseDeps()}
-	s.desk = newDesk(s)
+	s.desk = newDesk(s.deskDeps())
 	s.flow = newFlow(s.flowDeps())
 	s.merges = newMergeQueue(s)
 	if opts.Config.Team != nil {
