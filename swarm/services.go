@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/swarmhq/swarm/lifecycle"
 )
 
 // Service is a named background job that Run starts once recovery is
@@ -161,4 +163,29 @@ func (s *Supervisor) deskDeps() deskDeps {
 			}
 		},
 		PokeTeam: func() { s.team.poke() }}
+}
+
+func (s *Supervisor) launchDeps() launchDeps {
+	return launchDeps{Store: s.store, Protocol: s.protocol, Raise: s.Raise, Emit: s.bus.emit, Clock: s.clock, Log: s.log,
+		Members: teamMembers(s.cfg), Agents: s.AgentNames,
+		Local: func(agent string) bool { _, ok := s.lookup(agent); return ok },
+		Stopped: func() bool {
+			for _, r := range s.allRunners() {
+				if r.state != lifecycle.Stopped {
+					return false
+				}
+			}
+			return true
+		},
+		Preflight: func(ctx context.Context) error {
+			if s.probed {
+				return nil
+			}
+			return s.Preflight(ctx)
+		},
+		Ensure: func(ctx context.Context, agent string) error {
+			_, _, err := s.opts.Worktrees.Ensure(ctx, agent)
+			return err
+		},
+		Stop: s.RequestStop}
 }

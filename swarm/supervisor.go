@@ -200,7 +200,7 @@ func New(opts Options) (*Supervisor, error) {
 	s.flow = newFlow(s.flowDeps())
 	s.merges = newMergeQueue(s)
 	if opts.Config.Team != nil {
-		s.team = newLaunch(s, opts.Config.Team)
+		s.team = newLaunch(s.launchDeps(), opts.Config.Team)
 		// A ping past its deadline raises no ack_timeout: the launch
 		// handles it.
 		hook := opts.PingTimeout
