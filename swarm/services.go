@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/lifecycle"
 )
 
@@ -188,4 +189,12 @@ func (s *Supervisor) launchDeps() launchDeps {
 			return err
 		},
 		Stop: s.RequestStop}
+}
+
+func (s *Supervisor) budgetBook() budgetBook {
+	return budgetBook{Store: s.store, Clock: s.clock, Log: s.log,
+		Swarm:     func() config.Budget { return s.budgets().Swarm() },
+		Prices:    s.prices,
+		EngineFor: func(a config.Agent) (config.Engine, error) { return s.cfg.EngineFor(a, s.opts.EngineOverride) },
+		Raise:     s.raise, Changed: s.EscalationChanged}
 }

@@ -139,6 +139,7 @@ type Supervisor struct {
 	book     sessionBook   // when sessions ran, and their process groups
 	overlaps overlapBook   // the trial merges' findings (current.go)
 	leases   *leaseKeeper  // this supervisor's agents' leases
+	budget   budgetBook    // the budget meter's reads and writes
 	team     *launch       // the team launch; nil without [team]
 	probed   bool          // Preflight passed
 	// contain is the sandbox in force, decided by Preflight (none
@@ -196,6 +197,7 @@ func New(opts Options) (*Supervisor, error) {
 	s.poster = mailbox.NewPoster(opts.Store, s.names, mailbox.WakerFunc(s.Wake))
 	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
 	s.leases = &leaseKeeper{d: s.leaseDeps()}
+	s.budget = s.budgetBook()
 	s.desk = newDesk(s.deskDeps())
 	s.flow = newFlow(s.flowDeps())
 	s.merges = newMergeQueue(s)
