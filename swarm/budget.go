@@ -263,7 +263,9 @@ func (bk budgetBook) standing(ctx context.Context, a config.Agent) (agentBudget,
 	if !b.Enabled() && !sb.Enabled() {
 		return agentBudget{}, nil
 	}
-	ur, err := newUsageReader(bg(ctx), bk.Store, bk.Clock.Now())
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	ur, err := newUsageReader(bctx, bk.Store, bk.Clock.Now())
 	if err != nil {
 		return agentBudget{}, err
 	}
@@ -353,7 +355,9 @@ func (r *runner) abortedWindow(ctx context.Context, trip *BudgetError) (escalati
 }
 
 func (bk budgetBook) abortedWindow(ctx context.Context, agent string, seq int64, trip *BudgetError) (escalation.Escalation, bool, error) {
-	es, err := bk.Store.Escalations(bg(ctx), mailbox.EscalationFilter{All: true, Agent: agent})
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	es, err := bk.Store.Escalations(bctx, mailbox.EscalationFilter{All: true, Agent: agent})
 	if err != nil {
 		return escalation.Escalation{}, false, fmt.Errorf("read budget escalations: %w", err)
 	}
@@ -397,7 +401,9 @@ func (r *runner) clearBudgets(ctx context.Context, b agentBudget) error {
 }
 
 func (bk budgetBook) clear(ctx context.Context, agent string, b agentBudget) error {
-	es, err := bk.Store.Escalations(bg(ctx), mailbox.EscalationFilter{Agent: agent})
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	es, err := bk.Store.Escalations(bctx, mailbox.EscalationFilter{Agent: agent})
 	if err != nil {
 		return fmt.Errorf("read budget escalations: %w", err)
 	}
@@ -421,7 +427,8 @@ func (bk budgetBook) clear(ctx context.Context, agent string, b agentBudget) err
 			why += fmt.Sprintf("%s in %s", use.Spent(), use.Window)
 		}
 		done := false
-		err := bk.Store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+		bctx, cancel := bookkeeping(ctx)
+		err := bk.Store.InTx(bctx, func(tx mailbox.Tx) error {
 			cur, err := tx.Escalation(e.ID)
 			if err != nil || !cur.State.Unresolved() {
 				return err // the operator decided it meanwhile
@@ -430,6 +437,7 @@ func (bk budgetBook) clear(ctx context.Context, agent string, b agentBudget) err
 			done = err == nil
 			return err
 		})
+		cancel()
 		if err != nil {
 			return fmt.Errorf("clear escalation %d: %w", e.ID, err)
 		}

@@ -185,7 +185,9 @@ func (s *Supervisor) EscalationChanged() {
 // raise is a trigger inside the supervisor: failures are logged, never
 // fatal to the agent that tripped it.
 func (s *Supervisor) raise(ctx context.Context, d escalation.Draft) {
-	if _, _, err := s.Raise(bg(ctx), d); err != nil {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	if _, _, err := s.Raise(bctx, d); err != nil {
 		s.log.Error("raise escalation", "kind", d.Kind, "agent", d.Agent, "err", err)
 	}
 }

@@ -158,7 +158,9 @@ func (f *flow) qa(ctx context.Context, w config.Workflow, items []workflow.Item)
 // transaction, from the state the item is in now.
 func (f *flow) move(ctx context.Context, it workflow.Item, ev workflow.Event, to workflow.State, cause, by string, edit func(*workflow.Item)) (workflow.Item, error) {
 	var out workflow.Item
-	err := f.d.Store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	err := f.d.Store.InTx(bctx, func(tx mailbox.Tx) error {
 		cur, err := tx.Item(it.ID)
 		if err != nil {
 			return err
@@ -184,7 +186,9 @@ func (f *flow) move(ctx context.Context, it workflow.Item, ev workflow.Event, to
 
 // edit writes an item's bookkeeping, keeping its state.
 func (f *flow) edit(ctx context.Context, id string, state workflow.State, fn func(*workflow.Item)) error {
-	return f.d.Store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	return f.d.Store.InTx(bctx, func(tx mailbox.Tx) error {
 		cur, err := tx.Item(id)
 		if err != nil {
 			return err
@@ -203,7 +207,9 @@ func (f *flow) send(ctx context.Context, t protocol.Type, to, task string, paylo
 	if err != nil {
 		return message.Message{}, protocol.Envelope{}, err
 	}
-	return f.d.Protocol.Send(bg(ctx), SendRequest{Draft: protocol.Draft{Type: t, From: message.Swarm, To: to, TaskID: task, Payload: body, ContextRef: refs}, Caller: identity.Runtime()})
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	return f.d.Protocol.Send(bctx, SendRequest{Draft: protocol.Draft{Type: t, From: message.Swarm, To: to, TaskID: task, Payload: body, ContextRef: refs}, Caller: identity.Runtime()})
 }
 
 // wakeMembers wakes the agents of a workflow: the gate may have opened.

@@ -80,7 +80,9 @@ func (f *flow) apply(ctx context.Context, w config.Workflow, it workflow.Item, a
 		case actEdit:
 			err = f.edit(ctx, it.ID, it.State, a.Edit)
 		case actAbort:
-			err = f.d.Store.InTx(bg(ctx), func(tx mailbox.Tx) error { return abortTx(tx, it, a.Cause, message.Operator) })
+			bctx, cancel := bookkeeping(ctx)
+			err = f.d.Store.InTx(bctx, func(tx mailbox.Tx) error { return abortTx(tx, it, a.Cause, message.Operator) })
+			cancel()
 		case actDispatch:
 			var env protocol.Envelope
 			if _, env, err = f.send(ctx, protocol.TypeTaskDispatch, a.Agent, it.ID, a.Dispatch, nil); err != nil {
@@ -108,7 +110,10 @@ func (f *flow) apply(ctx context.Context, w config.Workflow, it workflow.Item, a
 			f.mu.Unlock()
 			f.wakeMembers(w)
 		case actTell:
-			if _, err := f.d.Poster.Post(bg(ctx), message.Draft{From: message.Swarm, To: a.Agent, Kind: message.KindTask, Body: a.Body}); err != nil {
+			bctx, cancel := bookkeeping(ctx)
+			_, err := f.d.Poster.Post(bctx, message.Draft{From: message.Swarm, To: a.Agent, Kind: message.KindTask, Body: a.Body})
+			cancel()
+			if err != nil {
 				return fmt.Errorf("tell %s of item %s: %w", a.Agent, it.ID, err)
 			}
 			err = f.edit(ctx, it.ID, it.State, func(cur *workflow.Item) { cur.Notified = it.State })

@@ -39,13 +39,18 @@ func (f *flow) blocked(ctx context.Context, agent string, ws []config.Workflow) 
 			if f.d.Local(m) || m == agent {
 				continue
 			}
-			if _, err := f.d.Store.LastSession(bg(ctx), m, mailbox.SessionRunning); err == nil {
+			bctx, cancel := bookkeeping(ctx)
+			_, err := f.d.Store.LastSession(bctx, m, mailbox.SessionRunning)
+			cancel()
+			if err == nil {
 				return fmt.Sprintf("workflow %s runs one agent at a time, and %s is in a session (run by another supervisor)", w.Name, m)
 			} else if !errors.Is(err, mailbox.ErrNoSuchSession) {
 				return fmt.Sprintf("workflow %s: %v", w.Name, err)
 			}
 		}
-		items, err := f.d.Store.Items(bg(ctx), w.Name)
+		bctx, cancel := bookkeeping(ctx)
+		items, err := f.d.Store.Items(bctx, w.Name)
+		cancel()
 		if err != nil {
 			return fmt.Sprintf("workflow %s: %v", w.Name, err)
 		}
@@ -119,7 +124,9 @@ type stageRun struct {
 // works in no stage.
 func (f *flow) opening(ctx context.Context, agent string) *stageRun {
 	for _, w := range f.gated(agent) {
-		items, err := f.d.Store.Items(bg(ctx), w.Name)
+		bctx, cancel := bookkeeping(ctx)
+		items, err := f.d.Store.Items(bctx, w.Name)
+		cancel()
 		if err != nil {
 			f.d.Log.Warn("read work items", "workflow", w.Name, "err", err)
 			continue

@@ -59,7 +59,9 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	seq := r.seq + 1
 	// Before the mail is read: a conflict with the base is mail too.
 	integ := r.integration(ctx)
-	queued, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	queued, err := r.sup.store.Queued(bctx, r.agent.Name)
 	if err != nil {
 		return err
 	}
@@ -115,7 +117,10 @@ func (r *runner) buildPrompt(ctx context.Context) error {
 	r.sessionPrompt = p.Text
 	r.sessionCaps = caps
 	if r.realWork(mail, p.TaskIDs) {
-		if err := r.sup.store.SetNudges(bg(ctx), r.agent.Name, 0); err != nil {
+		bctx, cancel := bookkeeping(ctx)
+		err := r.sup.store.SetNudges(bctx, r.agent.Name, 0)
+		cancel()
+		if err != nil {
 			r.sup.log.Warn("reset nudges", "agent", r.agent.Name, "err", err)
 		}
 	}
@@ -418,7 +423,9 @@ func (r *runner) follow(ctx context.Context, s *session) error {
 		s.log.Close()
 		r.sup.book.close(r.agent.Name, s.seq)
 		// The last tool call belongs to the session that ended.
-		if err := r.sup.store.SetActivity(bg(ctx), r.agent.Name, ""); err != nil {
+		bctx, cancel := bookkeeping(ctx)
+		defer cancel()
+		if err := r.sup.store.SetActivity(bctx, r.agent.Name, ""); err != nil {
 			r.sup.log.Warn("clear activity", "agent", r.agent.Name, "err", err)
 		}
 	}()
@@ -513,7 +520,9 @@ func drain(c chan struct{}) {
 
 // urgentMail returns the oldest queued urgent mail for the agent.
 func (r *runner) urgentMail(ctx context.Context) (message.Message, bool) {
-	q, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	q, err := r.sup.store.Queued(bctx, r.agent.Name)
 	if err != nil {
 		r.sup.log.Warn("read queued mail", "agent", r.agent.Name, "err", err)
 		return message.Message{}, false
@@ -785,7 +794,9 @@ const pushTimeout = 2 * time.Minute
 // after, 0 when it is charged to an agent whose guard did not find it.
 func (s *Supervisor) reportFinding(ctx context.Context, agent string, seq int64, f Finding) {
 	body := fmt.Sprintf("The base-branch guard found (%s, charged to %s): %s", f.Escalation(), agent, f.String())
-	if _, err := s.poster.Post(bg(ctx), message.Draft{From: agent, To: message.Operator, Kind: message.KindStatus, Body: body}); err != nil {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	if _, err := s.poster.Post(bctx, message.Draft{From: agent, To: message.Operator, Kind: message.KindStatus, Body: body}); err != nil {
 		s.log.Error("report guard finding", "agent", agent, "err", err)
 	}
 	kind := escalation.KindBranchViolation
@@ -809,7 +820,9 @@ func (s *Supervisor) reportFinding(ctx context.Context, agent string, seq int64,
 // can still act. The mail is delivered into the running session and each
 // message is recorded as an UrgentInjected self-transition.
 func (r *runner) interject(ctx context.Context, seq int64, boundary bool) []string {
-	q, err := r.sup.store.Queued(bg(ctx), r.agent.Name)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	q, err := r.sup.store.Queued(bctx, r.agent.Name)
 	if err != nil {
 		r.sup.log.Warn("read queued mail", "agent", r.agent.Name, "err", err)
 		return nil
@@ -828,7 +841,9 @@ func (r *runner) interject(ctx context.Context, seq int64, boundary bool) []stri
 	var texts []string
 	var notices []lifecycle.Notice
 	var delivered []message.Message
-	err = r.sup.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+	wctx, wcancel := bookkeeping(ctx)
+	defer wcancel()
+	err = r.sup.store.InTx(wctx, func(tx mailbox.Tx) error {
 		ms, err := tx.Deliver(r.agent.Name, seq, ids)
 		if err != nil {
 			return err

@@ -134,7 +134,9 @@ func (l *launch) members() []string {
 // move applies one launch transition and announces it.
 func (l *launch) move(ctx context.Context, from team.State, ev team.Event, to team.State, cause string, more func(tx mailbox.Tx) error) error {
 	var e fsm.Event
-	err := l.d.Store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	err := l.d.Store.InTx(bctx, func(tx mailbox.Tx) error {
 		var err error
 		if e, err = fsm.Apply(tx, team.Table, fsm.SubjectTeam, team.Subject(l.cfg.Name), from, ev, to, cause, 0); err != nil {
 			return err
@@ -159,7 +161,9 @@ func (l *launch) move(ctx context.Context, from team.State, ev team.Event, to te
 
 // row reads the launch row; ok is false before its first transition.
 func (l *launch) row(ctx context.Context) (team.Launch, bool, error) {
-	row, err := l.d.Store.Team(bg(ctx), l.cfg.Name)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	row, err := l.d.Store.Team(bctx, l.cfg.Name)
 	if errors.Is(err, mailbox.ErrNoSuchTeam) {
 		return row, false, nil
 	}
@@ -259,7 +263,9 @@ func (l *launch) fresh(ctx context.Context, row team.Launch) (bool, error) {
 		if row.Escalation == 0 {
 			return false, nil
 		}
-		e, err := l.d.Store.Escalation(bg(ctx), row.Escalation)
+		bctx, cancel := bookkeeping(ctx)
+		defer cancel()
+		e, err := l.d.Store.Escalation(bctx, row.Escalation)
 		if err != nil {
 			return false, err
 		}
@@ -291,7 +297,9 @@ func (l *launch) pingMissing(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return l.d.Store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	return l.d.Store.InTx(bctx, func(tx mailbox.Tx) error {
 		row, err := tx.Team(l.cfg.Name)
 		if err != nil {
 			return err
@@ -307,8 +315,10 @@ func (l *launch) ping(ctx context.Context, agents []string, urgent bool) (map[st
 	out := map[string]team.Ping{}
 	payload, _ := json.Marshal(protocol.Ping{Code: team.PingCode})
 	for _, a := range agents {
-		m, _, err := l.d.Protocol.Send(bg(ctx), SendRequest{Caller: identity.Runtime(), Draft: protocol.Draft{Type: protocol.TypePing, From: message.Swarm, To: a,
+		bctx, cancel := bookkeeping(ctx)
+		m, _, err := l.d.Protocol.Send(bctx, SendRequest{Caller: identity.Runtime(), Draft: protocol.Draft{Type: protocol.TypePing, From: message.Swarm, To: a,
 			TaskID: team.TaskID(l.cfg.Name), Payload: payload, AckTimeout: l.cfg.ReadyTimeout, Urgent: urgent}})
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("team %s: ping %s: %w", l.cfg.Name, a, err)
 		}
@@ -387,7 +397,9 @@ func (l *launch) look(ctx context.Context) (time.Duration, error) {
 		if p.MsgID == "" {
 			continue
 		}
-		m, err := l.d.Store.ProtocolMessage(bg(ctx), p.MsgID)
+		bctx, cancel := bookkeeping(ctx)
+		m, err := l.d.Store.ProtocolMessage(bctx, p.MsgID)
+		cancel()
 		if err != nil {
 			return ackRetry, err
 		}
@@ -458,13 +470,16 @@ func (l *launch) notReady(ctx context.Context, row team.Launch, silent []string)
 		}
 		for _, a := range silent {
 			// The old ping is answered by the new one.
-			if err := l.d.Store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+			bctx, cancel := bookkeeping(ctx)
+			err := l.d.Store.InTx(bctx, func(tx mailbox.Tx) error {
 				_, err := tx.CancelAck(row.Pings[a].MsgID)
 				if errors.Is(err, mailbox.ErrAckClosed) {
 					return nil
 				}
 				return err
-			}); err != nil {
+			})
+			cancel()
+			if err != nil {
 				l.d.Log.Warn("cancel a missed ping", "agent", a, "err", err)
 			}
 		}
@@ -476,7 +491,9 @@ func (l *launch) notReady(ctx context.Context, row team.Launch, silent []string)
 	if err := l.breach(ctx, team.MembersReady, team.BreachCoreNotReady, silent, nil); err != nil {
 		return err
 	}
-	e, _, err := l.d.Raise(bg(ctx), l.fallbackDraft(row, silent))
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	e, _, err := l.d.Raise(bctx, l.fallbackDraft(row, silent))
 	if err != nil {
 		return err
 	}
@@ -507,7 +524,9 @@ func (l *launch) decided(ctx context.Context, row team.Launch) error {
 	if row.Escalation == 0 {
 		return nil
 	}
-	e, err := l.d.Store.Escalation(bg(ctx), row.Escalation)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	e, err := l.d.Store.Escalation(bctx, row.Escalation)
 	if err != nil || e.State != escalation.Resolved || e.Decision == nil {
 		return err
 	}
