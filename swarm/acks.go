@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"log/slog"
@@ -181,7 +180,7 @@ func (a *ackDeadlines) missed(ctx context.Context, m message.Message, now time.T
 // deadline passed: about its recipient, with ref msg:<msg_id>. A dispatch's
 // is critical and holds the recipient; any other's is a warning.
 func AckTimeoutDraft(m message.Message, env protocol.Envelope) escalation.Draft {
-	d := escalation.Draft{Kind: escalation.KindAckTimeout, Severity: escalation.Warning, Agent: m.To, Ref: "msg:" + m.MsgID}
+	d := escalation.Draft{Kind: escalation.KindAckTimeout, Severity: escalation.Warning, Agent: m.To, Ref: escalation.MsgRef(m.MsgID)}
 	if env.Type == protocol.TypeTaskDispatch {
 		d.Severity, d.Hold = escalation.Critical, true
 	}
@@ -228,7 +227,7 @@ func (a *ackDeadlines) remind(ctx context.Context, m message.Message, now time.T
 // message acknowledged or pruned meanwhile is left alone. It returns the
 // message it moved, if any.
 func SettleAckDecision(tx mailbox.Tx, e escalation.Escalation) (*message.Message, error) {
-	msgID, ok := strings.CutPrefix(e.RefText(), "msg:")
+	msgID, ok := escalation.MsgOf(e.RefText())
 	if e.Kind != escalation.KindAckTimeout || e.Decision == nil || !ok {
 		return nil, nil
 	}

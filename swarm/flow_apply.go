@@ -18,6 +18,7 @@ import (
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/protocol"
 	"github.com/swarmhq/swarm/workflow"
+	"github.com/swarmhq/swarm/worktree"
 )
 
 // The workflow engine's reads (the levels a decision needs) and writes (the
@@ -61,7 +62,7 @@ func (f *flow) readReview(ctx context.Context, w config.Workflow, it workflow.It
 	if due, _, ok := resultDue(w, d); !ok || lv.Now.Before(due) {
 		return lv, nil
 	}
-	e, found, err := escalationByKey(ctx, f.d.Store, resultTimeoutKey(it.ID, d.MsgID))
+	e, found, err := escalationByKey(ctx, f.d.Store, escalation.ResultTimeoutKey(it.ID, d.MsgID))
 	if err != nil || !found {
 		return lv, err
 	}
@@ -169,7 +170,7 @@ func (f *flow) request(ctx context.Context, w config.Workflow, it workflow.Item)
 	if len(w.CI) > 0 {
 		ci = "passed: " + strings.Join(w.CI, " ")
 	}
-	notes := fmt.Sprintf("Reviewed commit %s of swarm/%s.", it.ReviewCommit, w.Dev)
+	notes := fmt.Sprintf("Reviewed commit %s of %s.", it.ReviewCommit, worktree.Branch(w.Dev))
 	if patch.Cut() {
 		// The reviewer must know what it was not shown, and how to read it.
 		notes += fmt.Sprintf(" The diff was cut when it reached %d KiB: it shows %d of its %d bytes, and %d of %d files are left out (listed, with their sizes, at the end of the diff). Read them before you judge: the git_diff and git_show tools, or 'swarm diff %s --commit %s -- <path>'.",

@@ -400,12 +400,6 @@ func resultDue(w config.Workflow, d message.Message) (due time.Time, timeout tim
 	return d.Ack.AckedAt.Add(timeout), timeout, true
 }
 
-// resultTimeoutKey is the dedupe key of a round's result timeout: one per
-// dispatch, so each round raises at most one.
-func resultTimeoutKey(item, dispatch string) string {
-	return "stage_timeout:item:" + item + ":result:" + dispatch
-}
-
 // byMsgID finds a message by its msg_id.
 func byMsgID(ms []message.Message, msgID string) (message.Message, bool) {
 	for _, m := range ms {
@@ -452,34 +446,34 @@ func stageState(s workflow.State) workflow.State {
 }
 
 func approvalDraft(w config.Workflow, it workflow.Item) escalation.Draft {
-	return escalation.Draft{Kind: escalation.KindApproval, Agent: w.Dev, Ref: itemRef(it.ID),
+	return escalation.Draft{Kind: escalation.KindApproval, Agent: w.Dev, Ref: escalation.ItemRef(it.ID),
 		Summary: truncate(fmt.Sprintf("item %s (%s, risk %s) was approved by %s: 'swarm escalation approve' merges the reviewed commit %s into the base branch",
 			it.ID, it.Title, it.Risk, w.Reviewer, short(it.ReviewCommit)), 500),
 		Details:   details(map[string]any{"item": it.ID, "workflow": w.Name, "risk": it.Risk, "review_commit": it.ReviewCommit}),
-		DedupeKey: "approval:item:" + it.ID}
+		DedupeKey: escalation.ItemKey(escalation.KindApproval, it.ID)}
 }
 
 func lockDraft(w config.Workflow, it workflow.Item) escalation.Draft {
-	return escalation.Draft{Kind: escalation.KindHallucinationLock, Agent: w.Dev, Ref: itemRef(it.ID),
+	return escalation.Draft{Kind: escalation.KindHallucinationLock, Agent: w.Dev, Ref: escalation.ItemRef(it.ID),
 		Summary: truncate(fmt.Sprintf("item %s (%s) is locked: %s rejected it %d times; resume gives %s a fresh count and the last issues, abort ends the item",
 			it.ID, it.Title, w.Reviewer, it.RejectCount, w.Dev), 500),
 		Details:   details(map[string]any{"item": it.ID, "workflow": w.Name, "reject_count": it.RejectCount, "issues": it.Inputs}),
-		DedupeKey: "hallucination_lock:item:" + it.ID}
+		DedupeKey: escalation.ItemKey(escalation.KindHallucinationLock, it.ID)}
 }
 
 func ciDraft(w config.Workflow, it workflow.Item, out string) escalation.Draft {
-	return escalation.Draft{Kind: escalation.KindCIFailure, Agent: w.Dev, Ref: itemRef(it.ID),
+	return escalation.Draft{Kind: escalation.KindCIFailure, Agent: w.Dev, Ref: escalation.ItemRef(it.ID),
 		Summary: truncate(fmt.Sprintf("item %s: CI (%s) failed %d times in a row in %s's worktree; no review was requested. Resume sends %s a repair dispatch with the output, abort ends the item",
 			it.ID, strings.Join(w.CI, " "), it.CIFailures, w.Dev, w.Dev), 500),
 		Details:   details(map[string]any{"item": it.ID, "workflow": w.Name, "ci": w.CI, "failures": it.CIFailures, "output_tail": out}),
-		DedupeKey: "ci_failure:item:" + it.ID}
+		DedupeKey: escalation.ItemKey(escalation.KindCIFailure, it.ID)}
 }
 
 func timeoutDraft(w config.Workflow, it workflow.Item, d message.Message, due time.Time, timeout time.Duration) escalation.Draft {
-	return escalation.Draft{Kind: escalation.KindStageTimeout, Agent: w.Dev, Ref: itemRef(it.ID),
+	return escalation.Draft{Kind: escalation.KindStageTimeout, Agent: w.Dev, Ref: escalation.ItemRef(it.ID),
 		Summary: truncate(fmt.Sprintf("item %s (%s): %s acknowledged dispatch #%d at %s and sent no task_result within %s; the item stays %s. Remind %s ('swarm send %s \"...\"'); resume keeps waiting for the result, abort ends the item",
 			it.ID, it.Title, w.Dev, d.ID, d.Ack.AckedAt.UTC().Format(time.RFC3339), protocol.Age(timeout), it.State, w.Dev, w.Dev), 500),
 		Details: details(map[string]any{"item": it.ID, "workflow": w.Name, "stage": it.State, "dispatch": d.MsgID,
 			"acked_at": d.Ack.AckedAt.UTC().Format(time.RFC3339Nano), "due_at": due.UTC().Format(time.RFC3339Nano), "timeout": timeout.String()}),
-		DedupeKey: resultTimeoutKey(it.ID, d.MsgID)}
+		DedupeKey: escalation.ResultTimeoutKey(it.ID, d.MsgID)}
 }

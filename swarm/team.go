@@ -509,7 +509,7 @@ func (l *launch) notReady(ctx context.Context, row team.Launch, silent []string)
 }
 
 func (l *launch) fallbackDraft(row team.Launch, silent []string) escalation.Draft {
-	d := escalation.Draft{Kind: escalation.KindProtocolBreach, Severity: escalation.Critical, Ref: "team:" + l.cfg.Name,
+	d := escalation.Draft{Kind: escalation.KindProtocolBreach, Severity: escalation.Critical, Ref: escalation.TeamRef(l.cfg.Name),
 		Summary: fmt.Sprintf("team %s: core agent(s) %s did not acknowledge %s within %s, %d relaunch(es) included; the members wait. Resume starts them anyway, abort stops the swarm",
 			l.cfg.Name, strings.Join(silent, ", "), team.PingCode, l.cfg.ReadyTimeout, row.Relaunches)}
 	d.Details = details(map[string]any{"team": l.cfg.Name, "code": team.BreachCoreNotReady, "silent": silent,
