@@ -112,10 +112,10 @@ func (f *flow) apply(ctx context.Context, w config.Workflow, it workflow.Item, a
 			f.wakeMembers(w)
 		case actTell:
 			bctx, cancel := bookkeeping(ctx)
-			_, err := f.d.Poster.Post(bctx, message.Draft{From: message.Swarm, To: a.Agent, Kind: message.KindTask, Body: a.Body})
+			_, perr := f.d.Poster.Post(bctx, message.Draft{From: message.Swarm, To: a.Agent, Kind: message.KindTask, Body: a.Body})
 			cancel()
-			if err != nil {
-				return fmt.Errorf("tell %s of item %s: %w", a.Agent, it.ID, err)
+			if perr != nil {
+				return fmt.Errorf("tell %s of item %s: %w", a.Agent, it.ID, perr)
 			}
 			err = f.edit(ctx, it.ID, it.State, func(cur *workflow.Item) { cur.Notified = it.State })
 		}
