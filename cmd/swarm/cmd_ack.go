@@ -17,8 +17,6 @@ type AckOptions struct {
 	All bool
 }
 
-func init() { commands = append(commands, newAckCmd) }
-
 func newAckCmd(app *App) *cobra.Command {
 	opts := &AckOptions{App: app}
 	cmd := &cobra.Command{

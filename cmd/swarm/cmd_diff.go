@@ -24,8 +24,6 @@ type DiffOptions struct {
 	Paths  []string
 }
 
-func init() { commands = append(commands, newDiffCmd) }
-
 func newDiffCmd(app *App) *cobra.Command {
 	opts := &DiffOptions{App: app}
 	cmd := &cobra.Command{

@@ -37,8 +37,6 @@ type DoctorOptions struct {
 	Engine string
 }
 
-func init() { commands = append(commands, newDoctorCmd) }
-
 func newDoctorCmd(app *App) *cobra.Command {
 	opts := &DoctorOptions{App: app}
 	cmd := &cobra.Command{

@@ -31,8 +31,6 @@ type DownOptions struct {
 	DeleteIgnored bool
 }
 
-func init() { commands = append(commands, newDownCmd) }
-
 func newDownCmd(app *App) *cobra.Command {
 	opts := &DownOptions{App: app}
 	cmd := &cobra.Command{

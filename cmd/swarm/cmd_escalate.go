@@ -26,8 +26,6 @@ type EscalateOptions struct {
 	DedupeKey string
 }
 
-func init() { commands = append(commands, newEscalateCmd) }
-
 func newEscalateCmd(app *App) *cobra.Command {
 	opts := &EscalateOptions{App: app}
 	cmd := &cobra.Command{

@@ -22,8 +22,6 @@ type EscalationsOptions struct {
 	Now   func() time.Time
 }
 
-func init() { commands = append(commands, newEscalationsCmd) }
-
 const escalationJSONDoc = `{"id", "kind", "severity", "state", "hold", "agent", "ref", "summary",
 "details", "dedupe_key", "count", "created_at", "acked_at", "resolved_at",
 "decision", "note"} (agent, ref, details, the times and decision may be

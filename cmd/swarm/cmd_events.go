@@ -25,8 +25,6 @@ type EventsOptions struct {
 	Poll   time.Duration
 }
 
-func init() { commands = append(commands, newEventsCmd) }
-
 func newEventsCmd(app *App) *cobra.Command {
 	opts := &EventsOptions{App: app, Poll: 200 * time.Millisecond}
 	cmd := &cobra.Command{

@@ -31,8 +31,6 @@ type InboxOptions struct {
 	Now      func() time.Time
 }
 
-func init() { commands = append(commands, newInboxCmd) }
-
 func newInboxCmd(app *App) *cobra.Command {
 	opts := &InboxOptions{App: app, Now: time.Now}
 	cmd := &cobra.Command{

@@ -26,8 +26,6 @@ type InitOptions struct {
 	DB   string // a PostgreSQL URL for [mailbox] url; empty: .swarm/swarm.db
 }
 
-func init() { commands = append(commands, newInitCmd) }
-
 func newInitCmd(app *App) *cobra.Command {
 	opts := &InitOptions{App: app}
 	cmd := &cobra.Command{

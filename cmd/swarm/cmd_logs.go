@@ -28,8 +28,6 @@ type LogsOptions struct {
 	Poll    time.Duration
 }
 
-func init() { commands = append(commands, newLogsCmd) }
-
 func newLogsCmd(app *App) *cobra.Command {
 	opts := &LogsOptions{App: app, Poll: 200 * time.Millisecond}
 	cmd := &cobra.Command{

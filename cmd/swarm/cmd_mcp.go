@@ -25,8 +25,6 @@ type MCPOptions struct {
 	Transport mcp.Transport
 }
 
-func init() { commands = append(commands, newMCPCmd) }
-
 func newMCPCmd(app *App) *cobra.Command {
 	opts := &MCPOptions{App: app}
 	return &cobra.Command{

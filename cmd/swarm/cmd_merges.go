@@ -23,10 +23,6 @@ type MergesOptions struct {
 	Now func() time.Time
 }
 
-func init() {
-	commands = append(commands, newMergesCmd)
-}
-
 func newMergesCmd(app *App) *cobra.Command {
 	opts := &MergesOptions{App: app, Now: time.Now}
 	cmd := &cobra.Command{

@@ -22,11 +22,6 @@ type PauseOptions struct {
 	Resume bool
 }
 
-func init() {
-	commands = append(commands, func(app *App) *cobra.Command { return newPauseCmd(app, false) },
-		func(app *App) *cobra.Command { return newPauseCmd(app, true) })
-}
-
 func newPauseCmd(app *App, resume bool) *cobra.Command {
 	opts := &PauseOptions{App: app, Resume: resume}
 	cmd := &cobra.Command{

@@ -24,8 +24,6 @@ type PromptOptions struct {
 	Now           func() time.Time
 }
 
-func init() { commands = append(commands, newPromptCmd) }
-
 func newPromptCmd(app *App) *cobra.Command {
 	opts := &PromptOptions{App: app, Now: time.Now}
 	cmd := &cobra.Command{

@@ -29,8 +29,6 @@ type ProtocolLogOptions struct {
 	Now   func() time.Time
 }
 
-func init() { commands = append(commands, newProtocolCmd) }
-
 func newProtocolCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "protocol",

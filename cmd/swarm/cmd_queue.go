@@ -20,8 +20,6 @@ type QueueOptions struct {
 	Reason string
 }
 
-func init() { commands = append(commands, newQueueCmd) }
-
 func newQueueCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue top|start|complete|fail",

@@ -17,8 +17,6 @@ type ReleaseOptions struct {
 	Agent string
 }
 
-func init() { commands = append(commands, newReleaseCmd) }
-
 func newReleaseCmd(app *App) *cobra.Command {
 	opts := &ReleaseOptions{App: app}
 	cmd := &cobra.Command{

@@ -19,10 +19,6 @@ type ReloadOptions struct {
 	App *App
 }
 
-func init() {
-	commands = append(commands, newReloadCmd)
-}
-
 func newReloadCmd(app *App) *cobra.Command {
 	opts := &ReloadOptions{App: app}
 	return &cobra.Command{

@@ -22,8 +22,6 @@ type ReplyOptions struct {
 	Urgent bool
 }
 
-func init() { commands = append(commands, newReplyCmd) }
-
 func newReplyCmd(app *App) *cobra.Command {
 	opts := &ReplyOptions{App: app}
 	cmd := &cobra.Command{

@@ -20,8 +20,6 @@ type ReportOptions struct {
 	Agent   string
 }
 
-func init() { commands = append(commands, newReportCmd) }
-
 func newReportCmd(app *App) *cobra.Command {
 	opts := &ReportOptions{App: app}
 	cmd := &cobra.Command{

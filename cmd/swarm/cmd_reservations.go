@@ -17,8 +17,6 @@ type ReservationsOptions struct {
 	All bool
 }
 
-func init() { commands = append(commands, newReservationsCmd) }
-
 func newReservationsCmd(app *App) *cobra.Command {
 	opts := &ReservationsOptions{App: app}
 	cmd := &cobra.Command{

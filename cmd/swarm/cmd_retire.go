@@ -18,8 +18,6 @@ type RetireOptions struct {
 	Discard bool
 }
 
-func init() { commands = append(commands, newRetireCmd) }
-
 func newRetireCmd(app *App) *cobra.Command {
 	opts := &RetireOptions{App: app}
 	cmd := &cobra.Command{

@@ -24,8 +24,6 @@ type SpawnOptions struct {
 	Ephemeral bool
 }
 
-func init() { commands = append(commands, newSpawnCmd) }
-
 func newSpawnCmd(app *App) *cobra.Command {
 	opts := &SpawnOptions{App: app}
 	cmd := &cobra.Command{

@@ -33,8 +33,6 @@ type StatusOptions struct {
 	Now func() time.Time
 }
 
-func init() { commands = append(commands, newStatusCmd) }
-
 func newStatusCmd(app *App) *cobra.Command {
 	opts := &StatusOptions{App: app, Now: time.Now}
 	return &cobra.Command{

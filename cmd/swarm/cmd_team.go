@@ -17,8 +17,6 @@ type TeamOptions struct {
 	App *App
 }
 
-func init() { commands = append(commands, newTeamCmd) }
-
 func newTeamCmd(app *App) *cobra.Command {
 	opts := &TeamOptions{App: app}
 	return &cobra.Command{

@@ -18,8 +18,6 @@ type ThreadOptions struct {
 	Now func() time.Time
 }
 
-func init() { commands = append(commands, newThreadCmd) }
-
 func newThreadCmd(app *App) *cobra.Command {
 	opts := &ThreadOptions{App: app, Now: time.Now}
 	cmd := &cobra.Command{

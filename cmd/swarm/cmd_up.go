@@ -46,8 +46,6 @@ type UpOptions struct {
 	Web bool
 }
 
-func init() { commands = append(commands, newUpCmd) }
-
 func newUpCmd(app *App) *cobra.Command {
 	opts := &UpOptions{App: app}
 	cmd := &cobra.Command{

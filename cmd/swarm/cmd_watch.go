@@ -21,8 +21,6 @@ type WatchOptions struct {
 	NoTUI bool
 }
 
-func init() { commands = append(commands, newWatchCmd) }
-
 func newWatchCmd(app *App) *cobra.Command {
 	opts := &WatchOptions{App: app}
 	cmd := &cobra.Command{

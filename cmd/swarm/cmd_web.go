@@ -34,8 +34,6 @@ type WebOptions struct {
 	TokenFile string
 }
 
-func init() { commands = append(commands, newWebCmd) }
-
 func newWebCmd(app *App) *cobra.Command {
 	opts := &WebOptions{App: app}
 	cmd := &cobra.Command{

@@ -73,9 +73,49 @@ type App struct {
 	supervising bool
 }
 
-// commands are the subcommands. Each command's file registers itself in an
-// init function, so adding a command touches only its own file.
-var commands []func(*App) *cobra.Command
+// commands are the subcommands, in one list: a new command is a line here
+// (cobra sorts them for help). A command with a flag test takes a runF,
+// nil here, that the test sets to get the parsed options instead of running.
+func commands(app *App) []*cobra.Command {
+	return []*cobra.Command{
+		newAckCmd(app),
+		newDiffCmd(app),
+		newDoctorCmd(app),
+		newDownCmd(app),
+		newEscalateCmd(app),
+		newEscalationCmd(app, nil),
+		newEscalationsCmd(app),
+		newEventsCmd(app),
+		newInboxCmd(app),
+		newInitCmd(app),
+		newLandCmd(app, nil),
+		newLogsCmd(app),
+		newMCPCmd(app),
+		newMergesCmd(app),
+		newPauseCmd(app, false),
+		newPauseCmd(app, true), // swarm resume
+		newPromptCmd(app),
+		newProtocolCmd(app),
+		newQueueCmd(app),
+		newReleaseCmd(app),
+		newReloadCmd(app),
+		newReplyCmd(app),
+		newReportCmd(app),
+		newReservationsCmd(app),
+		newReserveCmd(app, nil),
+		newRetireCmd(app),
+		newSendCmd(app, nil),
+		newSpawnCmd(app),
+		newStatusCmd(app),
+		newTeamCmd(app),
+		newThreadCmd(app),
+		newUpCmd(app),
+		newVersionCmd(app),
+		newWatchCmd(app),
+		newWebCmd(app),
+		newWorkflowCmd(app, nil),
+	}
+}
 
 const rootLong = `swarm runs a team of LLM coding agents in one git repository.
 
@@ -92,7 +132,11 @@ Exit codes:
   1  error: something went wrong; the message says what to do
   2  usage: bad flags or arguments`
 
-func newRootCmd(app *App) *cobra.Command {
+func newRootCmd(app *App) *cobra.Command { return newRoot(app, commands(app)...) }
+
+// newRoot is the root command over the given subcommands: the flag tests
+// give it one command built with their runF.
+func newRoot(app *App, cmds ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "swarm",
 		Short:         "Run a team of LLM coding agents in one git repository",
@@ -122,9 +166,7 @@ func newRootCmd(app *App) *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err: err, help: cmd.CommandPath()}
 	})
-	for _, newCmd := range commands {
-		root.AddCommand(newCmd(app))
-	}
+	root.AddCommand(cmds...)
 	// `swarm completion nope` would print help and exit 0: the shells are
 	// its subcommands, so any argument is a mistake.
 	root.InitDefaultCompletionCmd()
