@@ -21,7 +21,6 @@ import (
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/open"
-	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
@@ -428,9 +427,7 @@ func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) 
 			return nil, err
 		}
 		t := a.storeTarget(l, cfg)
-		if t.URL == "" {
-			a.db = t.Path
-		}
+		a.db = t.String()
 		// While a supervisor runs, its database exists: one missing now was
 		// deleted under it, and a fresh one would take mail it never reads.
 		pid, running := 0, false
@@ -489,7 +486,7 @@ func (unclosed) Close() error { return nil }
 // explainDamage adds what to do to an error that says the database is
 // damaged: the damage can show in any query, long after the store opened.
 func (a *App) explainDamage(err error) error {
-	if err == nil || !sqlite.Damaged(err) || strings.Contains(err.Error(), "swarm doctor") {
+	if err == nil || !errors.Is(err, mailbox.ErrDamaged) || strings.Contains(err.Error(), "swarm doctor") {
 		return err
 	}
 	path := a.db
@@ -500,7 +497,7 @@ func (a *App) explainDamage(err error) error {
 		}
 		path = l.DB
 	}
-	return fmt.Errorf("%w; database %s: %s", err, path, sqlite.DamagedAdvice(path))
+	return fmt.Errorf("%w; database %s: %s", err, path, open.DamagedAdvice(path))
 }
 
 // poster is this process's mail service: it validates against cfg's
