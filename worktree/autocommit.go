@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // Dirty reports whether agent's worktree has uncommitted changes, untracked
@@ -76,10 +78,10 @@ func (m *Manager) autoCommit(ctx context.Context, agent, msg string) (string, er
 		switch {
 		case j.Merged:
 			return "", fmt.Errorf("%w: an interrupted run already merged %s into %s, so the changes now in its worktree %s (%s) are not work to merge again; swarm committed nothing and left them there. Look with 'git -C %q status'; commit what you want to keep yourself, put the rest back (git -C %q restore .), then run again",
-				ErrUnsafeAutoCommit, Branch(agent), j.Base, path, listSome(changeList(chs), 10), path, path)
+				ErrUnsafeAutoCommit, Branch(agent), j.Base, path, text.ListSome(changeList(chs), 10), path, path)
 		case j.State == stateRemoving:
 			return "", fmt.Errorf("%w: %s's worktree %s was being removed by an interrupted run, so its changes (%s) are not work; swarm committed nothing. Look with 'git -C %q status', then run again",
-				ErrUnsafeAutoCommit, agent, path, listSome(changeList(chs), 10), path)
+				ErrUnsafeAutoCommit, agent, path, text.ListSome(changeList(chs), 10), path)
 		}
 	}
 	complete := populated(path) && !(have && j.State == statePopulating)

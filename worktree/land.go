@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -267,7 +268,7 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	}
 	if on, err := m.ok(ctx, m.root, "merge-base", "--is-ancestor", req.Commit, branchRef(req.Agent)); err != nil || !on {
 		if err == nil {
-			err = fmt.Errorf("commit %s is not on %s (was the branch reset?); merge it by hand or start the item again", shortHash(req.Commit), Branch(req.Agent))
+			err = fmt.Errorf("commit %s is not on %s (was the branch reset?); merge it by hand or start the item again", text.Short(req.Commit, 12), Branch(req.Agent))
 		}
 		return res, err
 	}
@@ -311,7 +312,7 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	env := m.identity(ctx, m.root, "", "")
 	j.New, err = m.runStdin2(ctx, env, req.Subject+"\n", "commit-tree", tree, "-p", old, "-p", req.Commit)
 	if err != nil {
-		return res, drop(fmt.Errorf("make the merge commit of %s: %w", shortHash(req.Commit), err))
+		return res, drop(fmt.Errorf("make the merge commit of %s: %w", text.Short(req.Commit, 12), err))
 	}
 	return m.moveBase(ctx, req, res, j, drop)
 }
@@ -353,7 +354,7 @@ func (m *Manager) moveBase(ctx context.Context, req LandRequest, res Landing, j 
 		// Only HEAD changes (one atomic rename): the checkout's index and
 		// files keep matching it, at the old tip.
 		if _, err := m.run(ctx, m.root, "update-ref", "--no-deref", "-m", "swarm: land "+req.Key+": your checkout has changes, left at the old tip", "HEAD", old); err != nil {
-			return res, drop(fmt.Errorf("detach your checkout %s at %s: %w; nothing landed", m.root, shortHash(old), err))
+			return res, drop(fmt.Errorf("detach your checkout %s at %s: %w; nothing landed", m.root, text.Short(old, 12), err))
 		}
 		landHook("detached")
 	}
@@ -369,7 +370,7 @@ func (m *Manager) moveBase(ctx context.Context, req LandRequest, res Landing, j 
 		case now == old:
 			return res, drop(fmt.Errorf("move %s: %w; nothing landed", base, err))
 		case now != j.New:
-			return res, drop(fmt.Errorf("%w: %s is at %s now, not at %s; nothing landed, run again to land on top of it", ErrBaseMoved, base, shortHash(now), shortHash(old)))
+			return res, drop(fmt.Errorf("%w: %s is at %s now, not at %s; nothing landed, run again to land on top of it", ErrBaseMoved, base, text.Short(now, 12), text.Short(old, 12)))
 		}
 		// git was killed after its rename: the base did move.
 	}
@@ -391,7 +392,7 @@ func (m *Manager) moveBase(ctx context.Context, req LandRequest, res Landing, j 
 	if j.Checkout {
 		if _, err := m.run(ctx, m.root, "read-tree", "-m", "-u", old, j.New); err != nil {
 			return res, fmt.Errorf("%s now holds %s as %s, but bringing your checkout %s forward failed: %w; run the merge again to finish it (or 'git -C %q reset --hard' if nothing there is yours)",
-				base, shortHash(j.Candidate), shortHash(j.New), m.root, err, m.root)
+				base, text.Short(j.Candidate, 12), text.Short(j.New, 12), m.root, err, m.root)
 		}
 		landHook("forwarded")
 		j.Forwarded = true
@@ -452,7 +453,7 @@ func (m *Manager) landPrepared(ctx context.Context, req LandRequest, res Landing
 	}
 	res.Old = old
 	if old != req.Expected {
-		return res, fmt.Errorf("%w: %s is at %s now, not at %s where the landing was tested; nothing landed, test it again", ErrBaseMoved, base, shortHash(old), shortHash(req.Expected))
+		return res, fmt.Errorf("%w: %s is at %s now, not at %s where the landing was tested; nothing landed, test it again", ErrBaseMoved, base, text.Short(old, 12), text.Short(req.Expected, 12))
 	}
 	j := landJournal{Key: req.Key, Agent: req.Agent, Candidate: req.Prepared, Subject: req.Subject, Base: base, Old: old, Remote: req.Remote}
 	if req.Prepared == old {
@@ -463,7 +464,7 @@ func (m *Manager) landPrepared(ctx context.Context, req LandRequest, res Landing
 	if on, err := m.isAncestor(ctx, old, req.Prepared); err != nil {
 		return res, err
 	} else if !on {
-		return res, fmt.Errorf("the prepared commit %s is not built on %s's %s; nothing landed", shortHash(req.Prepared), base, shortHash(old))
+		return res, fmt.Errorf("the prepared commit %s is not built on %s's %s; nothing landed", text.Short(req.Prepared, 12), base, text.Short(old, 12))
 	}
 	if err := m.checkoutMode(ctx, req, &j); err != nil {
 		return res, err
@@ -485,7 +486,7 @@ func (m *Manager) landPrepared(ctx context.Context, req LandRequest, res Landing
 func (m *Manager) recordLanding(ctx context.Context, j landJournal, res Landing, record func(context.Context, Landing) error) error {
 	if record != nil {
 		if err := record(ctx, res); err != nil {
-			return fmt.Errorf("%s holds %s, but recording it failed: %w; run again to record it", j.Base, shortHash(j.Candidate), err)
+			return fmt.Errorf("%s holds %s, but recording it failed: %w; run again to record it", j.Base, text.Short(j.Candidate, 12), err)
 		}
 	}
 	landHook("recorded")
@@ -526,7 +527,7 @@ func (m *Manager) checkoutNote(ctx context.Context, base string, j landJournal) 
 	case err != nil:
 		return ""
 	case j.Detached && j.New != "" && h.Ref == "" && h.Hash == j.Old:
-		return fmt.Sprintf("your checkout %s has uncommitted changes and was left alone at the old tip %s, behind %s (its HEAD detached there); run 'git switch %s' there to catch up, your changes come along", m.root, shortHash(j.Old), base, base)
+		return fmt.Sprintf("your checkout %s has uncommitted changes and was left alone at the old tip %s, behind %s (its HEAD detached there); run 'git switch %s' there to catch up, your changes come along", m.root, text.Short(j.Old, 12), base, base)
 	case h.Ref == "refs/heads/"+base:
 		if j.New == "" || j.Forwarded {
 			return fmt.Sprintf("your checkout %s is on %s, up to date", m.root, base)
@@ -581,7 +582,7 @@ func (m *Manager) mergeTree(ctx context.Context, ours, theirs string) (string, [
 	res, err := m.runEnv(ctx, m.root, nil, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours, theirs)
 	var ee *proc.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode == 1) {
-		return "", nil, fmt.Errorf("merge %s into %s: %w", shortHash(theirs), shortHash(ours), err)
+		return "", nil, fmt.Errorf("merge %s into %s: %w", text.Short(theirs, 12), text.Short(ours, 12), err)
 	}
 	parts := strings.Split(strings.TrimRight(string(res.Stdout), "\x00"), "\x00")
 	tree := strings.TrimSpace(parts[0])
@@ -592,7 +593,7 @@ func (m *Manager) mergeTree(ctx context.Context, ours, theirs string) (string, [
 		}
 	}
 	if err != nil && len(files) == 0 {
-		return "", nil, fmt.Errorf("merge %s into %s: %w", shortHash(theirs), shortHash(ours), err)
+		return "", nil, fmt.Errorf("merge %s into %s: %w", text.Short(theirs, 12), text.Short(ours, 12), err)
 	}
 	return tree, files, nil
 }
@@ -627,7 +628,7 @@ func (m *Manager) recoverLandings(ctx context.Context, rec *recoveries, key stri
 			continue
 		}
 		if ownerRunning(landAsJournal(j)) {
-			return nil, fmt.Errorf("%w: process %d is landing %s on %s right now; wait for it to finish, then run again", ErrBusy, j.PID, shortHash(j.Candidate), j.Base)
+			return nil, fmt.Errorf("%w: process %d is landing %s on %s right now; wait for it to finish, then run again", ErrBusy, j.PID, text.Short(j.Candidate, 12), j.Base)
 		}
 		// The copy of the index a killed dry run left (dryForward).
 		for _, f := range []string{k + ".index", k + ".index.lock"} {
@@ -699,10 +700,10 @@ func (m *Manager) settleLanding(ctx context.Context, j *landJournal, rec *recove
 		if j.State == landLanded {
 			// Moved back since (the operator reset it): the base does not
 			// hold the landing, so it counts as not landed.
-			rec.add(j.Agent, "an interrupted landing of %s (%s) had moved %s to %s, but %s is at %s now without it; it counts as not landed", shortHash(j.Candidate), j.Key, j.Base, shortHash(j.New), j.Base, shortHash(now))
+			rec.add(j.Agent, "an interrupted landing of %s (%s) had moved %s to %s, but %s is at %s now without it; it counts as not landed", text.Short(j.Candidate, 12), j.Key, j.Base, text.Short(j.New, 12), j.Base, text.Short(now, 12))
 			return false, nil
 		}
-		rec.add(j.Agent, "an interrupted landing of %s (%s) had not moved %s; nothing was undone, as nothing had changed", shortHash(j.Candidate), j.Key, j.Base)
+		rec.add(j.Agent, "an interrupted landing of %s (%s) had not moved %s; nothing was undone, as nothing had changed", text.Short(j.Candidate, 12), j.Key, j.Base)
 		return false, nil
 	}
 	if j.State != landLanded {
@@ -739,7 +740,7 @@ func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string,
 		return err
 	}
 	if h.Ref != "refs/heads/"+j.Base || now != j.New {
-		rec.add(j.Agent, "an interrupted landing had moved %s to %s, but your checkout %s is on %s now; it was left alone", j.Base, shortHash(j.New), m.root, h.describe())
+		rec.add(j.Agent, "an interrupted landing had moved %s to %s, but your checkout %s is on %s now; it was left alone", j.Base, text.Short(j.New, 12), m.root, h.describe())
 		return nil
 	}
 	if err := m.clearBaseLock(ctx, rec); err != nil {
@@ -812,12 +813,12 @@ func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string,
 	}
 	if len(foreign) > 0 {
 		return fmt.Errorf("%w: an interrupted landing moved %s to %s while bringing your checkout %s forward, and these changes there are not the landing's: %s. swarm touched nothing. Save what is yours (git stash), then run 'git -C %q reset --hard %s' and run again",
-			ErrInterrupted, j.Base, shortHash(j.New), m.root, listSome(foreign, 10), m.root, shortHash(j.New))
+			ErrInterrupted, j.Base, text.Short(j.New, 12), m.root, text.ListSome(foreign, 10), m.root, text.Short(j.New, 12))
 	}
 	if _, err := m.run(ctx, m.root, "reset", "-q", "--hard", j.New); err != nil {
-		return fmt.Errorf("bring your checkout %s forward to %s: %w; run 'git -C %q reset --hard %s' yourself", m.root, shortHash(j.New), err, m.root, shortHash(j.New))
+		return fmt.Errorf("bring your checkout %s forward to %s: %w; run 'git -C %q reset --hard %s' yourself", m.root, text.Short(j.New, 12), err, m.root, text.Short(j.New, 12))
 	}
-	rec.add(j.Agent, "finished bringing your checkout %s forward to %s (%s), which an interrupted landing of %s had started", m.root, shortHash(j.New), plural(len(mine), "a file", "files"), shortHash(j.Candidate))
+	rec.add(j.Agent, "finished bringing your checkout %s forward to %s (%s), which an interrupted landing of %s had started", m.root, text.Short(j.New, 12), text.Plural(len(mine), "file", "files"), text.Short(j.Candidate, 12))
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // Recovery is one thing a run did, or found, about an operation that an
@@ -50,7 +52,7 @@ func (rs *recoveries) alreadyMerged(j journal) {
 	}
 	as := ""
 	if j.Commit != "" {
-		as = " as " + short(j.Commit)
+		as = " as " + text.Short(j.Commit, 7)
 	}
 	text := fmt.Sprintf("%s: an interrupted run had already %s %s into %s%s; it is not saved nor merged again", j.Agent, what, j.Branch, j.Base, as)
 	for _, r := range *rs {
@@ -325,7 +327,7 @@ func (m *Manager) restoreRemoving(ctx context.Context, info Info, j journal, rec
 		}
 		if len(deleted) > 0 && len(other) > 0 {
 			return j, fmt.Errorf("%w: an interrupted run was removing %s's worktree %s, which now lacks %s and also holds changes that removing does not make (%s); swarm left it as it is. Look with 'git -C %q status': commit what you want to keep, put the rest back (git -C %q restore .), then run again",
-				ErrInterrupted, agent, info.Path, plural(len(deleted), "a file", "files"), listSome(other, 10), info.Path, info.Path)
+				ErrInterrupted, agent, info.Path, text.Plural(len(deleted), "file", "files"), text.ListSome(other, 10), info.Path, info.Path)
 		}
 		if len(deleted) > 0 {
 			if !j.Restoring {
@@ -337,7 +339,7 @@ func (m *Manager) restoreRemoving(ctx context.Context, info Info, j journal, rec
 			if _, err := m.runStdin(ctx, info.Path, strings.Join(deleted, "\x00")+"\x00", "checkout-index", "-f", "-z", "--stdin"); err != nil {
 				return j, fmt.Errorf("put back the files of %s: %w", agent, err)
 			}
-			rec.add(agent, "%s: put back %s that an interrupted removal had deleted from its worktree %s (they were committed; swarm does not save them as deletions)", agent, plural(len(deleted), "a file", "files"), info.Path)
+			rec.add(agent, "%s: put back %s that an interrupted removal had deleted from its worktree %s (they were committed; swarm does not save them as deletions)", agent, text.Plural(len(deleted), "file", "files"), info.Path)
 		}
 		return m.setState(ctx, j, back)
 	case info.Registered:

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // leftovers sorts what a half-applied merge left in the main checkout.
@@ -156,7 +158,7 @@ func unmerged(c change) bool {
 func (m *Manager) treeBlobs(ctx context.Context, commit string) (map[string]string, error) {
 	res, err := m.runEnv(ctx, m.root, nil, "ls-tree", "-r", "-z", "--full-tree", commit)
 	if err != nil {
-		return nil, fmt.Errorf("read the files of %s: %w", short(commit), err)
+		return nil, fmt.Errorf("read the files of %s: %w", text.Short(commit, 7), err)
 	}
 	out := map[string]string{}
 	for _, rec := range strings.Split(string(res.Stdout), "\x00") {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -111,7 +112,7 @@ func (m *Manager) recoverMerge(ctx context.Context, j journal, rec *recoveries) 
 	owned := len(lo.tracked) > 0 || len(lo.added) > 0 || lo.mergeHead
 	if len(lo.foreign) > 0 && owned {
 		return fmt.Errorf("%w: an interrupted run left a %s of %s half applied in %s, and these changes there are not the %s's: %s. swarm touched nothing. Look with 'git -C %q status'; save what is yours (git stash), then undo the %s (git -C %q reset --merge, or 'git reset --hard %s' if nothing there is yours), and run again",
-			ErrInterrupted, what, j.Branch, m.root, what, listSome(lo.foreign, 10), m.root, what, m.root, short(j.BaseTip))
+			ErrInterrupted, what, j.Branch, m.root, what, text.ListSome(lo.foreign, 10), m.root, what, m.root, text.Short(j.BaseTip, 7))
 	}
 	// Without a trace of the merge, any changes there are the operator's:
 	// they are left alone (CheckBase then asks to commit or stash them).
@@ -133,7 +134,7 @@ func (m *Manager) recoverMerge(ctx context.Context, j journal, rec *recoveries) 
 		return err
 	}
 	if n := len(lo.tracked) + len(lo.added); n > 0 || lo.mergeHead {
-		rec.add(agent, "%s: rolled back the %s of %s into %s that an interrupted run left half applied in %s (%s put back as at %s)", agent, what, j.Branch, j.Base, m.root, plural(n, "a file", "files"), short(j.BaseTip))
+		rec.add(agent, "%s: rolled back the %s of %s into %s that an interrupted run left half applied in %s (%s put back as at %s)", agent, what, j.Branch, j.Base, m.root, text.Plural(n, "file", "files"), text.Short(j.BaseTip, 7))
 	} else {
 		rec.add(agent, "%s: an interrupted run had started to %s %s into %s but changed nothing there", agent, what, j.Branch, j.Base)
 	}

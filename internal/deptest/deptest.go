@@ -10,8 +10,8 @@
 //     through mailbox/open (the bench's raw baselines excepted);
 //   - engines do not import the supervisor;
 //   - the typed domain leaves (escalation, fsm, identity, lifecycle,
-//     message, mode, merge, workflow, migrations) import nothing of swarm's but
-//     each other;
+//     message, mode, merge, workflow, migrations) and internal/text, the
+//     string helpers, import nothing of swarm's but each other;
 //   - the caller is never read from the environment, and only the
 //     supervisor builds a session's caller (identity.go, on the source);
 //   - start-up stays lean: the built binary's package initialisers keep to
@@ -83,7 +83,7 @@ var storeImporters = map[string]string{
 // share), which the rest of the house reaches through mailbox/open.
 func isBackend(r string) bool { return isStore(r) && r != "mailbox/open" }
 
-var leaves = []string{"escalation", "fsm", "identity", "lifecycle", "merge", "message", "mode", "migrations", "team", "workflow"}
+var leaves = []string{"escalation", "fsm", "identity", "internal/text", "lifecycle", "merge", "message", "mode", "migrations", "team", "workflow"}
 
 var sqlImports = []string{`database/sql`, `modernc.org/sqlite`, `github.com/jackc/pgx/v5`}
 
