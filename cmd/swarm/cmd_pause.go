@@ -22,7 +22,7 @@ type PauseOptions struct {
 	Resume bool
 }
 
-func newPauseCmd(app *App, resume bool) *cobra.Command {
+func newPauseCmd(app *App, resume bool, runF func(*PauseOptions) error) *cobra.Command {
 	opts := &PauseOptions{App: app, Resume: resume}
 	cmd := &cobra.Command{
 		Use:   "pause <agent>",
@@ -42,6 +42,9 @@ already.`,
 		ValidArgsFunction: app.completeAgents(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Agent = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return runPause(cmd.Context(), opts)
 		},
 	}

@@ -192,6 +192,46 @@ func TestEscalationAckFlags(t *testing.T) {
 	})
 }
 
+func TestDownFlags(t *testing.T) {
+	testFlags(t, newDownCmd, []flagCase[DownOptions]{
+		{args: []string{"down", "--merge", "--delete-ignored", "--yes"},
+			check: func(t *testing.T, o *DownOptions) {
+				if !o.Merge || !o.DeleteIgnored || !o.Yes || o.Squash || o.Discard || o.Keep {
+					t.Errorf("options = %+v", *o)
+				}
+			}},
+		{args: []string{"down"},
+			check: func(t *testing.T, o *DownOptions) {
+				if o.Merge || o.Squash || o.Discard {
+					t.Errorf("options = %+v", *o)
+				}
+			}},
+		{args: []string{"down", "--merge", "--discard"}, usage: true},
+		{args: []string{"down", "now"}, usage: true},
+	})
+}
+
+func TestReportFlags(t *testing.T) {
+	testFlags(t, newReportCmd, []flagCase[ReportOptions]{
+		{args: []string{"report", "blocked", "demo-6fx", "needs the schema"},
+			check: func(t *testing.T, o *ReportOptions) {
+				if o.Kind != "blocked" || o.Task != "demo-6fx" || o.Message != "needs the schema" {
+					t.Errorf("options = %+v", *o)
+				}
+			}},
+		{args: []string{"report", "session", "API done"},
+			check: func(t *testing.T, o *ReportOptions) {
+				if o.Kind != "session" || o.Task != "" || o.Message != "API done" {
+					t.Errorf("options = %+v", *o)
+				}
+			}},
+		{args: []string{"report"}, usage: true},
+		{args: []string{"report", "done", "T-1", "x"}, usage: true},
+		{args: []string{"report", "progress", "T-1"}, usage: true},
+		{args: []string{"report", "session", "a", "b"}, usage: true},
+	})
+}
+
 // TestCommandsListed: every command the root lists is built once, named
 // once, and the seams are nil there (they run the real command).
 func TestCommandsListed(t *testing.T) {
