@@ -247,6 +247,13 @@ type Store interface {
 	// Escalations lists escalations as f selects them, in the desk's
 	// order: the most severe first, then the newest first.
 	Escalations(ctx context.Context, f EscalationFilter) ([]escalation.Escalation, error)
+	// EscalationsByRef lists the escalations whose ref is exactly ref
+	// (an item's "item:<id>", a session's "session:<agent>-<seq>"), of
+	// every kind, newest first (by id); with openOnly, only the
+	// unresolved ones (open and acked). An empty ref matches none. One
+	// indexed read, for callers that would otherwise list every
+	// escalation and compare refs.
+	EscalationsByRef(ctx context.Context, ref string, openOnly bool) ([]escalation.Escalation, error)
 	// SetNotified records what the notifier sent about an escalation. It
 	// writes only that bookkeeping, never the escalation's state.
 	SetNotified(ctx context.Context, id int64, n escalation.Notified) error

@@ -4,8 +4,8 @@
 //   - nothing below cmd imports cmd;
 //   - the adapters (mailbox, worktree, beads, engine) do not import each
 //     other: the supervisor wires them together through small interfaces;
-//   - only the store implementations (mailbox/<backend>) import
-//     database/sql or a SQL driver;
+//   - only the store implementations (mailbox/<backend>, mailbox/sqlstore
+//     among them) import database/sql or a SQL driver;
 //   - nothing outside mailbox/ imports a backend: commands open stores
 //     through mailbox/open (the bench's raw baselines excepted);
 //   - engines do not import the supervisor;
