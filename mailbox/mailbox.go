@@ -79,6 +79,11 @@ var (
 	// deleted or replaced by another file: what it writes now would be
 	// lost, and what others write goes elsewhere. The process must stop.
 	ErrDatabaseGone = errors.New("the database file was deleted or replaced")
+	// ErrDamaged means the store's data is damaged (a corrupt SQLite file,
+	// PostgreSQL's data_corrupted or index_corrupted): every store wraps it
+	// in the errors that say so, from Open or any later statement, so a
+	// command can say what to do without knowing the backend.
+	ErrDamaged = errors.New("the database is damaged")
 )
 
 // AnsweredError refuses a protocol answer whose sender answered the same

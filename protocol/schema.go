@@ -15,6 +15,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // The schemas are data, not code, so that they can be read (and reused by
@@ -180,17 +182,17 @@ func addSchemaError(c *collector, t Type, doc any, e *jsonschema.ValidationError
 	case *kind.Const:
 		c.add(p, fmt.Sprintf("must be %s, not %s", jsonText(k.Want), jsonText(k.Got)))
 	case *kind.MinItems:
-		c.add(p, "must contain at least "+plural(k.Want, "item"))
+		c.add(p, "must contain at least "+text.Plural(k.Want, "item", "items"))
 	case *kind.MaxItems:
-		c.add(p, fmt.Sprintf("must contain at most %s, not %d", plural(k.Want, "item"), k.Got))
+		c.add(p, fmt.Sprintf("must contain at most %s, not %d", text.Plural(k.Want, "item", "items"), k.Got))
 	case *kind.MinLength:
 		if k.Want == 1 {
 			c.add(p, "must not be empty")
 		} else {
-			c.add(p, fmt.Sprintf("must be at least %s long", plural(k.Want, "character")))
+			c.add(p, fmt.Sprintf("must be at least %s long", text.Plural(k.Want, "character", "characters")))
 		}
 	case *kind.MaxLength:
-		c.add(p, fmt.Sprintf("must be at most %s long, not %d; put long text in a file in the repository and give its path", plural(k.Want, "character"), k.Got))
+		c.add(p, fmt.Sprintf("must be at most %s long, not %d; put long text in a file in the repository and give its path", text.Plural(k.Want, "character", "characters"), k.Got))
 	case *kind.Pattern:
 		help := patternHelp[k.Want]
 		if help == "" {
@@ -366,16 +368,6 @@ func article(jsonType string) string {
 		return "true or false"
 	}
 	return "a " + jsonType
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if noun == "criterion" {
-		return strconv.Itoa(n) + " criteria"
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func ratText(r *big.Rat) string {

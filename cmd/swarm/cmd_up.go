@@ -46,9 +46,7 @@ type UpOptions struct {
 	Web bool
 }
 
-func init() { commands = append(commands, newUpCmd) }
-
-func newUpCmd(app *App) *cobra.Command {
+func newUpCmd(app *App, runF func(*UpOptions) error) *cobra.Command {
 	opts := &UpOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -91,6 +89,9 @@ agent session ($SWARM_SESSION_ID set): that is the operator's.`,
   swarm up -d && swarm watch          # in the background`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runUp(cmd.Context(), opts)
 		},
 	}

@@ -256,6 +256,8 @@ func (s *Store) explain(err error) error {
 		return fmt.Errorf("open database %s: %w; set the password in PGPASSWORD or ~/.pgpass", s.loc, err)
 	case errors.As(err, &pe) && pe.Code == "3D000":
 		return fmt.Errorf("open database %s: %w; create it first (createdb)", s.loc, err)
+	case errors.As(err, &pe) && (pe.Code == "XX001" || pe.Code == "XX002"): // data_corrupted, index_corrupted
+		return fmt.Errorf("open database %s: %w: %w", s.loc, mailbox.ErrDamaged, err)
 	case errors.As(err, &pe):
 		return fmt.Errorf("open database %s: %w", s.loc, err)
 	}

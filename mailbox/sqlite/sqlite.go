@@ -116,10 +116,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 }
 
 func openDB(path string, busy time.Duration) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn(path, busy))
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
+	db := sql.OpenDB(damageConnector{dsn: dsn(path, busy)})
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
@@ -141,12 +138,10 @@ func explain(path string, err error) error {
 }
 
 // Damaged reports whether err, anywhere in its chain, says the database
-// file is damaged (SQLITE_CORRUPT or SQLITE_NOTADB). Damage can show long
-// after Open, in any read or write; callers add DamagedAdvice then.
-func Damaged(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB)
-}
+// file is damaged: mailbox.ErrDamaged, which every error of the driver
+// with SQLITE_CORRUPT or SQLITE_NOTADB wraps (damage.go). Damage can show
+// long after Open, in any read or write; callers add DamagedAdvice then.
+func Damaged(err error) bool { return errors.Is(markDamage(err), mailbox.ErrDamaged) }
 
 // DamagedAdvice says what to do about a damaged database file at path.
 func DamagedAdvice(path string) string {
