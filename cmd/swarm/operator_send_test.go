@@ -89,3 +89,39 @@ func TestOperatorSendNeverOpensTheDatabase(t *testing.T) {
 		t.Errorf("run request %+v: want the args, the operator's directory, the database %s and no identity", r, l.DB)
 	}
 }
+
+// TestOperatorSendRunsHereWhenRefused: a supervisor that refuses the run
+// (here at its connection cap) did nothing, so the command runs in its own
+// process, as with no supervisor: it opens the database (this one is
+// damaged, which it reports), and never says the supervisor took the mail.
+func TestOperatorSendRunsHereWhenRefused(t *testing.T) {
+	root := gittest.Repo(t, map[string]string{"swarm.toml": "[[agent]]\nname = \"alpha\"\nrole = \"You are alpha.\"\n"})
+	l, err := repo.Find("", root, downEnv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gittest.WriteFile(t, l.DB, "not a database\n")
+	srv, err := control.Listen(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.Serve(ctx, func(context.Context, control.Request, func(any) error) control.Response {
+			return control.Response{Error: "the supervisor is answering 256 connections (its limit); close a watching swarm command and retry"}
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
+	var out, errb bytes.Buffer
+	app := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Env: downEnv{}, Cwd: root}
+	code := run(context.Background(), app, []string{"send", "alpha", "hello"})
+	if code != exitError || !strings.Contains(errb.String(), "file is not a database") || strings.Contains(errb.String(), "took the message") {
+		t.Errorf("exit %d, stderr %q: want the send run here, on the damaged database", code, errb.String())
+	}
+}

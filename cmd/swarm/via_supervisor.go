@@ -203,8 +203,11 @@ func operatorSend(ctx context.Context, app *App, args []string) (int, bool) {
 	cctx, cancel := context.WithTimeout(ctx, doorTimeout)
 	defer cancel()
 	res, err := control.Run(cctx, l, req)
+	var refused *control.RunRefused
 	switch {
-	case errors.Is(err, control.ErrNoSupervisor), errors.Is(err, control.ErrRunDeclined):
+	case errors.Is(err, control.ErrNoSupervisor), errors.Is(err, control.ErrRunDeclined), errors.As(err, &refused):
+		// Nothing was done (a busy supervisor at its connection cap says
+		// so): the command runs here, as with no supervisor.
 		return 0, false
 	case err != nil:
 		fmt.Fprintf(app.Stderr, "swarm: the supervisor took the message but did not answer: %v; check 'swarm inbox --sent' before sending it again\n", err)
