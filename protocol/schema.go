@@ -275,7 +275,7 @@ func (c *compiled) check(s *jsonschema.Schema, v any, loc []string, out *[]fault
 	}
 	if want := typesOf(s); want != nil {
 		got := jsonTypeOf(v)
-		if !slices.Contains(want, got) && !(got == "number" && slices.Contains(want, "integer") && isInteger(v.(json.Number))) {
+		if !slices.Contains(want, got) && !(got == "number" && slices.Contains(want, "integer") && isInteger(v)) {
 			*out = append(*out, fault{loc: loc, keyword: "type", want: want, got: got})
 			return
 		}
@@ -336,7 +336,7 @@ func (c *compiled) check(s *jsonschema.Schema, v any, loc []string, out *[]fault
 			*out = append(*out, fault{loc: loc, keyword: "pattern", pattern: s.Pattern})
 		}
 	case json.Number:
-		n, ok := new(big.Rat).SetString(string(x))
+		n, ok := ratOf(x)
 		if !ok {
 			break
 		}
@@ -390,9 +390,10 @@ func jsonTypeOf(v any) string {
 	return "object"
 }
 
-// isInteger reports whether n has no fractional part (2.0 and 1e3 do).
-func isInteger(n json.Number) bool {
-	r, ok := new(big.Rat).SetString(string(n))
+// isInteger reports whether a number has no fractional part (2.0 and 1e3
+// do).
+func isInteger(n any) bool {
+	r, ok := ratOf(n)
 	return ok && r.IsInt()
 }
 
