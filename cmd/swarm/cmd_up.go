@@ -213,7 +213,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		lineOut = io.Discard
 	}
 	// The sessions' swarm commands come through their doors and run here,
-	// as the session; on PostgreSQL the operator's `swarm send` too.
+	// as the session; the operator's `swarm send` too.
 	target := open.Choose(app.Env.Getenv, cfg.Mailbox.URL, l.DB)
 	via := &swarmCommands{store: st, target: target.String(), root: l.Root}
 	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(lineOut, app.JSON, logger), via)
