@@ -28,6 +28,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,12 +77,19 @@ type Options struct {
 	// longer for a row or advisory lock fails (SQLSTATE 55P03). Zero
 	// means 10 s; negative, none. A lock_timeout in the URL wins.
 	LockTimeout time.Duration
+	// PingIdle is how long a pooled connection may sit idle before it is
+	// pinged when taken: a connection the server ended while it was idle
+	// (a restart, pg_terminate_backend) is then found by the ping and
+	// replaced, never by a post whose commit would be unknown. Zero means
+	// 100 ms; negative, never.
+	PingIdle time.Duration
 }
 
 // Default bounds of one statement (Options.StatementTimeout, LockTimeout).
 const (
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultLockTimeout      = 10 * time.Second
+	DefaultPingIdle         = 100 * time.Millisecond
 )
 
 // bound sets a timeout runtime parameter on every connection, unless the
@@ -168,6 +176,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	bound(cfg.ConnConfig.RuntimeParams, "statement_timeout", opts.StatementTimeout, DefaultStatementTimeout)
 	bound(cfg.ConnConfig.RuntimeParams, "lock_timeout", opts.LockTimeout, DefaultLockTimeout)
+	if idle := cmp.Or(opts.PingIdle, DefaultPingIdle); idle > 0 {
+		cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration >= idle }
+	} else {
+		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	}
 	s := &Store{cfg: cfg, loc: Redact(rawURL), pids: map[uint32]bool{}}
 	s.Store = sqlstore.New(conn{s}, dialect, opts.Now)
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
