@@ -9,6 +9,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/mode"
@@ -189,7 +190,7 @@ func CancelLanding(ctx context.Context, caller identity.Caller, st mailbox.Store
 		cause += ": " + note
 	}
 	err = st.InTx(ctx, func(tx mailbox.Tx) error {
-		if _, err := fsm.Apply(tx, merge.Table, fsm.SubjectMerge, merge.Subject(id), c.State, merge.Cancel, merge.Cancelled, truncate(cause, 300), 0); err != nil {
+		if _, err := fsm.Apply(tx, merge.Table, fsm.SubjectMerge, merge.Subject(id), c.State, merge.Cancel, merge.Cancelled, text.Truncate(cause, 300), 0); err != nil {
 			return err
 		}
 		// The reason stays on the row too: 'swarm merges' and the desk's
@@ -198,7 +199,7 @@ func CancelLanding(ctx context.Context, caller identity.Caller, st mailbox.Store
 		if err != nil {
 			return err
 		}
-		now.Reason = truncate(cause, 300)
+		now.Reason = text.Truncate(cause, 300)
 		return tx.SaveCandidate(now)
 	})
 	if errors.Is(err, mailbox.ErrStateConflict) {
@@ -217,12 +218,4 @@ func WaitLanded(ctx context.Context, c identity.Caller, st mailbox.Store, id int
 		return merge.Candidate{}, operatorOnly(c, "swarm land --wait")
 	}
 	return swarm.WaitLanded(ctx, st, id, poll)
-}
-
-// truncate cuts s to n bytes, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

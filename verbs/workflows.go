@@ -13,6 +13,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/swarm"
@@ -109,7 +110,7 @@ func SignalItem(ctx context.Context, c identity.Caller, st mailbox.Store, cfg *c
 	}
 	if status != workflow.StatusComplete {
 		_, _, rerr := swarm.Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Agent: agent, Ref: "item:" + it.ID,
-			Summary:   truncate(fmt.Sprintf("%s signalled %s for item %s in %s: %s", agent, status, it.ID, it.State, orNone(req.Message)), 500),
+			Summary:   text.Truncate(fmt.Sprintf("%s signalled %s for item %s in %s: %s", agent, status, it.ID, it.State, orNone(req.Message)), 500),
 			DedupeKey: fmt.Sprintf("signal:%s:%s:%s", it.ID, it.State, status)})
 		if rerr != nil {
 			return it, rerr
@@ -123,7 +124,7 @@ func SignalItem(ctx context.Context, c identity.Caller, st mailbox.Store, cfg *c
 	if err := workflow.QATable.Check(it.State, workflow.Signal, next); err != nil {
 		return it, &IllegalSignalError{Item: it, Next: string(next), Legal: workflow.QATable.Next(it.State, workflow.Signal)}
 	}
-	cause := fmt.Sprintf("%s: %s", status, orNone(truncate(req.Message, 200)))
+	cause := fmt.Sprintf("%s: %s", status, orNone(text.Truncate(req.Message, 200)))
 	if len(req.Artifacts) > 0 {
 		cause += " (artifacts: " + strings.Join(req.Artifacts, ", ") + ")"
 	}
@@ -132,7 +133,7 @@ func SignalItem(ctx context.Context, c identity.Caller, st mailbox.Store, cfg *c
 		if err != nil {
 			return err
 		}
-		if _, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, it.ID, cur.State, workflow.Signal, next, truncate(cause, 500), c.By()); err != nil {
+		if _, err := fsm.ApplyBy(tx, workflow.QATable, fsm.SubjectItem, it.ID, cur.State, workflow.Signal, next, text.Truncate(cause, 500), c.By()); err != nil {
 			return err
 		}
 		nextRole, _ := workflow.Stage(next)
@@ -228,7 +229,7 @@ func AbortItem(ctx context.Context, c identity.Caller, st mailbox.Store, id, not
 
 func optNote(note string) string {
 	if note = strings.TrimSpace(note); note != "" {
-		return ": " + truncate(note, 200)
+		return ": " + text.Truncate(note, 200)
 	}
 	return ""
 }
