@@ -315,30 +315,22 @@ func needsApproval(w config.Workflow, it workflow.Item) bool {
 	return it.Risk == workflow.RiskHigh || w.Merge == config.MergeApproval
 }
 
-// itemRef is an escalation's ref for an item.
-func itemRef(id string) string { return escalation.ItemRef(id) }
-
 // itemEscalation returns the newest escalation of kind about the item
 // raised since the row it was read from last changed (the current round's).
 // The time comes from that same row, never from a later read: a look that
 // read the item just before another process moved it must not take the
 // round's escalation for a missing one.
 func itemEscalation(ctx context.Context, st mailbox.Store, it workflow.Item, kind escalation.Kind) (escalation.Escalation, bool, error) {
-	es, err := st.Escalations(ctx, mailbox.EscalationFilter{All: true})
+	es, err := st.EscalationsByRef(ctx, escalation.ItemRef(it.ID), false)
 	if err != nil {
 		return escalation.Escalation{}, false, err
 	}
-	var best escalation.Escalation
-	found := false
-	for _, e := range es {
-		if e.Kind != kind || e.Ref == nil || *e.Ref != itemRef(it.ID) || e.CreatedAt.Before(it.UpdatedAt) {
-			continue
-		}
-		if !found || e.ID > best.ID {
-			best, found = e, true
+	for _, e := range es { // newest first
+		if e.Kind == kind && !e.CreatedAt.Before(it.UpdatedAt) {
+			return e, true, nil
 		}
 	}
-	return best, found, nil
+	return escalation.Escalation{}, false, nil
 }
 
 // WorkflowContextFor is section 4 for the agent's next session: its live
