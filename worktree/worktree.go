@@ -549,9 +549,14 @@ const (
 func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, checkout, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	info, err := m.inspect(ctx, agent)
-	if err != nil {
-		return Worktree{}, checkedOut, fmt.Errorf("ensure worktree %s: %w", agent, err)
+	// A worktree already in place is read from its own files (own.go);
+	// git's list is for everything else.
+	info, ok := m.ownInfo(ctx, agent)
+	if !ok {
+		var err error
+		if info, err = m.inspect(ctx, agent); err != nil {
+			return Worktree{}, checkedOut, fmt.Errorf("ensure worktree %s: %w", agent, err)
+		}
 	}
 	wt := info.Worktree
 	if info.Elsewhere != "" {
@@ -903,6 +908,12 @@ func (m *Manager) Lock(ctx context.Context, agent, reason string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	path := m.Path(agent)
+	if done, err := m.lockOwn(ctx, agent, reason); done || err != nil {
+		if err != nil {
+			return fmt.Errorf("lock worktree %s: %w", agent, err)
+		}
+		return nil
+	}
 	lock := func() error {
 		_, err := m.run(ctx, m.root, "worktree", "lock", "--reason", reason, path)
 		return err
@@ -937,6 +948,12 @@ func (m *Manager) Unlock(ctx context.Context, agent string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if done, err := m.unlockOwn(ctx, agent); done || err != nil {
+		if err != nil {
+			return fmt.Errorf("unlock worktree %s: %w", agent, err)
+		}
+		return nil
+	}
 	// As Lock: git first, the list only to explain a refusal.
 	if _, err := m.run(ctx, m.root, "worktree", "unlock", m.Path(agent)); err == nil {
 		return nil
