@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unique"
 )
 
 // Snapshot is what the session guard compares: the refs agents must not
@@ -129,7 +130,9 @@ func (m *Manager) guardedRefsCLI(ctx context.Context, base string) (map[string]s
 	refs := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
 		if hash, name, ok := strings.Cut(line, " "); ok && (name == "refs/heads/"+base || strings.HasPrefix(name, "refs/heads/"+BranchPrefix)) {
-			refs[name] = hash
+			// Interned: every agent's baseline holds every branch, and
+			// substrings would keep each read's whole output alive.
+			refs[unique.Make(name).Value()] = unique.Make(hash).Value()
 		}
 	}
 	return refs, nil

@@ -156,6 +156,7 @@ type Manager struct {
 	base   string
 
 	guard guardState // the session guard's bookkeeping (guard.go)
+	snaps coalescer[*Snapshot]
 }
 
 // Worktree is one agent's worktree.
