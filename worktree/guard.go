@@ -85,7 +85,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unique"
 
 	"github.com/swarmhq/swarm/proc"
 )
@@ -659,13 +658,9 @@ func (m *Manager) Baseline(agent string) *Snapshot {
 // branches in that time are judged only on reflog evidence.
 func (m *Manager) SetBaseline(agent string, s *Snapshot) {
 	if s != nil && s.Refs != nil {
-		// A stored baseline's refs are interned as a snapshot's are.
-		refs := make(map[string]string, len(s.Refs))
-		for k, v := range s.Refs {
-			refs[unique.Make(k).Value()] = unique.Make(v).Value()
-		}
+		// A stored baseline's refs are shared as a snapshot's are.
 		c := *s
-		c.Refs = refs
+		c.Refs = m.refs.intern(s.Refs)
 		s = &c
 	}
 	m.guard.mu.Lock()

@@ -2,7 +2,9 @@ package worktree
 
 import (
 	"context"
+	"maps"
 	"sync"
+	"unique"
 )
 
 // coalescer shares one run of a read among the callers that asked for it
@@ -76,4 +78,28 @@ func (c *coalescer[T]) waiting() int {
 // safe.
 func (m *Manager) sharedSnapshot(ctx context.Context) (*Snapshot, error) {
 	return m.snaps.do(ctx, m.Snapshot)
+}
+
+// refsIntern shares guarded-ref maps among snapshots: each agent keeps its
+// own baseline snapshot, so 500 agents held 500 maps of 500 branches.
+// Snapshots that saw the same refs (most, while nothing is committed) get
+// one map; the strings of the others are interned. A snapshot's Refs is
+// never changed once taken.
+type refsIntern struct {
+	mu   sync.Mutex
+	last map[string]string
+}
+
+func (r *refsIntern) intern(refs map[string]string) map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last != nil && maps.Equal(refs, r.last) {
+		return r.last
+	}
+	out := make(map[string]string, len(refs))
+	for k, v := range refs {
+		out[unique.Make(k).Value()] = unique.Make(v).Value()
+	}
+	r.last = out
+	return out
 }

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,5 +61,20 @@ func TestCoalescerShares(t *testing.T) {
 		if v != 2 {
 			t.Errorf("late caller %d got read %d, want 2", i, v)
 		}
+	}
+}
+
+// TestRefsInternShares: snapshots that saw the same refs share one map,
+// so agents' baselines do not each hold every branch.
+func TestRefsInternShares(t *testing.T) {
+	var r refsIntern
+	a := r.intern(map[string]string{"refs/heads/main": "aaa", "refs/heads/swarm/x": "bbb"})
+	b := r.intern(map[string]string{"refs/heads/main": "aaa", "refs/heads/swarm/x": "bbb"})
+	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
+		t.Fatal("equal refs got two maps")
+	}
+	c := r.intern(map[string]string{"refs/heads/main": "aaa", "refs/heads/swarm/x": "ccc"})
+	if len(c) != 2 || c["refs/heads/swarm/x"] != "ccc" || a["refs/heads/swarm/x"] != "bbb" {
+		t.Fatalf("changed refs: %v (first %v)", c, a)
 	}
 }

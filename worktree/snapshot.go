@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"unique"
 )
 
 // Snapshot is what the session guard compares: the refs agents must not
@@ -130,12 +129,12 @@ func (m *Manager) guardedRefsCLI(ctx context.Context, base string) (map[string]s
 	refs := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
 		if hash, name, ok := strings.Cut(line, " "); ok && (name == "refs/heads/"+base || strings.HasPrefix(name, "refs/heads/"+BranchPrefix)) {
-			// Interned: every agent's baseline holds every branch, and
-			// substrings would keep each read's whole output alive.
-			refs[unique.Make(name).Value()] = unique.Make(hash).Value()
+			refs[name] = hash
 		}
 	}
-	return refs, nil
+	// Shared or interned (refsIntern): every agent's baseline holds every
+	// branch, and substrings would keep each read's output alive.
+	return m.refs.intern(refs), nil
 }
 
 // commonDir is the repository's common git dir (the .git of the main

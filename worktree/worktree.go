@@ -157,6 +157,7 @@ type Manager struct {
 
 	guard guardState // the session guard's bookkeeping (guard.go)
 	snaps coalescer[*Snapshot]
+	refs  refsIntern
 }
 
 // Worktree is one agent's worktree.
