@@ -57,7 +57,10 @@ func (b *bench) buildBase(rev string) (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s: %v: %s", rev, err, tail(string(out), 1000))
 	}
-	b.baseName = fmt.Sprintf("%s (%s)", rev, strings.TrimSpace(string(hash)))
+	b.baseName = strings.TrimSpace(string(hash))
+	if !strings.HasPrefix(rev, b.baseName) {
+		b.baseName = fmt.Sprintf("%s (%s)", rev, b.baseName)
+	}
 	return bin, nil
 }
 
