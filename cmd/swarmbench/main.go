@@ -14,8 +14,11 @@
 //	P3  prompt build with 100 pending messages and 20 ready tasks, with a
 //	    fast fake bd and with one that takes 300 ms; 10 agents building at
 //	    once share one bd run
-//	P4  50 scripted agents from `swarm up` to all Running: wall time and the
-//	    supervisor's peak RSS (VmHWM)
+//	P4  50, 100 and 500 scripted agents (-p4): `swarm up` to all Running,
+//	    beyond the checkouts; the supervisor's peak RSS (VmHWM), idle CPU,
+//	    open fds; `swarm status` and `swarm send --all`; the live view's
+//	    idle CPU. With -base, P2 and P4 run with the previous release's
+//	    binary too, and the table shows new/old ratios (base.go)
 //	P5  worktree creation per agent (worktree.Manager.Ensure) against a plain
 //	    `git worktree add` on the same repository
 //	P6  base prompt size per mode and strategy, in bytes and estimated
