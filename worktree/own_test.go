@@ -20,17 +20,7 @@ func TestInPlaceWorktreeSkipsTheList(t *testing.T) {
 	for _, a := range []string{"alpha", "bravo"} {
 		f.ensure(a)
 	}
-	real, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrap := t.TempDir()
-	log := filepath.Join(wrap, "log")
-	script := "#!/bin/sh\necho \"$*\" >> " + log + "\nexec " + real + " \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(wrap, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", wrap+string(os.PathListSeparator)+os.Getenv("PATH"))
+	log := logGit(t)
 
 	m := f.manager(Options{}) // as the next swarm up
 	wt, err := m.Ensure(ctx, "alpha")
@@ -76,5 +66,52 @@ func TestInPlaceWorktreeSkipsTheList(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(m.Path("bravo"), "README.md")); err != nil {
 		t.Fatalf("bravo not checked out again: %v", err)
+	}
+}
+
+// logGit puts a git on PATH that logs its arguments to the returned file,
+// then runs the real one. Its test must not be parallel.
+func logGit(t *testing.T) string {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrap := t.TempDir()
+	log := filepath.Join(wrap, "log")
+	script := "#!/bin/sh\necho \"$*\" >> " + log + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(wrap, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", wrap+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return log
+}
+
+// TestEnsureNewAgentAsksNoBranch: a new agent's worktree is made with its
+// branch (-b) without asking git first whether the branch exists; one
+// whose branch survived its worktree still gets that branch back.
+func TestEnsureNewAgentAsksNoBranch(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.ensure("alpha") // the exclude check and the base, once
+	log := logGit(t)
+	if _, err := f.m.Ensure(ctx, "bravo"); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := os.ReadFile(log)
+	if strings.Contains(string(calls), "rev-parse --verify -q refs/heads/swarm/bravo") {
+		t.Fatalf("asked for the new agent's branch first:\n%s", calls)
+	}
+	if !f.branchExists("swarm/bravo") {
+		t.Fatal("no branch made")
+	}
+	// The branch outlives its worktree: Ensure checks it out again.
+	f.commitAs("swarm/bravo", f.m.Path("bravo"), "b.txt", "bravo\n", "bravo: work")
+	f.git(".", "worktree", "remove", "--force", f.m.Path("bravo"))
+	if _, err := f.m.Ensure(ctx, "bravo"); err != nil {
+		t.Fatal(err)
+	}
+	if readFile(t, filepath.Join(f.m.Path("bravo"), "b.txt")) != "bravo\n" {
+		t.Fatal("the surviving branch's work is not in the new worktree")
 	}
 }

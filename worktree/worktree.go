@@ -418,8 +418,19 @@ func (m *Manager) inspect(ctx context.Context, agent string) (Info, error) {
 // with nothing changed since): one `git worktree list` serves every agent
 // of a Recover instead of one each.
 func (m *Manager) inspectIn(ctx context.Context, agent string, entries []entry) (Info, error) {
-	info := Info{Worktree: Worktree{Agent: agent, Path: m.Path(agent), Branch: Branch(agent)}}
+	info := listed(m.Path(agent), agent, entries)
 	var err error
+	info.HasBranch, err = m.ok(ctx, m.root, "rev-parse", "--verify", "-q", branchRef(agent)+"^{commit}")
+	if err != nil {
+		return info, err
+	}
+	return info, nil
+}
+
+// listed is what the worktree list says of agent's worktree at path, and
+// whether it exists; HasBranch is left unknown (false).
+func listed(path, agent string, entries []entry) Info {
+	info := Info{Worktree: Worktree{Agent: agent, Path: path, Branch: Branch(agent)}}
 	want := canon(info.Path)
 	for _, e := range entries {
 		switch {
@@ -434,11 +445,7 @@ func (m *Manager) inspectIn(ctx context.Context, agent string, entries []entry) 
 	if _, err := os.Lstat(info.Path); err == nil {
 		info.Exists = true
 	}
-	info.HasBranch, err = m.ok(ctx, m.root, "rev-parse", "--verify", "-q", branchRef(agent)+"^{commit}")
-	if err != nil {
-		return info, err
-	}
-	return info, nil
+	return info
 }
 
 type entry struct {
@@ -552,13 +559,15 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// A worktree already in place is read from its own files (own.go);
-	// git's list is for everything else.
+	// git's list is for everything else. Whether the branch exists is
+	// asked only if creating it fails.
 	info, ok := m.ownInfo(ctx, agent)
 	if !ok {
-		var err error
-		if info, err = m.inspect(ctx, agent); err != nil {
+		entries, err := m.list(ctx)
+		if err != nil {
 			return Worktree{}, checkedOut, fmt.Errorf("ensure worktree %s: %w", agent, err)
 		}
+		info = listed(m.Path(agent), agent, entries)
 	}
 	wt := info.Worktree
 	if info.Elsewhere != "" {
@@ -615,19 +624,27 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	if err := m.exclude(ctx, m.dir); err != nil {
 		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 	}
-	args := []string{"worktree", "add", "--no-checkout", wt.Path, wt.Branch}
-	if !info.HasBranch {
-		args = []string{"worktree", "add", "--no-checkout", "-b", wt.Branch, wt.Path, "refs/heads/" + base}
-	}
 	// Journaled first: a run interrupted from here on left a checkout that
 	// no agent has worked in, which the next run redoes completely.
 	if err := m.writeJournal(ctx, journal{Agent: agent, State: statePopulating, Op: opEnsure, Base: base}); err != nil {
 		return wt, checkedOut, err
 	}
-	if _, err := m.run(ctx, m.root, args...); err != nil {
+	// A new agent's branch is made with its worktree; one that exists
+	// already (its worktree was removed) makes -b fail, before git creates
+	// anything, and the branch is checked out as it is. One git run fewer
+	// for every new agent than asking first.
+	newBranch := true
+	_, err = m.run(ctx, m.root, "worktree", "add", "--no-checkout", "-b", wt.Branch, wt.Path, "refs/heads/"+base)
+	if err != nil {
+		if has, herr := m.ok(ctx, m.root, "rev-parse", "--verify", "-q", branchRef(agent)+"^{commit}"); herr == nil && has {
+			newBranch = false
+			_, err = m.run(ctx, m.root, "worktree", "add", "--no-checkout", wt.Path, wt.Branch)
+		}
+	}
+	if err != nil {
 		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 	}
-	slog.Debug("created worktree", "agent", agent, "path", wt.Path, "branch", wt.Branch, "new_branch", !info.HasBranch)
+	slog.Debug("created worktree", "agent", agent, "path", wt.Path, "branch", wt.Branch, "new_branch", newBranch)
 	return wt, fresh, nil
 }
 
