@@ -88,8 +88,9 @@ func logGit(t *testing.T) string {
 }
 
 // TestEnsureNewAgentAsksNoBranch: a new agent's worktree is made with its
-// branch (-b) without asking git first whether the branch exists; one
-// whose branch survived its worktree still gets that branch back.
+// branch (-b) without asking git first whether the branch exists or
+// reading the worktree list; one whose branch survived its worktree still
+// gets that branch back.
 func TestEnsureNewAgentAsksNoBranch(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -99,8 +100,8 @@ func TestEnsureNewAgentAsksNoBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls, _ := os.ReadFile(log)
-	if strings.Contains(string(calls), "rev-parse --verify -q refs/heads/swarm/bravo") {
-		t.Fatalf("asked for the new agent's branch first:\n%s", calls)
+	if strings.Contains(string(calls), "rev-parse --verify -q refs/heads/swarm/bravo") || strings.Contains(string(calls), "worktree list") {
+		t.Fatalf("asked git about the new agent's branch or the worktrees first:\n%s", calls)
 	}
 	if !f.branchExists("swarm/bravo") {
 		t.Fatal("no branch made")

@@ -563,6 +563,9 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	// asked only if creating it fails.
 	info, ok := m.ownInfo(ctx, agent)
 	if !ok {
+		if wt, made := m.addNew(ctx, agent, base); made {
+			return wt, fresh, nil
+		}
 		entries, err := m.list(ctx)
 		if err != nil {
 			return Worktree{}, checkedOut, fmt.Errorf("ensure worktree %s: %w", agent, err)
@@ -629,22 +632,9 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	if err := m.writeJournal(ctx, journal{Agent: agent, State: statePopulating, Op: opEnsure, Base: base}); err != nil {
 		return wt, checkedOut, err
 	}
-	// A new agent's branch is made with its worktree; one that exists
-	// already (its worktree was removed) makes -b fail, before git creates
-	// anything, and the branch is checked out as it is. One git run fewer
-	// for every new agent than asking first.
-	newBranch := true
-	_, err = m.run(ctx, m.root, "worktree", "add", "--no-checkout", "-b", wt.Branch, wt.Path, "refs/heads/"+base)
-	if err != nil {
-		if has, herr := m.ok(ctx, m.root, "rev-parse", "--verify", "-q", branchRef(agent)+"^{commit}"); herr == nil && has {
-			newBranch = false
-			_, err = m.run(ctx, m.root, "worktree", "add", "--no-checkout", wt.Path, wt.Branch)
-		}
-	}
-	if err != nil {
+	if err := m.addWorktree(ctx, agent, base); err != nil {
 		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 	}
-	slog.Debug("created worktree", "agent", agent, "path", wt.Path, "branch", wt.Branch, "new_branch", newBranch)
 	return wt, fresh, nil
 }
 
