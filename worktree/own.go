@@ -117,10 +117,11 @@ func (m *Manager) addNew(ctx context.Context, agent, base string) (Worktree, boo
 	if _, have, err := m.readJournal(agent); err != nil || have {
 		return wt, false
 	}
-	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+	// git answers before anything is made (no git: nothing is created).
+	if err := m.exclude(ctx, m.dir); err != nil {
 		return wt, false
 	}
-	if err := m.exclude(ctx, m.dir); err != nil {
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		return wt, false
 	}
 	if err := m.writeJournal(ctx, journal{Agent: agent, State: statePopulating, Op: opEnsure, Base: base}); err != nil {
