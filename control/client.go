@@ -59,6 +59,13 @@ type RunResult struct {
 // runs none for others, or not on the caller's database. Nothing was done.
 var ErrRunDeclined = errors.New("the supervisor does not run this command")
 
+// RunRefused is a supervisor's refusal of an OpRun before it ran anything
+// (at its connection cap, or a caller the door does not take): unlike a
+// lost answer, it says for sure that nothing was done.
+type RunRefused struct{ Reason string }
+
+func (e *RunRefused) Error() string { return "control " + OpRun + ": " + e.Reason }
+
 // Response is the supervisor's answer.
 type Response struct {
 	OK    bool            `json:"ok"`
@@ -111,6 +118,9 @@ func runOn(ctx context.Context, path string, req RunRequest) (RunResult, error) 
 		// it answered at once and did nothing.
 		if !resp.OK && (resp.Error == RunUnsupported || strings.HasPrefix(resp.Error, "unknown operation")) {
 			return res, fmt.Errorf("%w: %s", ErrRunDeclined, resp.Error)
+		}
+		if !resp.OK && resp.Error != "" {
+			return res, &RunRefused{Reason: resp.Error}
 		}
 		return res, err
 	}

@@ -79,6 +79,11 @@ var (
 	// deleted or replaced by another file: what it writes now would be
 	// lost, and what others write goes elsewhere. The process must stop.
 	ErrDatabaseGone = errors.New("the database file was deleted or replaced")
+	// ErrDamaged means the store's data is damaged (a corrupt SQLite file,
+	// PostgreSQL's data_corrupted or index_corrupted): every store wraps it
+	// in the errors that say so, from Open or any later statement, so a
+	// command can say what to do without knowing the backend.
+	ErrDamaged = errors.New("the database is damaged")
 )
 
 // AnsweredError refuses a protocol answer whose sender answered the same
@@ -242,6 +247,13 @@ type Store interface {
 	// Escalations lists escalations as f selects them, in the desk's
 	// order: the most severe first, then the newest first.
 	Escalations(ctx context.Context, f EscalationFilter) ([]escalation.Escalation, error)
+	// EscalationsByRef lists the escalations whose ref is exactly ref
+	// (an item's "item:<id>", a session's "session:<agent>-<seq>"), of
+	// every kind, newest first (by id); with openOnly, only the
+	// unresolved ones (open and acked). An empty ref matches none. One
+	// indexed read, for callers that would otherwise list every
+	// escalation and compare refs.
+	EscalationsByRef(ctx context.Context, ref string, openOnly bool) ([]escalation.Escalation, error)
 	// SetNotified records what the notifier sent about an escalation. It
 	// writes only that bookkeeping, never the escalation's state.
 	SetNotified(ctx context.Context, id int64, n escalation.Notified) error

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // State is where a candidate stands. The words are part of the JSON
@@ -118,9 +119,4 @@ func Subject(id int64) string { return strconv.FormatInt(id, 10) }
 func Key(first int64, attempt int) string { return fmt.Sprintf("merge-%d-%d", first, attempt) }
 
 // Short is a commit's first 10 characters, for messages.
-func Short(commit string) string {
-	if len(commit) > 10 {
-		return commit[:10]
-	}
-	return commit
-}
+func Short(commit string) string { return text.Short(commit, 10) }

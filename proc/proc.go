@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // DefaultGrace is how long a cancelled group gets between SIGTERM and SIGKILL.
@@ -126,7 +128,7 @@ func (e *ExitError) Error() string {
 	if msg == "" {
 		return fmt.Sprintf("%s exited with status %d", e.Name, e.ExitCode)
 	}
-	return fmt.Sprintf("%s exited with status %d: %s", e.Name, e.ExitCode, firstLine(msg))
+	return fmt.Sprintf("%s exited with status %d: %s", e.Name, e.ExitCode, text.FirstLine(msg))
 }
 
 // Spec describes one run.
@@ -189,13 +191,6 @@ func Run(ctx context.Context, spec Spec, name string, args ...string) (Result, e
 		return res, err
 	}
 	return res, nil
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // AwaitGroupsGone waits until none of the process groups has a process

@@ -10,6 +10,7 @@ import (
 
 	"github.com/swarmhq/swarm/beads"
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/protocol"
@@ -403,18 +404,7 @@ func (pc PromptContext) branch() string {
 
 // HumanAge renders an age the way the prompt shows it: 12s, 2m, 3h, 2d.
 // A negative age (clock skew) is 0s.
-func HumanAge(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
-}
+func HumanAge(d time.Duration) string { return text.Age(d) }
 
 // nest moves Markdown headings down two levels outside code fences, so an
 // embedded document's "## Foo" cannot read as one of the prompt's own

@@ -33,8 +33,9 @@
 //	context_ref[0]: no stored message has msg_id "x"; ...
 //
 // Checks come in two layers. The shape of each type is a JSON Schema (draft
-// 2020-12) embedded from schemas/*.json and checked with
-// github.com/santhosh-tekuri/jsonschema/v6: required fields, types, enums,
+// 2020-12) embedded from schemas/*.json, read and resolved with
+// github.com/google/jsonschema-go and checked by this package on first use,
+// every failing field at once (schema.go): required fields, types, enums,
 // sizes, and additionalProperties false everywhere, so a model's typo in a
 // field name is refused instead of silently dropped. The rules a schema
 // cannot express are Go code in this package: blank strings, a branch that is

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // bodyLimit is the most runes of free text a body quotes. The body is a
@@ -34,10 +36,10 @@ func Body(e Envelope) string {
 		}
 		return fmt.Sprintf("%s: %s: %s", head, p.Status, firstLine(p.Summary))
 	case ReviewRequest:
-		return fmt.Sprintf("%s → %s: review against %s, %s so far", head, e.To, plural(len(p.AcceptanceCriteria), "criterion"), plural(p.RejectCount, "rejection"))
+		return fmt.Sprintf("%s → %s: review against %s, %s so far", head, e.To, text.Plural(len(p.AcceptanceCriteria), "criterion", "criteria"), text.Plural(p.RejectCount, "rejection", "rejections"))
 	case ReviewVerdict:
 		if p.Verdict == "rejected" {
-			return fmt.Sprintf("%s: rejected (%s)", head, plural(len(p.Issues), "issue"))
+			return fmt.Sprintf("%s: rejected (%s)", head, text.Plural(len(p.Issues), "issue", "issues"))
 		}
 		if p.Summary != "" {
 			return fmt.Sprintf("%s: %s: %s", head, p.Verdict, firstLine(p.Summary))
@@ -134,17 +136,6 @@ func expected(e Envelope) string {
 	return "No ACK needed."
 }
 
-// Age renders a duration the way prompts show ages and deadlines: 45s, 4m,
-// 2h, 3d, rounded down, so a deadline never looks further away than it is.
-func Age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
-}
+// Age is text.Age, the way prompts show ages and deadlines (45s, 4m, 2h,
+// 3d, rounded down), kept here for the callers that name it so.
+func Age(d time.Duration) string { return text.Age(d) }

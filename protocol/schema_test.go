@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 func TestSchemasCompile(t *testing.T) {
@@ -150,4 +152,120 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestVerdictsMatchTheLibrary: check, which names every failing field,
+// accepts exactly what github.com/google/jsonschema-go's own validator
+// accepts, on envelopes of every type with valid, broken and odd payloads
+// and envelope fields.
+func TestVerdictsMatchTheLibrary(t *testing.T) {
+	_, m := seeded(t)
+	payloads := []string{
+		dispatchPayload, `{}`, `[]`, `null`, `"x"`, `3`,
+		`{"description":"d","branch":"main","acceptance_criteria":[],"risk_level":"x","subtasks":[{"subtask_id":"a","description":"b"},{"subtask_id":"a","description":"c","owner":1}],"timeout_minutes":1.5}`,
+		`{"description":"d","branch":"b","acceptance_criteria":["a",2,""],"risk_level":"low","timeout_minutes":2.0,"forbidden_actions":"x"}`,
+		`{"description":"d","branch":"b","acceptance_criteria":["a"],"risk_level":"low","timeout_minutes":1e3}`,
+		`{"description":"d","branch":"b","acceptance_criteria":["a"],"risk_level":"low","timeout_minutes":10081}`,
+		`{"status":"completed","summary":"s","commit_hash":"0123456"}`,
+		`{"status":"done","summary":"","commit_hash":"HEAD","artifacts":"a.md"}`,
+		`{"original_dispatch_ref":"` + m["dispatch"].MsgID + `","task_result_ref":"` + m["result"].MsgID + `","reject_count":0,"acceptance_criteria":["a"]}`,
+		`{"original_dispatch_ref":"the dispatch","task_result_ref":1,"reject_count":-1,"acceptance_criteria":[]}`,
+		`{"verdict":"rejected","issues":[]}`, `{"verdict":"maybe","score":9}`,
+		`{"reason":"r","summary":"s","details":{"a":[1,{"b":null}]}}`, `{"reason":"r","summary":"s","details":3}`,
+		`{"ack_of":"` + m["dispatch"].MsgID + `"}`, `{"ack_of":"x","note":"ok"}`,
+		`{"code":"CORE_BOOTSTRAP_PING"}`, `{"code":"hello"}`, `{"my field":1}`,
+	}
+	envelope := func(typ Type, payload string) map[string]any {
+		var env map[string]any
+		data, err := json.Marshal(m["dispatch"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &env); err != nil {
+			t.Fatal(err)
+		}
+		env["type"] = string(typ)
+		env["payload"] = json.RawMessage(payload)
+		return env
+	}
+	var docs [][]byte
+	add := func(env map[string]any) {
+		data, err := json.Marshal(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, data)
+	}
+	for _, typ := range Types {
+		for _, p := range payloads {
+			add(envelope(typ, p))
+		}
+	}
+	for k, v := range map[string]any{
+		"protocol_version": "AMP/2.0", "msg_id": "x", "from": "Lead", "to": 3, "task_id": "",
+		"timestamp": "yesterday", "requires_ack": "yes", "ack_timeout_sec": 1.5, "context_ref": []string{"a", "a"},
+		"extra": true, "type": "task_dispach",
+	} {
+		env := envelope(TypeTaskDispatch, dispatchPayload)
+		env[k] = v
+		add(env)
+		delete(env, k)
+		add(env)
+	}
+	for _, ack := range []any{2.0, 604801, -1, 0} {
+		env := envelope(TypeTaskDispatch, dispatchPayload)
+		env["ack_timeout_sec"] = ack
+		add(env)
+	}
+
+	s := schemas()
+	accepted, refused := 0, 0
+	for _, data := range docs {
+		doc, err := decodeJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := doc.(map[string]any)["type"].(string)
+		typ := Type(name)
+		sch, res := s.byType[typ], s.resolved[typ]
+		var plain any // the library reads numbers as float64
+		if err := json.Unmarshal(data, &plain); err != nil {
+			t.Fatal(err)
+		}
+		if sch == nil {
+			// An unknown type: the envelope alone, as checkSchema does.
+			sch, res = s.envelope, resolveEnvelope(t)
+		}
+		var faults []fault
+		s.check(sch, doc, nil, &faults)
+		lib := res.Validate(plain)
+		if (len(faults) == 0) != (lib == nil) {
+			t.Errorf("%s\n check found %d faults %+v; the library said %v", data, len(faults), faults, lib)
+		}
+		if lib == nil {
+			accepted++
+		} else {
+			refused++
+		}
+	}
+	if accepted < 10 || refused < 100 {
+		t.Errorf("the corpus proves little: %d accepted, %d refused", accepted, refused)
+	}
+}
+
+func resolveEnvelope(t *testing.T) *jsonschema.Resolved {
+	t.Helper()
+	var s jsonschema.Schema
+	data, err := Schema("envelope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaBase + "envelope.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

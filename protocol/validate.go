@@ -7,13 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Resolver answers what validation needs from the store and the
@@ -103,7 +102,7 @@ func (b *Builder) check(ctx context.Context, c *collector, data []byte, consiste
 		c.addf("payload", "nests %d levels deep, more than %d: flatten it", d, MaxDepth)
 		return Envelope{}, nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	doc, err := decodeJSON(data)
 	if err != nil {
 		c.add("envelope", "is not valid JSON: "+err.Error())
 		return Envelope{}, nil
@@ -539,3 +538,18 @@ func MsgID(t Type, taskID string, at time.Time) string {
 
 // Timestamp formats a time as envelopes carry it.
 func Timestamp(at time.Time) string { return at.UTC().Format(TimestampLayout) }
+
+// decodeJSON decodes one JSON value as the schema check reads it: numbers
+// kept exactly (json.Number), and nothing after the value.
+func decodeJSON(data []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var doc any
+	if err := d.Decode(&doc); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("invalid character after top-level value")
+	}
+	return doc, nil
+}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"log/slog"
 
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/mailbox"
@@ -48,12 +49,24 @@ const ackSweepPage = 100
 
 // ackDeadlines is the supervisor's ack-deadlines service.
 type ackDeadlines struct {
-	s    *Supervisor
+	d    ackDeps
 	kick chan struct{}
 }
 
-func newAckDeadlines(s *Supervisor) *ackDeadlines {
-	return &ackDeadlines{s: s, kick: make(chan struct{}, 1)}
+// ackDeps is what the ack-deadlines service needs of the supervisor.
+type ackDeps struct {
+	Store  mailbox.Store
+	Poster *mailbox.Poster
+	Raise  func(context.Context, escalation.Draft) (escalation.Escalation, bool, error)
+	// PingTimeout is told of a ping past its deadline
+	// (Options.PingTimeout); nil logs it.
+	PingTimeout func(ctx context.Context, m message.Message)
+	Clock       Clock
+	Log         *slog.Logger
+}
+
+func newAckDeadlines(d ackDeps) *ackDeadlines {
+	return &ackDeadlines{d: d, kick: make(chan struct{}, 1)}
 }
 
 // poke tells the service a deadline was stored: it looks again now.
@@ -76,7 +89,7 @@ func (a *ackDeadlines) stored(delivered []message.Message) {
 
 // run is the service: sweep, then sleep until the next deadline or a poke.
 func (a *ackDeadlines) run(ctx context.Context) error {
-	timer := a.s.clock.NewTimer(ackRecheck)
+	timer := a.d.Clock.NewTimer(ackRecheck)
 	defer timer.Stop()
 	for {
 		timer.Reset(a.sweep(ctx))
@@ -92,12 +105,12 @@ func (a *ackDeadlines) run(ctx context.Context) error {
 // sweep handles every pending ACK past its deadline and returns how long
 // to sleep: until the next deadline, at most ackRecheck.
 func (a *ackDeadlines) sweep(ctx context.Context) time.Duration {
-	s := a.s
-	now := s.clock.Now()
-	due, err := s.store.DueAcks(ctx, now, ackSweepPage)
+	s := a.d
+	now := s.Clock.Now()
+	due, err := s.Store.DueAcks(ctx, now, ackSweepPage)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("read ACK deadlines", "err", err)
+			s.Log.Warn("read ACK deadlines", "err", err)
 		}
 		return ackRetry
 	}
@@ -107,7 +120,7 @@ func (a *ackDeadlines) sweep(ctx context.Context) time.Duration {
 			if ctx.Err() != nil {
 				return ackRetry
 			}
-			s.log.Error("ACK deadline passed, and handling it failed; retrying", "msg_id", m.MsgID, "agent", m.To, "err", err)
+			s.Log.Error("ACK deadline passed, and handling it failed; retrying", "msg_id", m.MsgID, "agent", m.To, "err", err)
 			failed = true
 		}
 	}
@@ -117,23 +130,23 @@ func (a *ackDeadlines) sweep(ctx context.Context) time.Duration {
 	case len(due) == ackSweepPage:
 		return 0 // more are due
 	}
-	next, ok, err := s.store.NextAckDeadline(ctx)
+	next, ok, err := s.Store.NextAckDeadline(ctx)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			s.log.Warn("read the next ACK deadline", "err", err)
+			s.Log.Warn("read the next ACK deadline", "err", err)
 		}
 		return ackRetry
 	case !ok:
 		return ackRecheck
 	}
-	return min(max(next.Sub(s.clock.Now()), 0), ackRecheck)
+	return min(max(next.Sub(s.Clock.Now()), 0), ackRecheck)
 }
 
 // missed acts on one message whose ACK deadline passed, then marks its
 // ACK overdue.
 func (a *ackDeadlines) missed(ctx context.Context, m message.Message, now time.Time) error {
-	s := a.s
+	s := a.d
 	env, err := mailbox.Envelope(m)
 	if err != nil {
 		return err
@@ -142,10 +155,10 @@ func (a *ackDeadlines) missed(ctx context.Context, m message.Message, now time.T
 	case protocol.TypePing:
 		// The team launch relaunches and pings again; it raises its own
 		// protocol_breach when that fails too.
-		if s.opts.PingTimeout != nil {
-			s.opts.PingTimeout(ctx, m)
+		if s.PingTimeout != nil {
+			s.PingTimeout(ctx, m)
 		} else {
-			s.log.Info("a ping was not acknowledged in time", "msg_id", m.MsgID, "agent", m.To)
+			s.Log.Info("a ping was not acknowledged in time", "msg_id", m.MsgID, "agent", m.To)
 		}
 	default:
 		if _, _, err := s.Raise(ctx, AckTimeoutDraft(m, env)); err != nil {
@@ -153,11 +166,11 @@ func (a *ackDeadlines) missed(ctx context.Context, m message.Message, now time.T
 		}
 		if env.Type == protocol.TypeReviewRequest {
 			if err := a.remind(ctx, m, now); err != nil {
-				s.log.Warn("remind the reviewer", "msg_id", m.MsgID, "agent", m.To, "err", err)
+				s.Log.Warn("remind the reviewer", "msg_id", m.MsgID, "agent", m.To, "err", err)
 			}
 		}
 	}
-	if _, err := s.store.MarkAckOverdue(ctx, m.MsgID, now); err != nil {
+	if _, err := s.Store.MarkAckOverdue(ctx, m.MsgID, now); err != nil {
 		return err
 	}
 	return nil
@@ -167,7 +180,7 @@ func (a *ackDeadlines) missed(ctx context.Context, m message.Message, now time.T
 // deadline passed: about its recipient, with ref msg:<msg_id>. A dispatch's
 // is critical and holds the recipient; any other's is a warning.
 func AckTimeoutDraft(m message.Message, env protocol.Envelope) escalation.Draft {
-	d := escalation.Draft{Kind: escalation.KindAckTimeout, Severity: escalation.Warning, Agent: m.To, Ref: "msg:" + m.MsgID}
+	d := escalation.Draft{Kind: escalation.KindAckTimeout, Severity: escalation.Warning, Agent: m.To, Ref: escalation.MsgRef(m.MsgID)}
 	if env.Type == protocol.TypeTaskDispatch {
 		d.Severity, d.Hold = escalation.Critical, true
 	}
@@ -202,7 +215,7 @@ func (a *ackDeadlines) remind(ctx context.Context, m message.Message, now time.T
 	}
 	body := fmt.Sprintf("Reminder: review request #%d (%s, task %s, from %s) was due for your ACK%s. Acknowledge it now with `swarm ack %s`, then review the result against every criterion and answer with a review_verdict (`swarm send %s --type review_verdict --reply-to %s --payload ...`).",
 		m.ID, m.MsgID, m.TaskID, m.From, late, m.MsgID, m.From, m.MsgID)
-	_, err := a.s.poster.Post(ctx, message.Draft{From: message.Swarm, To: m.To, Body: body, ReplyTo: m.ID})
+	_, err := a.d.Poster.Post(ctx, message.Draft{From: message.Swarm, To: m.To, Body: body, ReplyTo: m.ID})
 	return err
 }
 
@@ -214,7 +227,7 @@ func (a *ackDeadlines) remind(ctx context.Context, m message.Message, now time.T
 // message acknowledged or pruned meanwhile is left alone. It returns the
 // message it moved, if any.
 func SettleAckDecision(tx mailbox.Tx, e escalation.Escalation) (*message.Message, error) {
-	msgID, ok := strings.CutPrefix(e.RefText(), "msg:")
+	msgID, ok := escalation.MsgOf(e.RefText())
 	if e.Kind != escalation.KindAckTimeout || e.Decision == nil || !ok {
 		return nil, nil
 	}

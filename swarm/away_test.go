@@ -36,6 +36,7 @@ func TestStartWaitsForTheDatabase(t *testing.T) {
 	h := newHarness(t, "[[agent]]\nname = \"alpha\"\n")
 	away := &awayStore{Store: h.store, n: 3}
 	h.sup.store = away
+	h.sup.leases.d.Store = away
 	if err := h.sup.Claim(context.Background()); err != nil {
 		t.Fatalf("Claim during an outage: %v", err)
 	}

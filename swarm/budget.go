@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -233,28 +234,52 @@ type agentBudget struct {
 	agent, swarm *BudgetUse
 }
 
+// budgetBook is the budget meter's reads and writes in the store, for
+// any agent: its standing, the operator's aborts, clearing and raising
+// its escalations, and its model's price. The runner's budget checks
+// (below) decide with it.
+type budgetBook struct {
+	Store mailbox.Store
+	Clock Clock
+	Log   *slog.Logger
+	// Swarm is the swarm's budget and Prices the [prices] table, as the
+	// last reload left them.
+	Swarm  func() config.Budget
+	Prices func() map[string]config.Price
+	// EngineFor is the engine an agent runs on (swarm up --engine too).
+	EngineFor func(config.Agent) (config.Engine, error)
+	Raise     func(context.Context, escalation.Draft) // logged, never fatal
+	Changed   func()                                  // an escalation was decided here
+}
+
 // readAgentBudget reads the agent's standing, grants included. The swarm
 // count starts at the agent's grant too, so a resumed agent can go on.
 func (r *runner) readAgentBudget(ctx context.Context) (agentBudget, error) {
-	b, sb := r.agent.Budget, r.sup.budgets().Swarm()
+	return r.sup.budget.standing(ctx, r.agent)
+}
+
+func (bk budgetBook) standing(ctx context.Context, a config.Agent) (agentBudget, error) {
+	b, sb := a.Budget, bk.Swarm()
 	if !b.Enabled() && !sb.Enabled() {
 		return agentBudget{}, nil
 	}
-	ur, err := newUsageReader(bg(ctx), r.sup.store, r.sup.clock.Now())
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	ur, err := newUsageReader(bctx, bk.Store, bk.Clock.Now())
 	if err != nil {
 		return agentBudget{}, err
 	}
 	var out agentBudget
 	if b.Enabled() {
-		since := ur.since(r.agent.Name, b.Window)
+		since := ur.since(a.Name, b.Window)
 		u, err := ur.sum(since)
 		if err != nil {
 			return agentBudget{}, err
 		}
-		out.agent = newUse(b, u[r.agent.Name], since)
+		out.agent = newUse(b, u[a.Name], since)
 	}
 	if sb.Enabled() {
-		since := ur.since(r.agent.Name, sb.Window)
+		since := ur.since(a.Name, sb.Window)
 		u, err := ur.sum(since)
 		if err != nil {
 			return agentBudget{}, err
@@ -326,7 +351,13 @@ func budgetDetailsOf(e escalation.Escalation) budgetDetails {
 // (DESIGN §9.6). A session that runs once the window frees up (or the
 // limit is raised) ends that window; a later trip is news again.
 func (r *runner) abortedWindow(ctx context.Context, trip *BudgetError) (escalation.Escalation, bool, error) {
-	es, err := r.sup.store.Escalations(bg(ctx), mailbox.EscalationFilter{All: true, Agent: r.agent.Name})
+	return r.sup.budget.abortedWindow(ctx, r.agent.Name, r.seq, trip)
+}
+
+func (bk budgetBook) abortedWindow(ctx context.Context, agent string, seq int64, trip *BudgetError) (escalation.Escalation, bool, error) {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	es, err := bk.Store.Escalations(bctx, mailbox.EscalationFilter{All: true, Agent: agent})
 	if err != nil {
 		return escalation.Escalation{}, false, fmt.Errorf("read budget escalations: %w", err)
 	}
@@ -336,7 +367,7 @@ func (r *runner) abortedWindow(ctx context.Context, trip *BudgetError) (escalati
 		}
 		// A warning's abort stops nothing: warn lets the agent spend on.
 		d := budgetDetailsOf(e)
-		if d.Scope == trip.Scope && d.Action != config.BudgetWarn && d.SessionSeq != nil && *d.SessionSeq == r.seq {
+		if d.Scope == trip.Scope && d.Action != config.BudgetWarn && d.SessionSeq != nil && *d.SessionSeq == seq {
 			return e, true, nil
 		}
 	}
@@ -356,7 +387,7 @@ func (r *runner) budgetBlocked(ctx context.Context) (bool, error) {
 	}
 	e, blocked, err := r.abortedWindow(ctx, trip)
 	if blocked {
-		r.sup.log.Info("work waits: the budget is spent in a window the operator aborted", "agent", r.agent.Name, "escalation", e.ID, "cause", trip.Error())
+		r.sup.budget.Log.Info("work waits: the budget is spent in a window the operator aborted", "agent", r.agent.Name, "escalation", e.ID, "cause", trip.Error())
 	}
 	return blocked, err
 }
@@ -366,17 +397,23 @@ func (r *runner) budgetBlocked(ctx context.Context) (bool, error) {
 // limit was raised (by a reload or a restart), the budget removed, or the
 // window moved on. A hold ends with them, and the event says why.
 func (r *runner) clearBudgets(ctx context.Context, b agentBudget) error {
-	es, err := r.sup.store.Escalations(bg(ctx), mailbox.EscalationFilter{Agent: r.agent.Name})
+	return r.sup.budget.clear(ctx, r.agent.Name, b)
+}
+
+func (bk budgetBook) clear(ctx context.Context, agent string, b agentBudget) error {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	es, err := bk.Store.Escalations(bctx, mailbox.EscalationFilter{Agent: agent})
 	if err != nil {
 		return fmt.Errorf("read budget escalations: %w", err)
 	}
 	cleared := false
 	for _, e := range es {
-		if e.Kind != escalation.KindBudget || e.DedupeKey == unmeteredKey(r.agent.Name) {
+		if e.Kind != escalation.KindBudget || e.DedupeKey == unmeteredKey(agent) {
 			continue // the unmetered warning says a fact, not a spent budget
 		}
 		scope := budgetDetailsOf(e).Scope
-		use, who := b.agent, r.agent.Name+"'s budget"
+		use, who := b.agent, agent+"'s budget"
 		if scope == ScopeSwarm {
 			use, who = b.swarm, "the swarm's budget"
 		}
@@ -390,7 +427,8 @@ func (r *runner) clearBudgets(ctx context.Context, b agentBudget) error {
 			why += fmt.Sprintf("%s in %s", use.Spent(), use.Window)
 		}
 		done := false
-		err := r.sup.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+		bctx, cancel := bookkeeping(ctx)
+		err := bk.Store.InTx(bctx, func(tx mailbox.Tx) error {
 			cur, err := tx.Escalation(e.ID)
 			if err != nil || !cur.State.Unresolved() {
 				return err // the operator decided it meanwhile
@@ -399,16 +437,17 @@ func (r *runner) clearBudgets(ctx context.Context, b agentBudget) error {
 			done = err == nil
 			return err
 		})
+		cancel()
 		if err != nil {
 			return fmt.Errorf("clear escalation %d: %w", e.ID, err)
 		}
 		if done {
-			r.sup.log.Info("budget escalation cleared", "agent", r.agent.Name, "escalation", e.ID, "cause", why)
+			bk.Log.Info("budget escalation cleared", "agent", agent, "escalation", e.ID, "cause", why)
 			cleared = true
 		}
 	}
 	if cleared {
-		r.sup.EscalationChanged()
+		bk.Changed()
 	}
 	return nil
 }
@@ -449,6 +488,10 @@ func (r *runner) budgetTripped(ctx context.Context, trip *BudgetError) (moved bo
 // raiseBudget raises (or counts) the budget escalation of a trip: critical
 // and holding for pause, critical for stop, a warning for warn.
 func (r *runner) raiseBudget(ctx context.Context, trip *BudgetError) {
+	r.sup.budget.raise(ctx, r.agent.Name, r.seq, trip)
+}
+
+func (bk budgetBook) raise(ctx context.Context, agent string, seq int64, trip *BudgetError) {
 	sev := escalation.Critical
 	if trip.Use.Action == config.BudgetWarn {
 		sev = escalation.Warning
@@ -462,13 +505,13 @@ func (r *runner) raiseBudget(ctx context.Context, trip *BudgetError) {
 		config.BudgetStop:  "stopped; raise the limit in swarm.toml, or resume the escalation and restart 'swarm up'",
 		config.BudgetWarn:  "still running (action = \"warn\")",
 	}[trip.Use.Action]
-	r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindBudget, Severity: sev, Hold: trip.Use.Action == config.BudgetPause,
-		Agent:   r.agent.Name,
-		Summary: fmt.Sprintf("%s spent %s: %s in %s; %s", r.agent.Name, what, trip.Use.Spent(), trip.Use.Window, do),
+	bk.Raise(ctx, escalation.Draft{Kind: escalation.KindBudget, Severity: sev, Hold: trip.Use.Action == config.BudgetPause,
+		Agent:   agent,
+		Summary: fmt.Sprintf("%s spent %s: %s in %s; %s", agent, what, trip.Use.Spent(), trip.Use.Window, do),
 		Details: details(map[string]any{"scope": trip.Scope, "tokens": trip.Use.Tokens, "used": trip.Use.Used,
 			"usd": trip.Use.USD, "used_usd": trip.Use.UsedUSD,
-			"window": trip.Use.Window, "action": trip.Use.Action, "since": trip.Use.Since, "session_seq": r.seq}),
-		DedupeKey: escalation.DefaultDedupeKey(escalation.KindBudget, r.agent.Name, "", trip.Scope)})
+			"window": trip.Use.Window, "action": trip.Use.Action, "since": trip.Use.Since, "session_seq": seq}),
+		DedupeKey: escalation.DefaultDedupeKey(escalation.KindBudget, agent, "", trip.Scope)})
 }
 
 // meter adds a running session's usage, as the engine reports it, to what
@@ -507,12 +550,14 @@ func sessionCost(u engine.Usage, price *config.Price) (usd float64, ok bool) {
 }
 
 // price is the [prices] row of the agent's model, nil when there is none.
-func (r *runner) price() *config.Price {
-	e, err := r.sup.cfg.EngineFor(r.agent, r.sup.opts.EngineOverride)
+func (r *runner) price() *config.Price { return r.sup.budget.price(r.agent) }
+
+func (bk budgetBook) price(a config.Agent) *config.Price {
+	e, err := bk.EngineFor(a)
 	if err != nil {
 		return nil
 	}
-	if p, ok := r.sup.prices()[config.PriceModel(r.agent, e)]; ok && config.PriceModel(r.agent, e) != "" {
+	if p, ok := bk.Prices()[config.PriceModel(a, e)]; ok && config.PriceModel(a, e) != "" {
 		return &p
 	}
 	return nil
@@ -602,7 +647,7 @@ func (r *runner) budgetEnded(ctx context.Context, s *session, trip *BudgetError,
 // budgetSettle records the session cut by the budget as interrupted (its
 // mail queued again), raises the escalation, and holds or stops the agent.
 func (r *runner) budgetSettle(ctx context.Context, s *session, trip *BudgetError, res engine.Result, grace bool) error {
-	now := r.sup.clock.Now()
+	now := r.sup.budget.Clock.Now()
 	r.interrupt = &Interrupt{Seq: s.seq, Reason: trip.Error(), At: &now}
 	why := trip.Error()
 	if grace {

@@ -291,7 +291,7 @@ func mergedItems(ctx context.Context, st mailbox.Store, cfg *config.Config, agen
 			}
 			err := st.InTx(ctx, func(tx mailbox.Tx) error {
 				_, err := fsm.ApplyBy(tx, workflow.ReviewTable, fsm.SubjectItem, it.ID, workflow.Approved, workflow.Merge, workflow.Merged,
-					fmt.Sprintf("%s with swarm/%s by swarm down (reviewed at %s)", how, w.Dev, short(it.ReviewCommit)), message.Operator)
+					fmt.Sprintf("%s with %s by swarm down (reviewed at %s)", how, worktree.Branch(w.Dev), short(it.ReviewCommit)), message.Operator)
 				return err
 			})
 			if err != nil {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/swarmhq/swarm/identity"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 )
@@ -184,7 +185,9 @@ func (s *Supervisor) EscalationChanged() {
 // raise is a trigger inside the supervisor: failures are logged, never
 // fatal to the agent that tripped it.
 func (s *Supervisor) raise(ctx context.Context, d escalation.Draft) {
-	if _, _, err := s.Raise(bg(ctx), d); err != nil {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	if _, _, err := s.Raise(bctx, d); err != nil {
 		s.log.Error("raise escalation", "kind", d.Kind, "agent", d.Agent, "err", err)
 	}
 }
@@ -200,7 +203,7 @@ func details(kv map[string]any) json.RawMessage {
 
 // escalator is the engine's way to escalate as the agent.
 type escalator struct {
-	sup   *Supervisor
+	raise func(context.Context, escalation.Draft) (escalation.Escalation, bool, error) // Supervisor.Raise
 	agent string
 }
 
@@ -210,7 +213,7 @@ func (e escalator) Escalate(ctx context.Context, r engine.EscalationRequest) (en
 	if r.Approval {
 		d.Kind = escalation.KindApproval
 	}
-	esc, created, err := e.sup.Raise(ctx, d)
+	esc, created, err := e.raise(ctx, d)
 	if err != nil {
 		return engine.EscalationResult{}, err
 	}
@@ -223,16 +226,30 @@ func (e escalator) Escalate(ctx context.Context, r engine.EscalationRequest) (en
 // releases a hold itself, from the level in the store), and drives the
 // notifier.
 type desk struct {
-	s        *Supervisor
+	d        deskDeps
 	kick     chan struct{}
 	last     int64 // the newest escalation event already handled
 	notifier *notifier
 }
 
-func newDesk(s *Supervisor) *desk {
-	d := &desk{s: s, kick: make(chan struct{}, 1)}
-	if s.cfg.Notify.Enabled() {
-		d.notifier = newNotifier(s.cfg.Notify, s.cfg.Root, s.store, s.clock, s.log, d.poke)
+// deskDeps is what the desk needs of the supervisor.
+type deskDeps struct {
+	Store  mailbox.Store
+	Clock  Clock
+	Log    *slog.Logger
+	Notify config.Notify // [notify] at start; reload swaps the notifier's
+	Root   string        // the repository, where notify commands run
+	Emit   func(lifecycle.Notice)
+	// Escalated tells the runner of agent, if this supervisor runs it,
+	// that an escalation about it changed.
+	Escalated func(agent string)
+	PokeTeam  func() // the team launch's fallback may be decided
+}
+
+func newDesk(dd deskDeps) *desk {
+	d := &desk{d: dd, kick: make(chan struct{}, 1)}
+	if dd.Notify.Enabled() {
+		d.notifier = newNotifier(dd.Notify, dd.Root, dd.Store, dd.Clock, dd.Log, d.poke)
 	}
 	return d
 }
@@ -240,7 +257,7 @@ func newDesk(s *Supervisor) *desk {
 // notifyConfig is the [notify] table the desk sends by.
 func (d *desk) notifyConfig() config.Notify {
 	if d.notifier == nil {
-		return d.s.cfg.Notify
+		return d.d.Notify
 	}
 	return d.notifier.config()
 }
@@ -255,7 +272,7 @@ func (d *desk) poke() {
 // start skips the events of earlier runs: they are not news. Open holds
 // were applied by the runners' own checks at start-up.
 func (d *desk) start(ctx context.Context) error {
-	evs, err := d.s.store.Events(ctx, mailbox.EventFilter{Kind: fsm.SubjectEscalation, Limit: 1})
+	evs, err := d.d.Store.Events(ctx, mailbox.EventFilter{Kind: fsm.SubjectEscalation, Limit: 1})
 	if err != nil {
 		return err
 	}
@@ -274,13 +291,13 @@ func (d *desk) run(ctx context.Context) error {
 	}
 	// The timer wakes the desk when a reminder (or a retry) is due; a
 	// stale one only causes a look that finds nothing to do.
-	timer := d.s.clock.NewTimer(time.Hour)
+	timer := d.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		d.follow(ctx)
 		if d.notifier != nil {
 			if next, ok := d.notifier.scan(ctx); ok {
-				timer.Reset(max(next.Sub(d.s.clock.Now()), 0))
+				timer.Reset(max(next.Sub(d.d.Clock.Now()), 0))
 			}
 		}
 		select {
@@ -297,31 +314,29 @@ func (d *desk) run(ctx context.Context) error {
 
 // follow handles the escalation events since the last look.
 func (d *desk) follow(ctx context.Context) {
-	evs, err := d.s.store.Events(ctx, mailbox.EventFilter{Kind: fsm.SubjectEscalation, SinceID: d.last})
+	evs, err := d.d.Store.Events(ctx, mailbox.EventFilter{Kind: fsm.SubjectEscalation, SinceID: d.last})
 	if err != nil {
 		if ctx.Err() == nil {
-			d.s.log.Warn("read escalation events", "err", err)
+			d.d.Log.Warn("read escalation events", "err", err)
 		}
 		return
 	}
 	if len(evs) > 0 {
-		d.s.team.poke() // the team launch's fallback may be decided
+		d.d.PokeTeam() // the team launch's fallback may be decided
 	}
 	for _, ev := range evs {
 		d.last = ev.ID
-		if r, ok := d.s.lookup(ev.AgentName()); ok {
-			r.escalated()
-		}
+		d.d.Escalated(ev.AgentName())
 		n := lifecycle.Notice{At: ev.At, Agent: ev.AgentName(), Kind: lifecycle.NoticeEscalation, Cause: ev.Cause}
 		var id int64
 		fmt.Sscan(ev.Subject, &id)
-		if e, err := d.s.store.Escalation(ctx, id); err == nil {
+		if e, err := d.d.Store.Escalation(ctx, id); err == nil {
 			n.Escalation = &e
 			n.Text = escalationLine(e, escalation.State(ev.To))
 		} else {
 			n.Text = fmt.Sprintf("escalation %s %s", ev.Subject, ev.To)
 		}
-		d.s.bus.emit(n)
+		d.d.Emit(n)
 	}
 }
 

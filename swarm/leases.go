@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/swarmhq/swarm/mailbox"
@@ -22,26 +24,58 @@ func ThisHolder() mailbox.Holder {
 	return mailbox.Holder{Host: host, PID: os.Getpid()}
 }
 
-// leaseTTL is how long a lease lives without a renewal, where the store
-// cannot tell by itself that its holder died: three missed heartbeats.
-func (s *Supervisor) leaseTTL() time.Duration { return 3 * s.cfg.Liveness.Heartbeat }
+// leaseKeeper holds this supervisor's agents' leases (DESIGN §12): claimed
+// before anything is touched, renewed every heartbeat, released at the end.
+type leaseKeeper struct {
+	d leaseDeps
+
+	mu      sync.Mutex
+	first   mailbox.Leases   // the agents Claim took; nil until then
+	more    []mailbox.Leases // the leases of agents spawned while Run runs
+	claimed []string         // their agents
+}
+
+// leaseDeps is what the leases need of the supervisor.
+type leaseDeps struct {
+	Store     mailbox.Store
+	Holder    mailbox.Holder
+	Heartbeat time.Duration
+	Agents    func() []string // the agents Claim takes
+	Log       *slog.Logger
+	// WhileAway retries a step while the database is away for a moment.
+	WhileAway func(ctx context.Context, what string, fn func() error) error
+}
+
+// ttl is how long a lease lives without a renewal, where the store cannot
+// tell by itself that its holder died: three missed heartbeats.
+func (k *leaseKeeper) ttl() time.Duration { return 3 * k.d.Heartbeat }
+
+// claim is one claim of agents' leases, taking over a holder on this host
+// whose pid no longer runs.
+func (k *leaseKeeper) claim(ctx context.Context, agents []string) (mailbox.Leases, error) {
+	me := k.d.Holder
+	return k.d.Store.ClaimLeases(ctx, mailbox.LeaseClaim{
+		Holder: me, Agents: agents, TTL: k.ttl(),
+		Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) },
+	})
+}
 
 // Claim makes this supervisor the one that runs its agents (DESIGN §12),
 // before anything of theirs is touched. A live supervisor elsewhere
 // holding one of them refuses the start and is named; one that is gone is
 // taken over. On this host, a holder whose pid no longer runs is gone.
 // Run claims if the caller did not; Release (or Run's end) gives them up.
-func (s *Supervisor) Claim(ctx context.Context) error {
-	if s.leases != nil {
+func (s *Supervisor) Claim(ctx context.Context) error { return s.leases.Claim(ctx) }
+
+// Claim takes the leases of every agent; a second call does nothing.
+func (k *leaseKeeper) Claim(ctx context.Context) error {
+	if k.held() {
 		return nil
 	}
-	me := s.opts.Holder
+	agents := k.d.Agents()
 	var l mailbox.Leases
-	err := s.whileAway(ctx, "claim leases", func() (err error) {
-		l, err = s.store.ClaimLeases(ctx, mailbox.LeaseClaim{
-			Holder: me, Agents: s.AgentNames(), TTL: s.leaseTTL(),
-			Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) },
-		})
+	err := k.d.WhileAway(ctx, "claim leases", func() (err error) {
+		l, err = k.claim(ctx, agents)
 		return err
 	})
 	var he *mailbox.HeldError
@@ -51,29 +85,36 @@ func (s *Supervisor) Claim(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.leases = l
-	for _, a := range s.AgentNames() {
-		s.log.Info("lease taken", "agent", a, "holder", me.String())
+	k.mu.Lock()
+	k.first = l
+	k.mu.Unlock()
+	for _, a := range agents {
+		k.d.Log.Info("lease taken", "agent", a, "holder", k.d.Holder.String())
 	}
 	return nil
 }
 
+// held reports whether Claim took the leases.
+func (k *leaseKeeper) held() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.first != nil
+}
+
 // claimMore claims the lease of an agent spawned while Run runs, beside
-// the claim Claim made; renewLeases and Release keep it with the others.
+// the claim Claim made; the leases service and Release keep it with the
+// others.
 func (s *Supervisor) claimMore(ctx context.Context, agent string) error {
-	if s.leases == nil {
+	return s.leases.claimMore(ctx, agent)
+}
+
+func (k *leaseKeeper) claimMore(ctx context.Context, agent string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.first == nil || slices.Contains(k.claimed, agent) {
 		return nil
 	}
-	s.leaseMu.Lock()
-	defer s.leaseMu.Unlock()
-	if slices.Contains(s.claimed, agent) {
-		return nil
-	}
-	me := s.opts.Holder
-	l, err := s.store.ClaimLeases(ctx, mailbox.LeaseClaim{
-		Holder: me, Agents: []string{agent}, TTL: s.leaseTTL(),
-		Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) },
-	})
+	l, err := k.claim(ctx, []string{agent})
 	var he *mailbox.HeldError
 	if errors.As(err, &he) {
 		return fmt.Errorf("cannot run %s here: %w", agent, he)
@@ -81,28 +122,31 @@ func (s *Supervisor) claimMore(ctx context.Context, agent string) error {
 	if err != nil {
 		return err
 	}
-	s.more = append(s.more, l)
-	s.claimed = append(s.claimed, agent)
-	s.log.Info("lease taken", "agent", agent, "holder", me.String())
+	k.more = append(k.more, l)
+	k.claimed = append(k.claimed, agent)
+	k.d.Log.Info("lease taken", "agent", agent, "holder", k.d.Holder.String())
 	return nil
 }
 
-// allLeases is the first claim and the spawned agents' claims.
-func (s *Supervisor) allLeases() []mailbox.Leases {
-	s.leaseMu.Lock()
-	defer s.leaseMu.Unlock()
-	return append([]mailbox.Leases{s.leases}, s.more...)
-}
-
-// renewLeases is the leases service: it renews them every heartbeat. A
-// lease another supervisor took over stops the swarm, since two runners
-// for one agent would corrupt its sessions; a renewal that merely failed
-// (the database away for a moment) is retried at the next beat.
-func (s *Supervisor) renewLeases(ctx context.Context) error {
-	if s.leases == nil {
+// all is the first claim and the spawned agents' claims.
+func (k *leaseKeeper) all() []mailbox.Leases {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.first == nil {
 		return nil
 	}
-	t := time.NewTicker(s.cfg.Liveness.Heartbeat)
+	return append([]mailbox.Leases{k.first}, k.more...)
+}
+
+// run is the leases service: it renews them every heartbeat. A lease
+// another supervisor took over stops the swarm, since two runners for one
+// agent would corrupt its sessions; a renewal that merely failed (the
+// database away for a moment) is retried at the next beat.
+func (k *leaseKeeper) run(ctx context.Context) error {
+	if !k.held() {
+		return nil
+	}
+	t := time.NewTicker(k.d.Heartbeat)
 	defer t.Stop()
 	for {
 		select {
@@ -111,7 +155,7 @@ func (s *Supervisor) renewLeases(ctx context.Context) error {
 		case <-t.C:
 		}
 		var err error
-		for _, l := range s.allLeases() {
+		for _, l := range k.all() {
 			if e := l.Renew(ctx); e != nil && err == nil {
 				err = e
 			}
@@ -120,21 +164,24 @@ func (s *Supervisor) renewLeases(ctx context.Context) error {
 		case errors.Is(err, mailbox.ErrLeaseLost):
 			return fmt.Errorf("%w; this supervisor stops so that only one runs each agent", err)
 		case err != nil && ctx.Err() == nil:
-			s.log.Warn("renew leases", "err", err)
+			k.d.Log.Warn("renew leases", "err", err)
 		}
 	}
 }
 
 // Release gives the agents up; Run calls it once every runner stopped.
-func (s *Supervisor) Release() {
-	if s.leases == nil {
+func (s *Supervisor) Release() { s.leases.Release() }
+
+func (k *leaseKeeper) Release() {
+	ls := k.all()
+	if ls == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, l := range s.allLeases() {
+	for _, l := range ls {
 		if err := l.Release(ctx); err != nil {
-			s.log.Warn("release leases", "err", err)
+			k.d.Log.Warn("release leases", "err", err)
 		}
 	}
 }

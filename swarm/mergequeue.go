@@ -221,7 +221,9 @@ func (q *MergeQueue) Step(ctx context.Context) (bool, error) {
 	q.log().Info("merge queue: testing", "batch", key, "candidates", len(batch))
 	if err := q.process(ctx, batch, key); err != nil {
 		// What is still testing goes back to the queue: tested again.
-		q.retest(context.WithoutCancel(ctx), batch, "its test could not finish: "+err.Error())
+		bctx, cancel := bookkeeping(ctx)
+		q.retest(bctx, batch, "its test could not finish: "+err.Error())
+		cancel()
 		return true, err
 	}
 	return true, nil
@@ -546,7 +548,9 @@ func (q *MergeQueue) landNow(ctx context.Context, c merge.Candidate, tries int) 
 	// the test finds a landed commit on the base all the same.)
 	if done, err := q.landedTwin(ctx, c, claimed.ID); err == nil && done != nil {
 		why := fmt.Sprintf("landed already as #%d", done.ID)
-		err = q.move(context.WithoutCancel(ctx), claimed, merge.Testing, merge.Cancel, merge.Cancelled, why, func(cur *merge.Candidate) {
+		bctx, cancel := bookkeeping(ctx)
+		defer cancel()
+		err = q.move(bctx, claimed, merge.Testing, merge.Cancel, merge.Cancelled, why, func(cur *merge.Candidate) {
 			cur.Reason = why
 		})
 		return *done, nil, err
@@ -560,7 +564,8 @@ func (q *MergeQueue) landNow(ctx context.Context, c merge.Candidate, tries int) 
 		}
 	}
 	if err != nil {
-		cctx := context.WithoutCancel(ctx)
+		cctx, cancel := bookkeeping(ctx)
+		defer cancel()
 		if merr := q.move(cctx, claimed, merge.Testing, merge.Cancel, merge.Cancelled, truncate("not landed: "+err.Error(), 300), func(cur *merge.Candidate) {
 			cur.Reason = err.Error()
 		}); merr != nil {
@@ -569,7 +574,9 @@ func (q *MergeQueue) landNow(ctx context.Context, c merge.Candidate, tries int) 
 		done, _ := q.Store.Candidate(cctx, claimed.ID)
 		return done, qq.landed, err
 	}
-	done, err := q.Store.Candidate(context.WithoutCancel(ctx), claimed.ID)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	done, err := q.Store.Candidate(bctx, claimed.ID)
 	return done, qq.landed, err
 }
 

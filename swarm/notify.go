@@ -239,7 +239,9 @@ func (n *notifier) deliver(ctx context.Context, job notifyJob) {
 	case escalation.EventResolved:
 		sent.State = escalation.Resolved
 	}
-	if err := n.store.SetNotified(context.WithoutCancel(ctx), id, sent); err != nil {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	if err := n.store.SetNotified(bctx, id, sent); err != nil {
 		n.log.Error("record a notification", "escalation", id, "event", job.event, "err", err)
 	}
 	n.log.Info("notified", "escalation", id, "event", job.event)

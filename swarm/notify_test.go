@@ -138,7 +138,7 @@ func notifyHarness(t *testing.T, clock Clock, cmd []string, hook string, extra s
 	h := newHarnessConfig(t, toml)
 	if clock != nil {
 		h.sup.clock = clock
-		h.sup.desk = newDesk(h.sup)
+		h.sup.desk = newDesk(h.sup.deskDeps())
 		h.sup.desk.notifier.clock = clock
 	}
 	h.sup.desk.notifier.backoff = 10 * time.Millisecond
@@ -226,7 +226,7 @@ func TestNotifyOnceThenRemindUntilAcked(t *testing.T) {
 	h2 := &harness{t: t, store: h.store, layout: h.layout, notices: make(chan lifecycle.Notice, 1000), eng: h.eng, wt: h.wt, prompts: h.prompts}
 	h2.sup = h2.newSupervisor(h.sup.cfg)
 	h2.sup.clock = clock
-	h2.sup.desk = newDesk(h2.sup)
+	h2.sup.desk = newDesk(h2.sup.deskDeps())
 	h2.start()
 	if e := expect(t, cmdCh, hook.ch, escalation.EventResolved, esc.ID); e.Payload["note"] != "fixed" || e.Payload["decision"] != "resume" {
 		t.Fatalf("resolved payload = %v", e.Payload)
@@ -248,7 +248,7 @@ func TestNotifyOnceThenRemindUntilAcked(t *testing.T) {
 	h3 := &harness{t: t, store: h.store, layout: h.layout, notices: make(chan lifecycle.Notice, 1000), eng: h.eng, wt: h.wt, prompts: h.prompts}
 	h3.sup = h3.newSupervisor(h.sup.cfg)
 	h3.sup.clock = clock
-	h3.sup.desk = newDesk(h3.sup)
+	h3.sup.desk = newDesk(h3.sup.deskDeps())
 	h3.start()
 	if e := expect(t, cmdCh, hook.ch, escalation.EventOpened, offline.ID); e.Payload["summary"] != "raised while swarm was down" {
 		t.Fatalf("offline raise payload = %v", e.Payload)

@@ -236,7 +236,7 @@ func TestAckDeadlinesAreSwept(t *testing.T) {
 	sup := clockedSupervisor(t, clk)
 	p, st, ctx := sup.Protocol(), sup.store, context.Background()
 	var pinged []string
-	sup.opts.PingTimeout = func(_ context.Context, m message.Message) { pinged = append(pinged, m.MsgID) }
+	sup.acks.d.PingTimeout = func(_ context.Context, m message.Message) { pinged = append(pinged, m.MsgID) }
 
 	d, _ := send(t, p, dispatchTo("backend", 2*time.Second))
 	// A review request needs a stored dispatch and result of its task.

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/lifecycle"
 )
 
 // Service is a named background job that Run starts once recovery is
@@ -24,7 +27,7 @@ func (s *Supervisor) services() []Service {
 		{Name: "stop-request", Run: s.awaitStopRequest},
 		{Name: "change-feed", Run: s.followFeed},
 		{Name: "heartbeat", Run: func(ctx context.Context) error { return every(ctx, s.cfg.Liveness.Heartbeat, s.heartbeat) }},
-		{Name: "leases", Run: s.renewLeases},
+		{Name: "leases", Run: s.leases.run},
 		{Name: "prune", Run: func(ctx context.Context) error { return every(ctx, time.Hour, s.prune) }},
 		{Name: "escalations", Run: s.desk.run},
 		{Name: "stalled", Run: s.watchStalls},
@@ -125,4 +128,73 @@ func (s *Supervisor) prune(ctx context.Context) {
 	} else if n > 0 {
 		s.log.Info("pruned done mail", "messages", n)
 	}
+}
+
+// The services' dependencies: each service gets what it needs of the
+// supervisor, not the supervisor.
+
+func (s *Supervisor) flowDeps() flowDeps {
+	d := flowDeps{Store: s.store, Poster: s.poster, Protocol: s.protocol, Raise: s.raise, Emit: s.bus.emit,
+		Clock: s.clock, Log: s.log, Workflows: s.cfg.Workflows, AfterQA: s.cfg.Merge.AfterQA,
+		Local: func(agent string) bool { _, ok := s.lookup(agent); return ok },
+		Wake: func(agent string) {
+			if r, ok := s.lookup(agent); ok {
+				r.poke(false)
+			}
+		},
+		PokeMerges: func() { s.merges.poke() }}
+	d.Git, _ = s.opts.Worktrees.(WorkflowGit)
+	d.Queue, _ = s.opts.Worktrees.(QueueGit)
+	return d
+}
+
+func (s *Supervisor) ackDeps() ackDeps {
+	return ackDeps{Store: s.store, Poster: s.poster, Raise: s.Raise, Clock: s.clock, Log: s.log, PingTimeout: s.opts.PingTimeout}
+}
+
+func (s *Supervisor) leaseDeps() leaseDeps {
+	return leaseDeps{Store: s.store, Holder: s.opts.Holder, Heartbeat: s.cfg.Liveness.Heartbeat, Agents: s.AgentNames, Log: s.log, WhileAway: s.whileAway}
+}
+
+func (s *Supervisor) deskDeps() deskDeps {
+	return deskDeps{Store: s.store, Clock: s.clock, Log: s.log, Notify: s.cfg.Notify, Root: s.cfg.Root, Emit: s.bus.emit,
+		Escalated: func(agent string) {
+			if r, ok := s.lookup(agent); ok {
+				r.escalated()
+			}
+		},
+		PokeTeam: func() { s.team.poke() }}
+}
+
+func (s *Supervisor) launchDeps() launchDeps {
+	return launchDeps{Store: s.store, Protocol: s.protocol, Raise: s.Raise, Emit: s.bus.emit, Clock: s.clock, Log: s.log,
+		Members: teamMembers(s.cfg), Agents: s.AgentNames,
+		Local: func(agent string) bool { _, ok := s.lookup(agent); return ok },
+		Stopped: func() bool {
+			for _, r := range s.allRunners() {
+				if r.state != lifecycle.Stopped {
+					return false
+				}
+			}
+			return true
+		},
+		Preflight: func(ctx context.Context) error {
+			if s.probed {
+				return nil
+			}
+			return s.Preflight(ctx)
+		},
+		Ensure: func(ctx context.Context, agent string) error {
+			_, _, err := s.opts.Worktrees.Ensure(ctx, agent)
+			return err
+		},
+		Stop: s.RequestStop}
+}
+
+func (s *Supervisor) budgetBook() budgetBook {
+	return budgetBook{Store: s.store, Clock: s.clock, Log: s.log,
+		Swarm:     func() config.Budget { return s.budgets().Swarm() },
+		Prices:    s.prices,
+		EngineFor: func(a config.Agent) (config.Engine, error) { return s.cfg.EngineFor(a, s.opts.EngineOverride) },
+		Raise:     s.raise, Changed: s.EscalationChanged}
 }

@@ -47,7 +47,7 @@ func (s *Supervisor) checkStalls(ctx context.Context, after time.Duration) {
 		}
 		r.stallSeq.Store(seq)
 		s.raise(ctx, escalation.Draft{Kind: escalation.KindStalled, Agent: name,
-			Ref:     "session:" + SessionID(name, seq),
+			Ref:     escalation.SessionRef(SessionID(name, seq)),
 			Summary: fmt.Sprintf("session %d of %s shows no activity (no model turn, tool call or output) for %s", seq, name, roundDuration(idle)),
 			Details: details(map[string]any{"session_seq": seq, "last_activity": last.UTC(), "stall_after": after.String()}),
 			// One per session, however long it stays stalled.

@@ -131,19 +131,17 @@ type Supervisor struct {
 
 	bus      noticeBus
 	mail     mailTracker
-	desk     *desk          // escalations: notices, holds and notifications
-	protocol *Protocol      // protocol messages and ACKs, for the engines' tools
-	acks     *ackDeadlines  // the ack-deadlines service
-	flow     *flow          // the workflows service and dev-qa's session gate
-	merges   *mergeQueue    // the merge queue's service
-	book     sessionBook    // when sessions ran, and their process groups
-	overlaps overlapBook    // the trial merges' findings (current.go)
-	leases   mailbox.Leases // this supervisor's agents, while Run holds them
-	leaseMu  sync.Mutex
-	more     []mailbox.Leases // the leases of agents spawned while Run runs
-	claimed  []string         // their agents
-	team     *launch          // the team launch; nil without [team]
-	probed   bool             // Preflight passed
+	desk     *desk         // escalations: notices, holds and notifications
+	protocol *Protocol     // protocol messages and ACKs, for the engines' tools
+	acks     *ackDeadlines // the ack-deadlines service
+	flow     *flow         // the workflows service and dev-qa's session gate
+	merges   *mergeQueue   // the merge queue's service
+	book     sessionBook   // when sessions ran, and their process groups
+	overlaps overlapBook   // the trial merges' findings (current.go)
+	leases   *leaseKeeper  // this supervisor's agents' leases
+	budget   budgetBook    // the budget meter's reads and writes
+	team     *launch       // the team launch; nil without [team]
+	probed   bool          // Preflight passed
 	// contain is the sandbox in force, decided by Preflight (none
 	// without it).
 	contain sandbox.Decision
@@ -197,13 +195,14 @@ func New(opts Options) (*Supervisor, error) {
 	s.bus.init(opts.Clock, opts.Notify)
 	s.names = opts.Config.AgentNames()
 	s.poster = mailbox.NewPoster(opts.Store, s.names, mailbox.WakerFunc(s.Wake))
-	s.desk = newDesk(s)
-	s.acks = newAckDeadlines(s)
-	s.flow = newFlow(s)
-	s.merges = newMergeQueue(s)
 	s.protocol = &Protocol{Store: opts.Store, Poster: s.poster, Commits: commitChecker(opts), Now: opts.Clock.Now, Raise: s.Raise}
+	s.leases = &leaseKeeper{d: s.leaseDeps()}
+	s.budget = s.budgetBook()
+	s.desk = newDesk(s.deskDeps())
+	s.flow = newFlow(s.flowDeps())
+	s.merges = newMergeQueue(s)
 	if opts.Config.Team != nil {
-		s.team = newLaunch(s, opts.Config.Team)
+		s.team = newLaunch(s.launchDeps(), opts.Config.Team)
 		// A ping past its deadline raises no ack_timeout: the launch
 		// handles it.
 		hook := opts.PingTimeout
@@ -214,6 +213,7 @@ func New(opts Options) (*Supervisor, error) {
 			s.team.poke()
 		}
 	}
+	s.acks = newAckDeadlines(s.ackDeps()) // after the launch's hook on PingTimeout
 	// Every agent, or the ones asked for; spawned agents (WithSpawned)
 	// run either way, and retired ones not at all.
 	var names []string

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/swarmhq/swarm/identity"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -15,6 +15,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -47,7 +48,7 @@ import (
 
 // launch is the supervisor's team launch; nil without [team].
 type launch struct {
-	s    *Supervisor
+	d    launchDeps
 	cfg  *config.Team
 	kick chan struct{}
 
@@ -56,8 +57,29 @@ type launch struct {
 	cause    string        // why they may, for their CoreReady event
 }
 
-func newLaunch(s *Supervisor, cfg *config.Team) *launch {
-	return &launch{s: s, cfg: cfg, kick: make(chan struct{}, 1), released: make(chan struct{})}
+// launchDeps is what the team launch needs of the supervisor.
+type launchDeps struct {
+	Store    mailbox.Store
+	Protocol *Protocol
+	Raise    func(context.Context, escalation.Draft) (escalation.Escalation, bool, error)
+	Emit     func(lifecycle.Notice)
+	Clock    Clock
+	Log      *slog.Logger
+	Members  []string // the team's non-core agents (teamMembers)
+	// Agents are the agents this supervisor runs, Local whether it runs
+	// one, and Stopped whether every one of them is Stopped.
+	Agents  func() []string
+	Local   func(agent string) bool
+	Stopped func() bool
+	// Preflight checks the engines and worktrees unless they were; Ensure
+	// makes an agent's worktree.
+	Preflight func(context.Context) error
+	Ensure    func(ctx context.Context, agent string) error
+	Stop      func() // ask the swarm to stop, as swarm down does
+}
+
+func newLaunch(d launchDeps, cfg *config.Team) *launch {
+	return &launch{d: d, cfg: cfg, kick: make(chan struct{}, 1), released: make(chan struct{})}
 }
 
 // poke makes the service look again.
@@ -106,13 +128,15 @@ func (l *launch) releaseCause() string {
 // members are the team's non-core agents, in config order: seed 003's
 // selected domains.
 func (l *launch) members() []string {
-	return teamMembers(l.s.cfg)
+	return l.d.Members
 }
 
 // move applies one launch transition and announces it.
 func (l *launch) move(ctx context.Context, from team.State, ev team.Event, to team.State, cause string, more func(tx mailbox.Tx) error) error {
 	var e fsm.Event
-	err := l.s.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	err := l.d.Store.InTx(bctx, func(tx mailbox.Tx) error {
 		var err error
 		if e, err = fsm.Apply(tx, team.Table, fsm.SubjectTeam, team.Subject(l.cfg.Name), from, ev, to, cause, 0); err != nil {
 			return err
@@ -131,13 +155,15 @@ func (l *launch) move(ctx context.Context, from team.State, ev team.Event, to te
 	} else if e.Cause != string(ev) {
 		text += " (" + e.Cause + ")"
 	}
-	l.s.bus.emit(lifecycle.Notice{At: e.At, Kind: lifecycle.NoticeInfo, Text: text})
+	l.d.Emit(lifecycle.Notice{At: e.At, Kind: lifecycle.NoticeInfo, Text: text})
 	return nil
 }
 
 // row reads the launch row; ok is false before its first transition.
 func (l *launch) row(ctx context.Context) (team.Launch, bool, error) {
-	row, err := l.s.store.Team(bg(ctx), l.cfg.Name)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	row, err := l.d.Store.Team(bctx, l.cfg.Name)
 	if errors.Is(err, mailbox.ErrNoSuchTeam) {
 		return row, false, nil
 	}
@@ -162,7 +188,7 @@ func (e *PartialLaunchError) Unwrap() error { return e.Err }
 // It is idempotent: after a crash it continues from the stored state.
 func (l *launch) prepare(ctx context.Context) error {
 	for _, c := range l.cfg.Core {
-		if _, ok := l.s.lookup(c); !ok {
+		if !l.d.Local(c) {
 			return fmt.Errorf("team %s: core agent %s is not among the agents this swarm runs; run it too (swarm up --agents)", l.cfg.Name, c)
 		}
 	}
@@ -186,10 +212,8 @@ func (l *launch) prepare(ctx context.Context) error {
 		row = team.Launch{Name: l.cfg.Name, State: team.Init}
 	}
 	if row.State == team.Init {
-		if !l.s.probed {
-			if err := l.s.Preflight(ctx); err != nil {
-				return err
-			}
+		if err := l.d.Preflight(ctx); err != nil {
+			return err
 		}
 		if err := l.move(ctx, team.Init, team.Probe, team.Probed, "preflight passed", nil); err != nil {
 			return err
@@ -204,10 +228,10 @@ func (l *launch) prepare(ctx context.Context) error {
 	}
 	if row.State == team.Ready {
 		// All or nothing: every member's worktree before any session.
-		for _, name := range l.s.AgentNames() {
-			if _, _, err := l.s.opts.Worktrees.Ensure(ctx, name); err != nil {
+		for _, name := range l.d.Agents() {
+			if err := l.d.Ensure(ctx, name); err != nil {
 				if berr := l.breach(ctx, team.Ready, team.BreachPartialLaunch, []string{name}, nil); berr != nil {
-					l.s.log.Error("record the breach", "team", l.cfg.Name, "err", berr)
+					l.d.Log.Error("record the breach", "team", l.cfg.Name, "err", berr)
 				}
 				return &PartialLaunchError{Team: l.cfg.Name, Member: name, Err: err}
 			}
@@ -239,7 +263,9 @@ func (l *launch) fresh(ctx context.Context, row team.Launch) (bool, error) {
 		if row.Escalation == 0 {
 			return false, nil
 		}
-		e, err := l.s.store.Escalation(bg(ctx), row.Escalation)
+		bctx, cancel := bookkeeping(ctx)
+		defer cancel()
+		e, err := l.d.Store.Escalation(bctx, row.Escalation)
 		if err != nil {
 			return false, err
 		}
@@ -249,12 +275,7 @@ func (l *launch) fresh(ctx context.Context, row team.Launch) (bool, error) {
 	default:
 		return false, nil
 	}
-	for _, r := range l.s.allRunners() {
-		if r.state != lifecycle.Stopped {
-			return false, nil
-		}
-	}
-	return true, nil
+	return l.d.Stopped(), nil
 }
 
 // pingMissing queues a ping for every core agent that has none yet.
@@ -276,7 +297,9 @@ func (l *launch) pingMissing(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return l.s.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	return l.d.Store.InTx(bctx, func(tx mailbox.Tx) error {
 		row, err := tx.Team(l.cfg.Name)
 		if err != nil {
 			return err
@@ -292,8 +315,10 @@ func (l *launch) ping(ctx context.Context, agents []string, urgent bool) (map[st
 	out := map[string]team.Ping{}
 	payload, _ := json.Marshal(protocol.Ping{Code: team.PingCode})
 	for _, a := range agents {
-		m, _, err := l.s.protocol.Send(bg(ctx), SendRequest{Caller: identity.Runtime(), Draft: protocol.Draft{Type: protocol.TypePing, From: message.Swarm, To: a,
+		bctx, cancel := bookkeeping(ctx)
+		m, _, err := l.d.Protocol.Send(bctx, SendRequest{Caller: identity.Runtime(), Draft: protocol.Draft{Type: protocol.TypePing, From: message.Swarm, To: a,
 			TaskID: team.TaskID(l.cfg.Name), Payload: payload, AckTimeout: l.cfg.ReadyTimeout, Urgent: urgent}})
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("team %s: ping %s: %w", l.cfg.Name, a, err)
 		}
@@ -306,7 +331,7 @@ func (l *launch) ping(ctx context.Context, agents []string, urgent bool) (map[st
 // cause the code) and in the row; more changes the row in the same
 // transaction.
 func (l *launch) breach(ctx context.Context, state team.State, code string, agents []string, more func(row *team.Launch)) error {
-	now := l.s.clock.Now()
+	now := l.d.Clock.Now()
 	return l.move(ctx, state, team.Breach, state, code, func(tx mailbox.Tx) error {
 		row, err := tx.Team(l.cfg.Name)
 		if err != nil {
@@ -325,12 +350,12 @@ func (l *launch) breach(ctx context.Context, state team.State, code string, agen
 // run is the launch service: look, then wait for a poke (an ACK, a ping
 // past its deadline, an escalation changed) or the next deadline.
 func (l *launch) run(ctx context.Context) error {
-	timer := l.s.clock.NewTimer(time.Hour)
+	timer := l.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		next, err := l.look(ctx)
 		if err != nil && ctx.Err() == nil {
-			l.s.log.Warn("team launch", "team", l.cfg.Name, "err", err)
+			l.d.Log.Warn("team launch", "team", l.cfg.Name, "err", err)
 			next = ackRetry
 		}
 		timer.Reset(next)
@@ -359,7 +384,7 @@ func (l *launch) look(ctx context.Context) (time.Duration, error) {
 	default:
 		return idle, nil
 	}
-	now := l.s.clock.Now()
+	now := l.d.Clock.Now()
 	var silent []string
 	acked := 0
 	next := idle
@@ -372,7 +397,9 @@ func (l *launch) look(ctx context.Context) (time.Duration, error) {
 		if p.MsgID == "" {
 			continue
 		}
-		m, err := l.s.store.ProtocolMessage(bg(ctx), p.MsgID)
+		bctx, cancel := bookkeeping(ctx)
+		m, err := l.d.Store.ProtocolMessage(bctx, p.MsgID)
+		cancel()
 		if err != nil {
 			return ackRetry, err
 		}
@@ -443,14 +470,17 @@ func (l *launch) notReady(ctx context.Context, row team.Launch, silent []string)
 		}
 		for _, a := range silent {
 			// The old ping is answered by the new one.
-			if err := l.s.store.InTx(bg(ctx), func(tx mailbox.Tx) error {
+			bctx, cancel := bookkeeping(ctx)
+			err := l.d.Store.InTx(bctx, func(tx mailbox.Tx) error {
 				_, err := tx.CancelAck(row.Pings[a].MsgID)
 				if errors.Is(err, mailbox.ErrAckClosed) {
 					return nil
 				}
 				return err
-			}); err != nil {
-				l.s.log.Warn("cancel a missed ping", "agent", a, "err", err)
+			})
+			cancel()
+			if err != nil {
+				l.d.Log.Warn("cancel a missed ping", "agent", a, "err", err)
 			}
 		}
 		return l.breach(ctx, team.MembersReady, team.BreachCoreNotReady, silent, func(r *team.Launch) {
@@ -461,7 +491,9 @@ func (l *launch) notReady(ctx context.Context, row team.Launch, silent []string)
 	if err := l.breach(ctx, team.MembersReady, team.BreachCoreNotReady, silent, nil); err != nil {
 		return err
 	}
-	e, _, err := l.s.Raise(bg(ctx), l.fallbackDraft(row, silent))
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	e, _, err := l.d.Raise(bctx, l.fallbackDraft(row, silent))
 	if err != nil {
 		return err
 	}
@@ -477,7 +509,7 @@ func (l *launch) notReady(ctx context.Context, row team.Launch, silent []string)
 }
 
 func (l *launch) fallbackDraft(row team.Launch, silent []string) escalation.Draft {
-	d := escalation.Draft{Kind: escalation.KindProtocolBreach, Severity: escalation.Critical, Ref: "team:" + l.cfg.Name,
+	d := escalation.Draft{Kind: escalation.KindProtocolBreach, Severity: escalation.Critical, Ref: escalation.TeamRef(l.cfg.Name),
 		Summary: fmt.Sprintf("team %s: core agent(s) %s did not acknowledge %s within %s, %d relaunch(es) included; the members wait. Resume starts them anyway, abort stops the swarm",
 			l.cfg.Name, strings.Join(silent, ", "), team.PingCode, l.cfg.ReadyTimeout, row.Relaunches)}
 	d.Details = details(map[string]any{"team": l.cfg.Name, "code": team.BreachCoreNotReady, "silent": silent,
@@ -492,15 +524,17 @@ func (l *launch) decided(ctx context.Context, row team.Launch) error {
 	if row.Escalation == 0 {
 		return nil
 	}
-	e, err := l.s.store.Escalation(bg(ctx), row.Escalation)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	e, err := l.d.Store.Escalation(bctx, row.Escalation)
 	if err != nil || e.State != escalation.Resolved || e.Decision == nil {
 		return err
 	}
 	cause := fmt.Sprintf("%s: escalation %d", *e.Decision, e.ID)
 	if !e.Decision.Releases() {
-		l.s.log.Info("the team launch's fallback was aborted; stopping the swarm", "team", l.cfg.Name, "escalation", e.ID)
-		l.s.bus.emit(lifecycle.Notice{At: l.s.clock.Now(), Kind: lifecycle.NoticeInfo, Text: fmt.Sprintf("team %s: %s; the swarm stops", l.cfg.Name, cause)})
-		l.s.RequestStop()
+		l.d.Log.Info("the team launch's fallback was aborted; stopping the swarm", "team", l.cfg.Name, "escalation", e.ID)
+		l.d.Emit(lifecycle.Notice{At: l.d.Clock.Now(), Kind: lifecycle.NoticeInfo, Text: fmt.Sprintf("team %s: %s; the swarm stops", l.cfg.Name, cause)})
+		l.d.Stop()
 		return nil
 	}
 	if err := l.move(ctx, team.Fallback, team.Resume, team.Running, cause, nil); err != nil {

@@ -490,7 +490,7 @@ func needsApproval(w config.Workflow, it workflow.Item) bool {
 }
 
 // itemRef is an escalation's ref for an item.
-func itemRef(id string) string { return "item:" + id }
+func itemRef(id string) string { return escalation.ItemRef(id) }
 
 // itemEscalation returns the newest escalation of kind about the item
 // raised since the row it was read from last changed (the current round's).

@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 )
@@ -677,13 +678,13 @@ func TestAgeLabels(t *testing.T) {
 		{90 * time.Minute, "1h", 30 * time.Minute},
 		{49 * time.Hour, "2d", 23 * time.Hour},
 	} {
-		if got := ageLabel(c.d); got != c.label {
-			t.Errorf("ageLabel(%v) = %q, want %q", c.d, got, c.label)
+		if got := text.Age(c.d); got != c.label {
+			t.Errorf("text.Age(%v) = %q, want %q", c.d, got, c.label)
 		}
 		if got := untilAgeChanges(c.d); got != c.next {
 			t.Errorf("untilAgeChanges(%v) = %v, want %v", c.d, got, c.next)
 		}
-		if ageLabel(c.d) == ageLabel(c.d+untilAgeChanges(c.d)) {
+		if text.Age(c.d) == text.Age(c.d+untilAgeChanges(c.d)) {
 			t.Errorf("the label of %v does not change after untilAgeChanges", c.d)
 		}
 	}

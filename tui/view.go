@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/termsafe"
@@ -251,7 +252,7 @@ func (m *Model) agentLines(w, rows int, now time.Time) []string {
 			seq = "#" + strconv.FormatInt(a.Seq, 10)
 		}
 		if a.State != lifecycle.Stopped && !a.StateSince.IsZero() {
-			age = ageLabel(now.Sub(a.StateSince))
+			age = text.Age(now.Sub(a.StateSince))
 		}
 		mail, urgent := "-", padLeft("-", colUrgent)
 		if a.Pending > 0 {
@@ -311,7 +312,7 @@ func (m *Model) escalationLines(w, rows int, now time.Time) []string {
 		if e.State == escalation.Acked {
 			state = " acked"
 		}
-		line := fmt.Sprintf("#%d %s %s%s%s %s: %s", e.ID, e.Severity, e.Kind, about, state, ageLabel(now.Sub(e.CreatedAt)), oneLine(e.Summary))
+		line := fmt.Sprintf("#%d %s %s%s%s %s: %s", e.ID, e.Severity, e.Kind, about, state, text.Age(now.Sub(e.CreatedAt)), oneLine(e.Summary))
 		style := stNote
 		if e.Severity == escalation.Critical {
 			style = stUrgent
@@ -337,7 +338,7 @@ func (m *Model) mailLines(w, rows int, now time.Time) []string {
 		if mm.IsUrgent() {
 			body = "[URGENT] " + body
 		}
-		line := "  " + pad("#"+strconv.FormatInt(mm.ID, 10), 6) + padLeft(ageLabel(now.Sub(mm.CreatedAt)), 4) + "  " +
+		line := "  " + pad("#"+strconv.FormatInt(mm.ID, 10), 6) + padLeft(text.Age(now.Sub(mm.CreatedAt)), 4) + "  " +
 			pad(route, 26) + "  " + pad(state, 9) + "  " + body
 		line = fit(line, w)
 		if mm.IsUrgent() {
@@ -531,20 +532,7 @@ func (m *Model) promptLines(w, h int) []string {
 	return out
 }
 
-// ageLabel is a duration as the view shows it: 12s, 5m, 3h, 2d.
-func ageLabel(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return strconv.Itoa(int(max(d, 0)/time.Second)) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d/time.Minute)) + "m"
-	case d < 24*time.Hour:
-		return strconv.Itoa(int(d/time.Hour)) + "h"
-	}
-	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
-}
-
-// untilAgeChanges is how long until ageLabel(d) shows something else.
+// untilAgeChanges is how long until text.Age(d) shows something else.
 func untilAgeChanges(d time.Duration) time.Duration {
 	if d < 0 {
 		return -d

@@ -20,6 +20,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
@@ -73,7 +74,7 @@ func newRenderer(ps []page, now func() time.Time, loc *time.Location) (*renderer
 			}
 			return humanize.RelTime(t, now(), "ago", "from now")
 		},
-		"clip":  clip,
+		"clip":  text.Truncate,
 		"short": merge.Short,
 		"comma": func(n int64) string { return humanize.Comma(n) },
 		"deref": func(p *string) string {
@@ -128,19 +129,6 @@ type view struct {
 
 // maxClip is how much of a body a list shows; the whole is a link away.
 const maxClip = 300
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !isRuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // notFound is a load's answer for a thing that is not there.
 type notFound struct{ what string }

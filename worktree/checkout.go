@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // The operator's checkout (DESIGN §13.3). Without a sandbox an agent runs
@@ -162,7 +164,7 @@ func describeState(s string) string {
 		what = "deleted"
 	}
 	if strings.HasPrefix(fp, "sha256 ") {
-		fp = "sha256 " + shortHash(strings.TrimPrefix(fp, "sha256 "))
+		fp = "sha256 " + text.Short(strings.TrimPrefix(fp, "sha256 "), 12)
 		fp, _, _ = strings.Cut(fp, " mode")
 	}
 	return what + " (" + fp + ")"

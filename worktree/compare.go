@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -195,7 +196,7 @@ func (c *comparer) base(ref, old, new string) (*Violation, error) {
 	if new == "" {
 		return &Violation{Kind: ViolationBaseRewound, Charged: movers,
 			Detail: fmt.Sprintf("the base branch %s was deleted %s (it was at %s)%s; recreate it with 'git update-ref %s %s'",
-				name, c.when(), short(old), log.saying(), ref, old)}, nil
+				name, c.when(), text.Short(old, 7), log.saying(), ref, old)}, nil
 	}
 	ff, err := c.m.isAncestor(c.ctx, old, new)
 	if err != nil {
@@ -204,7 +205,7 @@ func (c *comparer) base(ref, old, new string) (*Violation, error) {
 	if !ff {
 		return &Violation{Kind: ViolationBaseRewound, Charged: movers,
 			Detail: fmt.Sprintf("the base branch %s was moved from %s to %s %s, which is not a fast-forward: commits on it can be lost that way%s; put it back with 'git update-ref %s %s %s'%s",
-				name, short(old), short(new), c.when(), log.saying(), ref, old, new, c.checkedOutNote(ref))}, nil
+				name, text.Short(old, 7), text.Short(new, 7), c.when(), log.saying(), ref, old, new, c.checkedOutNote(ref))}, nil
 	}
 	cands, err := c.m.firstParent(c.ctx, new, old)
 	if err != nil {
@@ -229,13 +230,13 @@ func (c *comparer) base(ref, old, new string) (*Violation, error) {
 	v := &Violation{Kind: ViolationBaseMoved, Charged: movers}
 	if len(bad) == 0 {
 		v.Detail = fmt.Sprintf("the base branch %s was moved from %s to %s %s%s, although agents never move it; if you did not want that, put it back with 'git update-ref %s %s %s'%s",
-			name, short(old), short(new), c.when(), log.saying(), ref, old, new, c.checkedOutNote(ref))
+			name, text.Short(old, 7), text.Short(new, 7), c.when(), log.saying(), ref, old, new, c.checkedOutNote(ref))
 		return v, nil
 	}
 	hashes := make([]string, len(bad))
 	for i, ci := range bad {
-		v.Commits = append(v.Commits, fmt.Sprintf("%s %s (committed by %s)", short(ci.hash), ci.subject, ci.name))
-		hashes[i] = short(ci.hash)
+		v.Commits = append(v.Commits, fmt.Sprintf("%s %s (committed by %s)", text.Short(ci.hash, 7), ci.subject, ci.name))
+		hashes[i] = text.Short(ci.hash, 7)
 		if a, ok := strings.CutPrefix(ci.name, BranchPrefix); ok {
 			v.Charged = append(v.Charged, a)
 		}
@@ -300,11 +301,11 @@ func ref2branch(ref string) string { return strings.TrimPrefix(ref, "refs/heads/
 func (c *comparer) moved(old, new string) string {
 	switch {
 	case old == "":
-		return fmt.Sprintf("appeared at %s %s", short(new), c.when())
+		return fmt.Sprintf("appeared at %s %s", text.Short(new, 7), c.when())
 	case new == "":
-		return fmt.Sprintf("was deleted %s (it was at %s)", c.when(), short(old))
+		return fmt.Sprintf("was deleted %s (it was at %s)", c.when(), text.Short(old, 7))
 	default:
-		return fmt.Sprintf("was moved from %s to %s %s", short(old), short(new), c.when())
+		return fmt.Sprintf("was moved from %s to %s %s", text.Short(old, 7), text.Short(new, 7), c.when())
 	}
 }
 
@@ -477,7 +478,7 @@ func (m *Manager) isAncestor(ctx context.Context, a, b string) (bool, error) {
 			return false, nil
 		}
 	}
-	return false, fmt.Errorf("compare %s with %s: %w", short(a), short(b), err)
+	return false, fmt.Errorf("compare %s with %s: %w", text.Short(a, 7), text.Short(b, 7), err)
 }
 
 // reflogEntry is one entry of a ref's reflog: the commit it set the ref

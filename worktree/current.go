@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -90,7 +91,7 @@ func (c Current) Merged() bool { return c.New != "" }
 // CurrentSubject is the message of the merge commit that brings agent's
 // branch up to date with base at tip.
 func CurrentSubject(agent, base, tip string) string {
-	return fmt.Sprintf("swarm: bring %s up to date with %s (%s)", Branch(agent), base, short(tip))
+	return fmt.Sprintf("swarm: bring %s up to date with %s (%s)", Branch(agent), base, text.Short(tip, 7))
 }
 
 func (m *Manager) currentDir() string { return filepath.Join(m.journal, "current") }
@@ -342,10 +343,10 @@ func (m *Manager) recoverCurrent(ctx context.Context, agent string, rec *recover
 	switch {
 	case tip == j.New:
 		m.recordMove(ctx, branchRef(agent), j.Old, j.New)
-		rec.add(agent, "%s: an interrupted run had brought %s up to date with %s (%s); it is done", agent, Branch(agent), j.Base, short(j.BaseTip))
+		rec.add(agent, "%s: an interrupted run had brought %s up to date with %s (%s); it is done", agent, Branch(agent), j.Base, text.Short(j.BaseTip, 7))
 		return m.clearCurrent(agent)
 	case tip != j.Old:
-		rec.add(agent, "%s: an interrupted run had started to bring %s up to date with %s, but the branch has moved on since (now %s); nothing was undone", agent, Branch(agent), j.Base, short(tip))
+		rec.add(agent, "%s: an interrupted run had started to bring %s up to date with %s, but the branch has moved on since (now %s); nothing was undone", agent, Branch(agent), j.Base, text.Short(tip, 7))
 		return m.clearCurrent(agent)
 	}
 	if _, err := m.worktreeDir(agent); err != nil {
@@ -357,7 +358,7 @@ func (m *Manager) recoverCurrent(ctx context.Context, agent string, rec *recover
 	}
 	if len(foreign) > 0 {
 		return fmt.Errorf("%w: an interrupted run was bringing %s up to date with %s, and its worktree %s holds changes that are not the merge's: %s. swarm touched nothing. Save what is yours (git stash), then run 'git -C %q reset --hard %s' and start again",
-			ErrInterrupted, Branch(agent), j.Base, path, listSome(foreign, 10), path, short(j.Old))
+			ErrInterrupted, Branch(agent), j.Base, path, text.ListSome(foreign, 10), path, text.Short(j.Old, 7))
 	}
 	if len(mine) == 0 {
 		rec.add(agent, "%s: an interrupted run had started to bring %s up to date with %s but changed nothing; it starts again", agent, Branch(agent), j.Base)
@@ -365,10 +366,10 @@ func (m *Manager) recoverCurrent(ctx context.Context, agent string, rec *recover
 	}
 	// reset --hard moves the branch (HEAD's) with the index and files.
 	if _, err := m.run(ctx, path, "reset", "-q", "--hard", j.New); err != nil {
-		return fmt.Errorf("finish bringing %s up to date: %w; run 'git -C %q reset --hard %s' yourself", Branch(agent), err, path, short(j.New))
+		return fmt.Errorf("finish bringing %s up to date: %w; run 'git -C %q reset --hard %s' yourself", Branch(agent), err, path, text.Short(j.New, 7))
 	}
 	m.recordMove(ctx, branchRef(agent), j.Old, j.New)
-	rec.add(agent, "%s: finished bringing %s up to date with %s (%s), which an interrupted run had left half done (%s)", agent, Branch(agent), j.Base, short(j.BaseTip), plural(len(mine), "a file", "files"))
+	rec.add(agent, "%s: finished bringing %s up to date with %s (%s), which an interrupted run had left half done (%s)", agent, Branch(agent), j.Base, text.Short(j.BaseTip, 7), text.Plural(len(mine), "file", "files"))
 	return m.clearCurrent(agent)
 }
 

@@ -86,6 +86,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -244,7 +245,7 @@ func (m *Manager) Guard(ctx context.Context, agent string) (*SessionGuard, error
 		m.guard.abandon(g)
 		restore := ""
 		if last := m.guard.lastBase(); last != "" {
-			restore = fmt.Sprintf("; it was last seen at %s: recreate it with 'git update-ref %s %s'", short(last), baseRef, last)
+			restore = fmt.Sprintf("; it was last seen at %s: recreate it with 'git update-ref %s %s'", text.Short(last, 7), baseRef, last)
 		}
 		return nil, fmt.Errorf("%w: %s is gone%s", ErrBaseMissing, base, restore)
 	}

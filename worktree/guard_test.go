@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // The guard tests play the agents' part with the test's own git calls:
@@ -242,10 +244,10 @@ func TestGuardFindsCommitOnBaseWhateverTheAuthor(t *testing.T) {
 			if !slices.Equal(v.Charged, tc.charged) || v.Ref != "refs/heads/main" || v.Old != old || v.New != leak {
 				t.Fatalf("violation = %+v", v)
 			}
-			if len(v.Commits) != 1 || !strings.HasPrefix(v.Commits[0], short(leak)+" writes on main") {
+			if len(v.Commits) != 1 || !strings.HasPrefix(v.Commits[0], text.Short(leak, 7)+" writes on main") {
 				t.Fatalf("Commits = %q", v.Commits)
 			}
-			if !strings.Contains(v.Detail, "revert --no-edit "+short(leak)) || !strings.Contains(v.Detail, "Test Operator <op@example.com>") {
+			if !strings.Contains(v.Detail, "revert --no-edit "+text.Short(leak, 7)) || !strings.Contains(v.Detail, "Test Operator <op@example.com>") {
 				t.Fatalf("detail = %q", v.Detail)
 			}
 		})
@@ -384,7 +386,7 @@ func TestGuardAllowsSwarmsRecordedMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	v = oneViolation(t, f.check(g), ViolationBaseMoved)
-	if len(v.Commits) != 1 || !strings.HasPrefix(v.Commits[0], short(leak)+" alpha leak") || !slices.Equal(v.Charged, []string{"alpha"}) {
+	if len(v.Commits) != 1 || !strings.HasPrefix(v.Commits[0], text.Short(leak, 7)+" alpha leak") || !slices.Equal(v.Charged, []string{"alpha"}) {
 		t.Fatalf("leak under a recorded merge: %+v", v)
 	}
 }
@@ -525,7 +527,7 @@ func TestGuardChargesFromTheReflog(t *testing.T) {
 	if !strings.Contains(v.Detail, "by swarm/bravo according to its reflog") {
 		t.Fatalf("detail = %q", v.Detail)
 	}
-	if v.Dedupe() != "base_moved:refs/heads/main:"+short(c) {
+	if v.Dedupe() != "base_moved:refs/heads/main:"+text.Short(c, 7) {
 		t.Fatalf("Dedupe = %q", v.Dedupe())
 	}
 }

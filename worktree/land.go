@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -267,7 +268,7 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	}
 	if on, err := m.ok(ctx, m.root, "merge-base", "--is-ancestor", req.Commit, branchRef(req.Agent)); err != nil || !on {
 		if err == nil {
-			err = fmt.Errorf("commit %s is not on %s (was the branch reset?); merge it by hand or start the item again", shortHash(req.Commit), Branch(req.Agent))
+			err = fmt.Errorf("commit %s is not on %s (was the branch reset?); merge it by hand or start the item again", text.Short(req.Commit, 12), Branch(req.Agent))
 		}
 		return res, err
 	}
@@ -311,7 +312,7 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	env := m.identity(ctx, m.root, "", "")
 	j.New, err = m.runStdin2(ctx, env, req.Subject+"\n", "commit-tree", tree, "-p", old, "-p", req.Commit)
 	if err != nil {
-		return res, drop(fmt.Errorf("make the merge commit of %s: %w", shortHash(req.Commit), err))
+		return res, drop(fmt.Errorf("make the merge commit of %s: %w", text.Short(req.Commit, 12), err))
 	}
 	return m.moveBase(ctx, req, res, j, drop)
 }
@@ -353,7 +354,7 @@ func (m *Manager) moveBase(ctx context.Context, req LandRequest, res Landing, j 
 		// Only HEAD changes (one atomic rename): the checkout's index and
 		// files keep matching it, at the old tip.
 		if _, err := m.run(ctx, m.root, "update-ref", "--no-deref", "-m", "swarm: land "+req.Key+": your checkout has changes, left at the old tip", "HEAD", old); err != nil {
-			return res, drop(fmt.Errorf("detach your checkout %s at %s: %w; nothing landed", m.root, shortHash(old), err))
+			return res, drop(fmt.Errorf("detach your checkout %s at %s: %w; nothing landed", m.root, text.Short(old, 12), err))
 		}
 		landHook("detached")
 	}
@@ -369,7 +370,7 @@ func (m *Manager) moveBase(ctx context.Context, req LandRequest, res Landing, j 
 		case now == old:
 			return res, drop(fmt.Errorf("move %s: %w; nothing landed", base, err))
 		case now != j.New:
-			return res, drop(fmt.Errorf("%w: %s is at %s now, not at %s; nothing landed, run again to land on top of it", ErrBaseMoved, base, shortHash(now), shortHash(old)))
+			return res, drop(fmt.Errorf("%w: %s is at %s now, not at %s; nothing landed, run again to land on top of it", ErrBaseMoved, base, text.Short(now, 12), text.Short(old, 12)))
 		}
 		// git was killed after its rename: the base did move.
 	}
@@ -391,7 +392,7 @@ func (m *Manager) moveBase(ctx context.Context, req LandRequest, res Landing, j 
 	if j.Checkout {
 		if _, err := m.run(ctx, m.root, "read-tree", "-m", "-u", old, j.New); err != nil {
 			return res, fmt.Errorf("%s now holds %s as %s, but bringing your checkout %s forward failed: %w; run the merge again to finish it (or 'git -C %q reset --hard' if nothing there is yours)",
-				base, shortHash(j.Candidate), shortHash(j.New), m.root, err, m.root)
+				base, text.Short(j.Candidate, 12), text.Short(j.New, 12), m.root, err, m.root)
 		}
 		landHook("forwarded")
 		j.Forwarded = true
@@ -452,7 +453,7 @@ func (m *Manager) landPrepared(ctx context.Context, req LandRequest, res Landing
 	}
 	res.Old = old
 	if old != req.Expected {
-		return res, fmt.Errorf("%w: %s is at %s now, not at %s where the landing was tested; nothing landed, test it again", ErrBaseMoved, base, shortHash(old), shortHash(req.Expected))
+		return res, fmt.Errorf("%w: %s is at %s now, not at %s where the landing was tested; nothing landed, test it again", ErrBaseMoved, base, text.Short(old, 12), text.Short(req.Expected, 12))
 	}
 	j := landJournal{Key: req.Key, Agent: req.Agent, Candidate: req.Prepared, Subject: req.Subject, Base: base, Old: old, Remote: req.Remote}
 	if req.Prepared == old {
@@ -463,7 +464,7 @@ func (m *Manager) landPrepared(ctx context.Context, req LandRequest, res Landing
 	if on, err := m.isAncestor(ctx, old, req.Prepared); err != nil {
 		return res, err
 	} else if !on {
-		return res, fmt.Errorf("the prepared commit %s is not built on %s's %s; nothing landed", shortHash(req.Prepared), base, shortHash(old))
+		return res, fmt.Errorf("the prepared commit %s is not built on %s's %s; nothing landed", text.Short(req.Prepared, 12), base, text.Short(old, 12))
 	}
 	if err := m.checkoutMode(ctx, req, &j); err != nil {
 		return res, err
@@ -485,7 +486,7 @@ func (m *Manager) landPrepared(ctx context.Context, req LandRequest, res Landing
 func (m *Manager) recordLanding(ctx context.Context, j landJournal, res Landing, record func(context.Context, Landing) error) error {
 	if record != nil {
 		if err := record(ctx, res); err != nil {
-			return fmt.Errorf("%s holds %s, but recording it failed: %w; run again to record it", j.Base, shortHash(j.Candidate), err)
+			return fmt.Errorf("%s holds %s, but recording it failed: %w; run again to record it", j.Base, text.Short(j.Candidate, 12), err)
 		}
 	}
 	landHook("recorded")
@@ -526,7 +527,7 @@ func (m *Manager) checkoutNote(ctx context.Context, base string, j landJournal) 
 	case err != nil:
 		return ""
 	case j.Detached && j.New != "" && h.Ref == "" && h.Hash == j.Old:
-		return fmt.Sprintf("your checkout %s has uncommitted changes and was left alone at the old tip %s, behind %s (its HEAD detached there); run 'git switch %s' there to catch up, your changes come along", m.root, shortHash(j.Old), base, base)
+		return fmt.Sprintf("your checkout %s has uncommitted changes and was left alone at the old tip %s, behind %s (its HEAD detached there); run 'git switch %s' there to catch up, your changes come along", m.root, text.Short(j.Old, 12), base, base)
 	case h.Ref == "refs/heads/"+base:
 		if j.New == "" || j.Forwarded {
 			return fmt.Sprintf("your checkout %s is on %s, up to date", m.root, base)
@@ -557,285 +558,4 @@ func refusedCheckout(base string, err error) error {
 		}
 	}
 	return fmt.Errorf("your checkout of %s cannot be brought forward: %w; nothing landed", base, err)
-}
-
-// mergeTreeSupported refuses a git without `merge-tree --write-tree`.
-func (m *Manager) mergeTreeSupported(ctx context.Context) error {
-	out, err := m.run(ctx, m.root, "version")
-	if err != nil {
-		return err
-	}
-	major, minor, err := ParseGitVersion(out)
-	if err != nil {
-		return err
-	}
-	if major < 2 || major == 2 && minor < 38 {
-		return fmt.Errorf("%w: landing a commit needs git 2.38 or newer (git merge-tree --write-tree), and this is %s; update git, or merge with 'swarm down --merge'", ErrGitTooOld, out)
-	}
-	return nil
-}
-
-// mergeTree builds the merge of ours and theirs in memory: the tree, or
-// the conflicted files.
-func (m *Manager) mergeTree(ctx context.Context, ours, theirs string) (string, []string, error) {
-	res, err := m.runEnv(ctx, m.root, nil, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours, theirs)
-	var ee *proc.ExitError
-	if err != nil && !(errors.As(err, &ee) && ee.ExitCode == 1) {
-		return "", nil, fmt.Errorf("merge %s into %s: %w", shortHash(theirs), shortHash(ours), err)
-	}
-	parts := strings.Split(strings.TrimRight(string(res.Stdout), "\x00"), "\x00")
-	tree := strings.TrimSpace(parts[0])
-	var files []string
-	for _, f := range parts[1:] {
-		if f != "" {
-			files = append(files, f)
-		}
-	}
-	if err != nil && len(files) == 0 {
-		return "", nil, fmt.Errorf("merge %s into %s: %w", shortHash(theirs), shortHash(ours), err)
-	}
-	return tree, files, nil
-}
-
-// runStdin2 runs git in the main checkout with extra environment and
-// stdin, returning its trimmed stdout.
-func (m *Manager) runStdin2(ctx context.Context, extra []string, stdin string, args ...string) (string, error) {
-	res, err := proc.Run(ctx, proc.Spec{Dir: m.root, Env: m.env(extra...), Stdin: []byte(stdin), Pass: m.pass}, "git", safeArgs(args)...)
-	if err != nil {
-		return "", gitError(args, err)
-	}
-	return strings.TrimRight(string(res.Stdout), "\n"), nil
-}
-
-// recoverLandings settles every journaled landing an interrupted run left:
-// one that had not moved the base branch is dropped; one that had gets the
-// operator's checkout brought forward, and stays journaled (landed) until
-// its own key's run records it. It returns the entry of key when that
-// landing had moved the base. The caller holds m.mu.
-func (m *Manager) recoverLandings(ctx context.Context, rec *recoveries, key string) (*landJournal, error) {
-	keys, err := m.landings()
-	if err != nil || len(keys) == 0 {
-		return nil, err
-	}
-	var mine *landJournal
-	for _, k := range keys {
-		j, ok, err := m.readLanding(k)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		if ownerRunning(landAsJournal(j)) {
-			return nil, fmt.Errorf("%w: process %d is landing %s on %s right now; wait for it to finish, then run again", ErrBusy, j.PID, shortHash(j.Candidate), j.Base)
-		}
-		// The copy of the index a killed dry run left (dryForward).
-		for _, f := range []string{k + ".index", k + ".index.lock"} {
-			_ = os.Remove(filepath.Join(m.landDir(), f))
-		}
-		landed, err := m.settleLanding(ctx, &j, rec)
-		if err != nil {
-			return nil, err
-		}
-		if landed && k == key {
-			mine = &j
-		}
-	}
-	return mine, nil
-}
-
-func landAsJournal(j landJournal) journal { return journal{PID: j.PID, PIDStart: j.PIDStart} }
-
-// settleLanding finishes or drops one interrupted landing; it reports
-// whether the base branch holds it.
-func (m *Manager) settleLanding(ctx context.Context, j *landJournal, rec *recoveries) (bool, error) {
-	baseRef := "refs/heads/" + j.Base
-	// update-ref writes the ref (and HEAD's reflog) through lock files; a
-	// kill in between leaves them, and every later move of the base fails.
-	for _, name := range []string{baseRef + ".lock", "HEAD.lock"} {
-		lock, err := m.gitPath(ctx, name)
-		if err != nil {
-			return false, err
-		}
-		common, err := m.gitCommonDir(ctx)
-		if err != nil {
-			return false, err
-		}
-		if removed, err := removeLock(lock, []string{m.root, common}, []string{m.dir, filepath.Join(common, "worktrees")}, false); err != nil {
-			return false, err
-		} else if removed {
-			rec.add(j.Agent, "removed the stale %s that a killed git left in %s", lock, m.root)
-		}
-	}
-	now, err := m.resolveRef(ctx, baseRef)
-	if err != nil {
-		return false, err
-	}
-	landed := j.New != "" && now != "" && now == j.New
-	if j.New != "" && now != "" && now != j.New && now != j.Old {
-		if landed, err = m.isAncestor(ctx, j.New, now); err != nil {
-			return false, err
-		}
-	}
-	if landed && j.Remote != "" && j.State != landLanded {
-		// Killed between the local move and the end of the push.
-		pushed, err := m.settlePush(ctx, *j, now, rec)
-		if err != nil {
-			return false, err
-		}
-		if !pushed {
-			return false, nil
-		}
-	}
-	if !landed {
-		if j.Detached {
-			if err := m.reattach(ctx, *j); err != nil {
-				return false, err
-			}
-		}
-		if err := m.clearLanding(j.Key); err != nil {
-			return false, err
-		}
-		if j.State == landLanded {
-			// Moved back since (the operator reset it): the base does not
-			// hold the landing, so it counts as not landed.
-			rec.add(j.Agent, "an interrupted landing of %s (%s) had moved %s to %s, but %s is at %s now without it; it counts as not landed", shortHash(j.Candidate), j.Key, j.Base, shortHash(j.New), j.Base, shortHash(now))
-			return false, nil
-		}
-		rec.add(j.Agent, "an interrupted landing of %s (%s) had not moved %s; nothing was undone, as nothing had changed", shortHash(j.Candidate), j.Key, j.Base)
-		return false, nil
-	}
-	if j.State != landLanded {
-		j.Forwarded = false
-		var err error
-		if *j, err = m.writeLanding(ctx, *j, landLanded); err != nil {
-			return true, err
-		}
-		m.recordMove(ctx, baseRef, j.Old, j.New)
-	}
-	if j.Checkout && !j.Forwarded {
-		if err := m.finishForward(ctx, j, now, rec); err != nil {
-			return true, err
-		}
-		j.Forwarded = true
-		var err error
-		if *j, err = m.writeLanding(ctx, *j, landLanded); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
-}
-
-// finishForward brings the operator's checkout from j.Old to j.New after
-// an interruption: the base moved, so HEAD is at j.New while the index and
-// files may be at j.Old, half way, or at j.New. Every change there must be
-// the landing's (each path's index entry and file are its Old or its New
-// version, the start of the New one or missing, as a git killed while
-// writing leaves it); then `git reset --hard` to j.New finishes it. Anything else
-// is the operator's, and nothing is touched.
-func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string, rec *recoveries) error {
-	h, err := readHead(m.root)
-	if err != nil {
-		return err
-	}
-	if h.Ref != "refs/heads/"+j.Base || now != j.New {
-		rec.add(j.Agent, "an interrupted landing had moved %s to %s, but your checkout %s is on %s now; it was left alone", j.Base, shortHash(j.New), m.root, h.describe())
-		return nil
-	}
-	if err := m.clearBaseLock(ctx, rec); err != nil {
-		return err
-	}
-	chs, err := m.status(ctx, m.root, "all", false)
-	if err != nil {
-		return err
-	}
-	if len(chs) == 0 {
-		return nil
-	}
-	old, err := m.treeBlobs(ctx, j.Old)
-	if err != nil {
-		return err
-	}
-	nw, err := m.treeBlobs(ctx, j.New)
-	if err != nil {
-		return err
-	}
-	index, err := m.indexBlobs(ctx)
-	if err != nil {
-		return err
-	}
-	var paths []string
-	for _, c := range chs {
-		if !strings.HasSuffix(c.path, "/") {
-			paths = append(paths, c.path)
-		}
-	}
-	work, err := m.workBlobs(ctx, paths)
-	if err != nil {
-		return err
-	}
-	var foreign []string
-	mine := map[string]bool{} // a file the update added shows twice: deleted from the index, and untracked
-	for _, c := range chs {
-		p := c.path
-		if c.x == '?' {
-			// The operator's untracked files are never touched; one the
-			// update wrote is the new version of a file Old lacks.
-			if b, ok := nw[p]; ok && old[p] == "" && (work[p] == b || m.halfWritten(ctx, p, b)) {
-				mine[p] = true
-			} else if _, ok := nw[p]; ok {
-				foreign = append(foreign, c.String())
-			}
-			continue
-		}
-		if strings.HasSuffix(p, "/") || unmerged(c) {
-			foreign = append(foreign, c.String())
-			continue
-		}
-		allowed := map[string]bool{old[p]: true, nw[p]: true}
-		idx := ""
-		if bs := index[p]; len(bs) == 1 {
-			idx = bs[0]
-		}
-		switch {
-		case old[p] == nw[p]:
-			// The landing does not change p: the change is the operator's.
-			foreign = append(foreign, c.String())
-		case allowed[idx] && (allowed[work[p]] || work[p] == "" || nw[p] != "" && m.halfWritten(ctx, p, nw[p])):
-			// Its old or new version, the start of the new one (git
-			// killed while writing it), or missing (git replaces a file
-			// by unlinking it first, and was killed in between).
-			mine[p] = true
-		default:
-			foreign = append(foreign, c.String())
-		}
-	}
-	if len(foreign) > 0 {
-		return fmt.Errorf("%w: an interrupted landing moved %s to %s while bringing your checkout %s forward, and these changes there are not the landing's: %s. swarm touched nothing. Save what is yours (git stash), then run 'git -C %q reset --hard %s' and run again",
-			ErrInterrupted, j.Base, shortHash(j.New), m.root, listSome(foreign, 10), m.root, shortHash(j.New))
-	}
-	if _, err := m.run(ctx, m.root, "reset", "-q", "--hard", j.New); err != nil {
-		return fmt.Errorf("bring your checkout %s forward to %s: %w; run 'git -C %q reset --hard %s' yourself", m.root, shortHash(j.New), err, m.root, shortHash(j.New))
-	}
-	rec.add(j.Agent, "finished bringing your checkout %s forward to %s (%s), which an interrupted landing of %s had started", m.root, shortHash(j.New), plural(len(mine), "a file", "files"), shortHash(j.Candidate))
-	return nil
-}
-
-// landingExplains reports whether the uncommitted changes in the main
-// checkout are an interrupted landing's half-done update, which the next
-// Land or Recover finishes.
-func (m *Manager) landingExplains(ctx context.Context, base string) bool {
-	keys, err := m.landings()
-	if err != nil {
-		return false
-	}
-	for _, k := range keys {
-		j, ok, err := m.readLanding(k)
-		if err == nil && ok && j.Base == base && j.Checkout && !j.Forwarded && j.New != "" {
-			if now, err := m.resolveRef(ctx, "refs/heads/"+base); err == nil && now == j.New {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // Early warnings (DESIGN §14): after each session, the agent's branch is
@@ -155,7 +157,7 @@ func (m *Manager) changedSince(ctx context.Context, baseTip, tip string, cache *
 	}
 	res, err := m.runEnv(ctx, m.root, nil, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", baseTip+"..."+tip, "--")
 	if err != nil {
-		return nil, fmt.Errorf("list the files %s changed: %w", short(tip), err)
+		return nil, fmt.Errorf("list the files %s changed: %w", text.Short(tip, 7), err)
 	}
 	var files []string
 	for _, f := range strings.Split(string(res.Stdout), "\x00") {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -174,11 +175,11 @@ func (m *Manager) buildBatch(ctx context.Context, req BatchRequest, res *BatchRe
 		}
 		subject := c.Subject
 		if subject == "" {
-			subject = fmt.Sprintf("swarm: land %s at %s", Branch(c.Agent), shortHash(c.Commit))
+			subject = fmt.Sprintf("swarm: land %s at %s", Branch(c.Agent), text.Short(c.Commit, 12))
 		}
 		next, err := m.runStdin2(ctx, env, subject+"\n", "commit-tree", tree, "-p", res.Commit, "-p", c.Commit)
 		if err != nil {
-			return "", fmt.Errorf("make the merge commit of %s: %w", shortHash(c.Commit), err)
+			return "", fmt.Errorf("make the merge commit of %s: %w", text.Short(c.Commit, 12), err)
 		}
 		res.Commit = next
 	}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // The in-process reads use go-git: a HEAD or ref read costs microseconds
@@ -39,7 +41,7 @@ func (h head) describe() string {
 	case h.Ref != "":
 		return "branch " + strings.TrimPrefix(h.Ref, "refs/heads/")
 	case h.Hash != "":
-		return "a detached HEAD at " + short(h.Hash)
+		return "a detached HEAD at " + text.Short(h.Hash, 7)
 	default:
 		return "an unknown HEAD"
 	}
@@ -79,11 +81,4 @@ func repoHead(r *git.Repository) (head, error) {
 	}
 	h.Hash = ref.Hash().String()
 	return h, nil
-}
-
-func short(hash string) string {
-	if len(hash) > 7 {
-		return hash[:7]
-	}
-	return hash
 }

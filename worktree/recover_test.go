@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // These tests interrupt swarm for real: the operation under test runs in a
@@ -324,7 +326,7 @@ func TestMergeRollsBackAHalfAppliedMerge(t *testing.T) {
 		t.Fatalf("Merge: %v\n%s", err, recoveredText(res.Recovered))
 	}
 	rec := recoveredText(res.Recovered)
-	if !strings.Contains(rec, "index.lock") || !strings.Contains(rec, "rolled back the merge") || !strings.Contains(rec, short(before)) {
+	if !strings.Contains(rec, "index.lock") || !strings.Contains(rec, "rolled back the merge") || !strings.Contains(rec, text.Short(before, 7)) {
 		t.Fatalf("Recovered:\n%s", rec)
 	}
 	if got := f.git(".", "rev-parse", "main^1"); got != before {

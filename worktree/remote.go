@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // Push publishes the agent's branch to remote, so that work done on this
@@ -38,9 +40,9 @@ type Fetched struct {
 func (f Fetched) String() string {
 	switch f.What {
 	case "created":
-		return fmt.Sprintf("%s: fetched %s at %s", f.Agent, Branch(f.Agent), short(f.New))
+		return fmt.Sprintf("%s: fetched %s at %s", f.Agent, Branch(f.Agent), text.Short(f.New, 7))
 	case "fast-forwarded":
-		return fmt.Sprintf("%s: fetched %s, %s..%s", f.Agent, Branch(f.Agent), short(f.Old), short(f.New))
+		return fmt.Sprintf("%s: fetched %s, %s..%s", f.Agent, Branch(f.Agent), text.Short(f.Old, 7), text.Short(f.New, 7))
 	}
 	return fmt.Sprintf("%s: %s", f.Agent, f.What)
 }
@@ -166,7 +168,7 @@ func (m *Manager) pushBase(ctx context.Context, j landJournal) error {
 	case theirs == j.New:
 		return nil // it did take it; the answer was lost
 	case theirs != j.Old:
-		return fmt.Errorf("%w: %s's %s is at %s now, not at %s (another host landed first); nothing landed, nothing forced: test it again on the new tip", ErrBaseMoved, j.Remote, j.Base, shortHash(theirs), shortHash(j.Old))
+		return fmt.Errorf("%w: %s's %s is at %s now, not at %s (another host landed first); nothing landed, nothing forced: test it again on the new tip", ErrBaseMoved, j.Remote, j.Base, text.Short(theirs, 12), text.Short(j.Old, 12))
 	}
 	return fmt.Errorf("push %s to %s: %w; nothing landed: check the remote ('git push %s %s')", j.Base, j.Remote, err, j.Remote, j.Base)
 }
@@ -176,7 +178,7 @@ func (m *Manager) pushBase(ctx context.Context, j landJournal) error {
 func (m *Manager) unmove(ctx context.Context, j landJournal, cause error) error {
 	if _, err := m.run(ctx, m.root, "update-ref", "-m", "swarm: land "+j.Key+": the remote did not take it", "refs/heads/"+j.Base, j.Old, j.New); err != nil {
 		// The entry stays: the next run settles it again.
-		return errors.Join(cause, fmt.Errorf("moving %s back to %s failed too: %w; run again to settle it", j.Base, shortHash(j.Old), err))
+		return errors.Join(cause, fmt.Errorf("moving %s back to %s failed too: %w; run again to settle it", j.Base, text.Short(j.Old, 12), err))
 	}
 	var err error
 	if j.Detached {
@@ -192,7 +194,7 @@ func (m *Manager) unmove(ctx context.Context, j landJournal, cause error) error 
 func (m *Manager) settlePush(ctx context.Context, j landJournal, now string, rec *recoveries) (bool, error) {
 	theirs, err := m.remoteTip(ctx, j.Remote, j.Base)
 	if err != nil {
-		return false, fmt.Errorf("%w; an interrupted landing of %s moved %s here but may not have reached %s yet: run again once the remote answers", err, shortHash(j.Candidate), j.Base, j.Remote)
+		return false, fmt.Errorf("%w; an interrupted landing of %s moved %s here but may not have reached %s yet: run again once the remote answers", err, text.Short(j.Candidate, 12), j.Base, j.Remote)
 	}
 	if theirs == j.New {
 		_, _ = m.run(ctx, m.root, "update-ref", RemoteBaseRef(j.Base), j.New)
@@ -201,7 +203,7 @@ func (m *Manager) settlePush(ctx context.Context, j landJournal, now string, rec
 	if theirs == j.Old && now == j.New {
 		err := m.pushBase(ctx, j)
 		if err == nil {
-			rec.add(j.Agent, "finished an interrupted landing of %s (%s): pushed %s to %s, which was still at %s", shortHash(j.Candidate), j.Key, j.Base, j.Remote, shortHash(j.Old))
+			rec.add(j.Agent, "finished an interrupted landing of %s (%s): pushed %s to %s, which was still at %s", text.Short(j.Candidate, 12), j.Key, j.Base, j.Remote, text.Short(j.Old, 12))
 			return true, nil
 		}
 		if !errors.Is(err, ErrBaseMoved) {
@@ -218,7 +220,7 @@ func (m *Manager) settlePush(ctx context.Context, j landJournal, now string, rec
 	if err := m.unmove(ctx, j, nil); err != nil {
 		return false, err
 	}
-	rec.add(j.Agent, "an interrupted landing of %s (%s) had moved %s here, but %s did not take it (it is at %s): %s is back at %s, nothing landed", shortHash(j.Candidate), j.Key, j.Base, j.Remote, shortHash(theirs), j.Base, shortHash(j.Old))
+	rec.add(j.Agent, "an interrupted landing of %s (%s) had moved %s here, but %s did not take it (it is at %s): %s is back at %s, nothing landed", text.Short(j.Candidate, 12), j.Key, j.Base, j.Remote, text.Short(theirs, 12), j.Base, text.Short(j.Old, 12))
 	return false, nil
 }
 
@@ -348,9 +350,9 @@ type Pruned struct {
 func (p Pruned) String() string {
 	switch p.What {
 	case "deleted":
-		return fmt.Sprintf("deleted the remote %s (at %s, all on the base)", Branch(p.Agent), shortHash(p.Tip))
+		return fmt.Sprintf("deleted the remote %s (at %s, all on the base)", Branch(p.Agent), text.Short(p.Tip, 12))
 	case "kept":
-		return fmt.Sprintf("kept the remote %s (at %s): it has commits the base lacks", Branch(p.Agent), shortHash(p.Tip))
+		return fmt.Sprintf("kept the remote %s (at %s): it has commits the base lacks", Branch(p.Agent), text.Short(p.Tip, 12))
 	}
 	return fmt.Sprintf("%s is not on the remote", Branch(p.Agent))
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // A review request carries the reviewed change's diff, cut to fit a
@@ -74,7 +76,7 @@ func (m *Manager) ReviewDiff(ctx context.Context, commit string, max int) (Revie
 	rng := "refs/heads/" + base + "..." + commit
 	out, err := m.run(ctx, m.root, append(append([]string{"diff"}, reviewDiffArgs...), rng, "--")...)
 	if err != nil {
-		return p, fmt.Errorf("diff %s...%s: %w", base, shortHash(commit), err)
+		return p, fmt.Errorf("diff %s...%s: %w", base, text.Short(commit, 12), err)
 	}
 	if out != "" {
 		out += "\n"
@@ -247,7 +249,7 @@ func (m *Manager) ReviewedDiff(ctx context.Context, agent, commit string, paths 
 	}
 	if on, err := m.ok(ctx, m.root, "merge-base", "--is-ancestor", full, branchRef(agent)); err != nil || !on {
 		if err == nil {
-			err = fmt.Errorf("commit %s is not on %s: give the commit the review request names, and the agent whose branch it is", shortHash(full), d.Branch)
+			err = fmt.Errorf("commit %s is not on %s: give the commit the review request names, and the agent whose branch it is", text.Short(full, 12), d.Branch)
 		}
 		return d, err
 	}
@@ -257,7 +259,7 @@ func (m *Manager) ReviewedDiff(ctx context.Context, agent, commit string, paths 
 		args = append(args, ":(literal)"+p)
 	}
 	if d.Diff, err = m.run(ctx, m.root, args...); err != nil {
-		return d, fmt.Errorf("diff %s...%s: %w", base, shortHash(full), err)
+		return d, fmt.Errorf("diff %s...%s: %w", base, text.Short(full, 12), err)
 	}
 	return d, nil
 }

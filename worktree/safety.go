@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // MaxAutoDeletePercent is the share of the branch's tracked files that the
@@ -116,7 +118,7 @@ func (m *Manager) checkIgnored(ctx context.Context, info Info, what string) ([]s
 		return ign, err
 	}
 	return ign, fmt.Errorf("%w: %s's worktree %s holds %s that git ignores, which removing it would delete: %s. Nothing was %s. Look at them (git -C %q status --ignored), move what you need, then run again with --delete-ignored",
-		ErrIgnoredFiles, info.Agent, info.Path, plural(len(ign), "file or directory", "files or directories"), listSome(ign, 10), what, info.Path)
+		ErrIgnoredFiles, info.Agent, info.Path, text.Plural(len(ign), "file or directory", "files or directories"), text.ListSome(ign, 10), what, info.Path)
 }
 
 // checkSave refuses, before anything is staged, uncommitted work that is
@@ -182,7 +184,7 @@ func (m *Manager) nestedError(agent, path string, nested []string) error {
 		full[i] = filepath.Join(path, n)
 	}
 	return fmt.Errorf("%w: %s's worktree holds %s of its own: %s. Committing it would record only a pointer to its commits (a gitlink), which the merge would carry to the base branch without its files. Move it out of the worktree (or delete its .git if its history does not matter), then run again; look with 'git -C %q status'",
-		ErrUnsafeAutoCommit, agent, plural(len(nested), "a git repository", "git repositories"), strings.Join(full, ", "), path)
+		ErrUnsafeAutoCommit, agent, text.Plural(len(nested), "git repository", "git repositories"), strings.Join(full, ", "), path)
 }
 
 // stagedGitlinks lists the gitlinks (mode 160000) that the index, or the
@@ -268,20 +270,4 @@ func (m *Manager) trackedCount(ctx context.Context, path string) (int, error) {
 		return 0, fmt.Errorf("count the files of %s: %w", path, err)
 	}
 	return strings.Count(string(res.Stdout), "\x00"), nil
-}
-
-// plural picks the singular or plural phrase, with the count in front.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + strings.TrimPrefix(one, "a ")
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// listSome joins up to n items, saying how many more there are.
-func listSome(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // Snapshot is what the session guard compares: the refs agents must not
@@ -67,17 +69,10 @@ func (s FileState) describe() string {
 	case !s.Mode.IsRegular():
 		return "a special file (" + s.Mode.String() + ")"
 	case s.Mode&0o111 != 0:
-		return "an executable file, sha256 " + shortHash(s.SHA256)
+		return "an executable file, sha256 " + text.Short(s.SHA256, 12)
 	default:
-		return "a file that is not executable, sha256 " + shortHash(s.SHA256)
+		return "a file that is not executable, sha256 " + text.Short(s.SHA256, 12)
 	}
-}
-
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // Snapshot records the refs, hooks and watched config the guard compares.

@@ -17,9 +17,7 @@ type AckOptions struct {
 	All bool
 }
 
-func init() { commands = append(commands, newAckCmd) }
-
-func newAckCmd(app *App) *cobra.Command {
+func newAckCmd(app *App, runF func(*AckOptions) error) *cobra.Command {
 	opts := &AckOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "ack <msg_id|#id> | ack --all",
@@ -53,6 +51,9 @@ envelope under "protocol".`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Ref = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runAck(cmd.Context(), opts)
 		},

@@ -24,9 +24,7 @@ type DiffOptions struct {
 	Paths  []string
 }
 
-func init() { commands = append(commands, newDiffCmd) }
-
-func newDiffCmd(app *App) *cobra.Command {
+func newDiffCmd(app *App, runF func(*DiffOptions) error) *cobra.Command {
 	opts := &DiffOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "diff <agent> [--commit <hash> [-- <path>...]]",
@@ -66,6 +64,9 @@ branch yet (it has not run) or git fails; 2 for a usage error.`,
 			opts.Agent, opts.Paths = args[0], args[1:]
 			if len(opts.Paths) > 0 && opts.Commit == "" {
 				return usagef("paths after -- need --commit <hash>: swarm diff %s --commit <hash> -- <path>", opts.Agent)
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runDiff(cmd.Context(), opts)
 		},

@@ -37,9 +37,7 @@ type DoctorOptions struct {
 	Engine string
 }
 
-func init() { commands = append(commands, newDoctorCmd) }
-
-func newDoctorCmd(app *App) *cobra.Command {
+func newDoctorCmd(app *App, runF func(*DoctorOptions) error) *cobra.Command {
 	opts := &DoctorOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -85,6 +83,9 @@ meant; not a failure) or fail.`,
   swarm doctor --engine claude   # claude's table, its command and its login`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runDoctor(cmd.Context(), opts)
 		},
 	}

@@ -31,9 +31,7 @@ type DownOptions struct {
 	DeleteIgnored bool
 }
 
-func init() { commands = append(commands, newDownCmd) }
-
-func newDownCmd(app *App) *cobra.Command {
+func newDownCmd(app *App, runF func(*DownOptions) error) *cobra.Command {
 	opts := &DownOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "down",
@@ -78,6 +76,9 @@ the swarm is the operator's.`,
 			mode, err := opts.mode()
 			if err != nil {
 				return &usageError{err: err, help: cmd.CommandPath()}
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runDown(cmd.Context(), opts, mode)
 		},

@@ -26,9 +26,7 @@ type EscalateOptions struct {
 	DedupeKey string
 }
 
-func init() { commands = append(commands, newEscalateCmd) }
-
-func newEscalateCmd(app *App) *cobra.Command {
+func newEscalateCmd(app *App, runF func(*EscalateOptions) error) *cobra.Command {
 	opts := &EscalateOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "escalate <summary>",
@@ -55,6 +53,9 @@ notified twice. --json prints the escalation (or the open one it counted).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Summary = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return runEscalate(cmd.Context(), opts)
 		},
 	}

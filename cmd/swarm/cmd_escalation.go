@@ -24,8 +24,6 @@ type EscalationOptions struct {
 	Now    func() time.Time
 }
 
-func init() { commands = append(commands, newEscalationCmd) }
-
 // actionHelp says what each action does, for its help and for show.
 var actionHelp = map[string]string{
 	"ack":     "mark it seen: reminders stop; a hold stays until it is resolved",
@@ -35,7 +33,10 @@ var actionHelp = map[string]string{
 	"reject":  "resolve it with no: like abort",
 }
 
-func newEscalationCmd(app *App) *cobra.Command {
+// newEscalationCmd builds `swarm escalation` and its actions; a non-nil
+// runF runs instead of an action, with the parsed options (the flag tests'
+// seam).
+func newEscalationCmd(app *App, runF func(*EscalationOptions) error) *cobra.Command {
 	parent := &cobra.Command{
 		Use:   "escalation",
 		Short: "Show, ack or decide one escalation",
@@ -82,6 +83,9 @@ agent's mistake, not against a same-user attacker.
 					return err
 				}
 				opts.ID = id
+				if runF != nil {
+					return runF(opts)
+				}
 				return runEscalation(cmd.Context(), opts)
 			},
 		}

@@ -22,14 +22,12 @@ type EscalationsOptions struct {
 	Now   func() time.Time
 }
 
-func init() { commands = append(commands, newEscalationsCmd) }
-
 const escalationJSONDoc = `{"id", "kind", "severity", "state", "hold", "agent", "ref", "summary",
 "details", "dedupe_key", "count", "created_at", "acked_at", "resolved_at",
 "decision", "note"} (agent, ref, details, the times and decision may be
 null)`
 
-func newEscalationsCmd(app *App) *cobra.Command {
+func newEscalationsCmd(app *App, runF func(*EscalationsOptions) error) *cobra.Command {
 	opts := &EscalationsOptions{App: app, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "escalations",
@@ -44,6 +42,9 @@ ack|resume|abort|approve|reject N' acts on it.
   swarm escalations --all --json | jq '.[] | select(.hold)'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runEscalations(cmd.Context(), opts)
 		},
 	}

@@ -25,9 +25,7 @@ type EventsOptions struct {
 	Poll   time.Duration
 }
 
-func init() { commands = append(commands, newEventsCmd) }
-
-func newEventsCmd(app *App) *cobra.Command {
+func newEventsCmd(app *App, runF func(*EventsOptions) error) *cobra.Command {
 	opts := &EventsOptions{App: app, Poll: 200 * time.Millisecond}
 	cmd := &cobra.Command{
 		Use:   "events",
@@ -43,6 +41,9 @@ session. An agent's first event has no from state.
   swarm events -f`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runEvents(cmd.Context(), opts)
 		},
 	}

@@ -31,9 +31,7 @@ type InboxOptions struct {
 	Now      func() time.Time
 }
 
-func init() { commands = append(commands, newInboxCmd) }
-
-func newInboxCmd(app *App) *cobra.Command {
+func newInboxCmd(app *App, runF func(*InboxOptions) error) *cobra.Command {
 	opts := &InboxOptions{App: app, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "inbox <agent|operator>",
@@ -69,6 +67,9 @@ mark it read: 'swarm inbox operator --mark-read' marks what it lists done.`,
 		ValidArgsFunction: app.completeAgents(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return runInbox(cmd.Context(), opts)
 		},
 	}

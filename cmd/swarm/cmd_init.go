@@ -26,9 +26,7 @@ type InitOptions struct {
 	DB   string // a PostgreSQL URL for [mailbox] url; empty: .swarm/swarm.db
 }
 
-func init() { commands = append(commands, newInitCmd) }
-
-func newInitCmd(app *App) *cobra.Command {
+func newInitCmd(app *App, runF func(*InitOptions) error) *cobra.Command {
 	opts := &InitOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "init",
@@ -54,6 +52,9 @@ the exclude line, and the database its [mailbox] url names.`,
   PGPASSWORD=... swarm init --db 'postgres://swarm@db.internal/swarm?sslmode=verify-full'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runInit(cmd.Context(), opts)
 		},
 	}

@@ -29,11 +29,9 @@ type LandOptions struct {
 	PruneRemote bool
 }
 
-func init() {
-	commands = append(commands, newLandCmd)
-}
-
-func newLandCmd(app *App) *cobra.Command {
+// newLandCmd builds `swarm land`; a non-nil runF runs instead of the
+// command, with the parsed options (the flag tests' seam).
+func newLandCmd(app *App, runF func(*LandOptions) error) *cobra.Command {
 	opts := &LandOptions{App: app, Poll: 200 * time.Millisecond}
 	cmd := &cobra.Command{
 		Use:   "land [<agent>|--item ID|--all]",
@@ -90,6 +88,9 @@ they ended).`,
 					return usagef("--prune-remote deletes the branches that land; it does not go with --cancel")
 				}
 				opts.Wait = true
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runLand(cmd.Context(), opts)
 		},

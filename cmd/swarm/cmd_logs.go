@@ -28,9 +28,7 @@ type LogsOptions struct {
 	Poll    time.Duration
 }
 
-func init() { commands = append(commands, newLogsCmd) }
-
-func newLogsCmd(app *App) *cobra.Command {
+func newLogsCmd(app *App, runF func(*LogsOptions) error) *cobra.Command {
 	opts := &LogsOptions{App: app, Poll: 200 * time.Millisecond}
 	cmd := &cobra.Command{
 		Use:   "logs <agent>",
@@ -54,6 +52,9 @@ JSON events as they came.`,
 		ValidArgsFunction: app.completeAgents(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Agent = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return runLogs(cmd.Context(), opts)
 		},
 	}

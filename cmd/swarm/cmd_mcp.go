@@ -25,9 +25,7 @@ type MCPOptions struct {
 	Transport mcp.Transport
 }
 
-func init() { commands = append(commands, newMCPCmd) }
-
-func newMCPCmd(app *App) *cobra.Command {
+func newMCPCmd(app *App, runF func(*MCPOptions) error) *cobra.Command {
 	opts := &MCPOptions{App: app}
 	return &cobra.Command{
 		Use:   "mcp",
@@ -62,6 +60,9 @@ error with the command's message.`,
   {"mcpServers": {"swarm": {"command": "swarm", "args": ["mcp"]}}}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runMCP(cmd.Context(), opts)
 		},
 	}

@@ -23,11 +23,7 @@ type MergesOptions struct {
 	Now func() time.Time
 }
 
-func init() {
-	commands = append(commands, newMergesCmd)
-}
-
-func newMergesCmd(app *App) *cobra.Command {
+func newMergesCmd(app *App, runF func(*MergesOptions) error) *cobra.Command {
 	opts := &MergesOptions{App: app, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "merges",
@@ -49,6 +45,9 @@ candidate {"id", "agent", "commit", "source", "item", "requested_by",
   swarm merges --all --json | jq '.candidates[] | select(.state == "failed")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runMerges(cmd.Context(), opts)
 		},
 	}

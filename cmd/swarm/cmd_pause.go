@@ -22,12 +22,7 @@ type PauseOptions struct {
 	Resume bool
 }
 
-func init() {
-	commands = append(commands, func(app *App) *cobra.Command { return newPauseCmd(app, false) },
-		func(app *App) *cobra.Command { return newPauseCmd(app, true) })
-}
-
-func newPauseCmd(app *App, resume bool) *cobra.Command {
+func newPauseCmd(app *App, resume bool, runF func(*PauseOptions) error) *cobra.Command {
 	opts := &PauseOptions{App: app, Resume: resume}
 	cmd := &cobra.Command{
 		Use:   "pause <agent>",
@@ -47,6 +42,9 @@ already.`,
 		ValidArgsFunction: app.completeAgents(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Agent = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return runPause(cmd.Context(), opts)
 		},
 	}

@@ -24,9 +24,7 @@ type PromptOptions struct {
 	Now           func() time.Time
 }
 
-func init() { commands = append(commands, newPromptCmd) }
-
-func newPromptCmd(app *App) *cobra.Command {
+func newPromptCmd(app *App, runF func(*PromptOptions) error) *cobra.Command {
 	opts := &PromptOptions{App: app, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "prompt <agent>",
@@ -53,6 +51,9 @@ vector {"can_...": bool} (the stored session's with --session).`,
 		ValidArgsFunction: app.completeAgents(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Agent = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return runPrompt(cmd.Context(), opts)
 		},
 	}

@@ -29,9 +29,7 @@ type ProtocolLogOptions struct {
 	Now   func() time.Time
 }
 
-func init() { commands = append(commands, newProtocolCmd) }
-
-func newProtocolCmd(app *App) *cobra.Command {
+func newProtocolCmd(app *App, runF func(*ProtocolLogOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "protocol",
 		Short: "Protocol messages (AMP/1.0): the typed chain of a task",
@@ -57,7 +55,12 @@ exactly as stored.`,
   swarm protocol log --task T-42 --json
   swarm protocol log --limit 10`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runProtocolLog(cmd.Context(), opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return runProtocolLog(cmd.Context(), opts)
+		},
 	}
 	f := logCmd.Flags()
 	f.StringVar(&opts.Task, "task", "", "only the messages about task `ID`")

@@ -20,9 +20,7 @@ type QueueOptions struct {
 	Reason string
 }
 
-func init() { commands = append(commands, newQueueCmd) }
-
-func newQueueCmd(app *App) *cobra.Command {
+func newQueueCmd(app *App, runF func(*QueueOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue top|start|complete|fail",
 		Short: "Work the beads task queue one task at a time (strategy queue)",
@@ -59,6 +57,9 @@ Run from a session it needs can_use_queue. --json prints the task (top) or
 				}
 				if op == "fail" && opts.Reason == "" {
 					return usagef("swarm queue fail needs --reason \"<why>\": your coordinator is told")
+				}
+				if runF != nil {
+					return runF(opts)
 				}
 				return runQueue(c.Context(), opts)
 			},

@@ -17,9 +17,7 @@ type ReleaseOptions struct {
 	Agent string
 }
 
-func init() { commands = append(commands, newReleaseCmd) }
-
-func newReleaseCmd(app *App) *cobra.Command {
+func newReleaseCmd(app *App, runF func(*ReleaseOptions) error) *cobra.Command {
 	opts := &ReleaseOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "release [<glob>...]",
@@ -36,6 +34,9 @@ agent with --agent. --json prints {"released": [...], "warnings": [...]}.`,
   swarm release --agent backend`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Globs = args
+			if runF != nil {
+				return runF(opts)
+			}
 			return runRelease(cmd.Context(), opts)
 		},
 	}

@@ -19,11 +19,7 @@ type ReloadOptions struct {
 	App *App
 }
 
-func init() {
-	commands = append(commands, newReloadCmd)
-}
-
-func newReloadCmd(app *App) *cobra.Command {
+func newReloadCmd(app *App, runF func(*ReloadOptions) error) *cobra.Command {
 	opts := &ReloadOptions{App: app}
 	return &cobra.Command{
 		Use:   "reload",
@@ -48,6 +44,9 @@ does the same as this command. For the operator only.
   swarm reload --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runReload(cmd.Context(), opts)
 		},
 	}

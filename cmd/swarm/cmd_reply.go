@@ -22,9 +22,7 @@ type ReplyOptions struct {
 	Urgent bool
 }
 
-func init() { commands = append(commands, newReplyCmd) }
-
-func newReplyCmd(app *App) *cobra.Command {
+func newReplyCmd(app *App, runF func(*ReplyOptions) error) *cobra.Command {
 	opts := &ReplyOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "reply <id> <body>",
@@ -49,6 +47,9 @@ When operator replies to mail sent to operator, that mail becomes done
 					return err
 				}
 				opts.ID = id
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runReply(cmd.Context(), opts)
 		},

@@ -20,9 +20,7 @@ type ReportOptions struct {
 	Agent   string
 }
 
-func init() { commands = append(commands, newReportCmd) }
-
-func newReportCmd(app *App) *cobra.Command {
+func newReportCmd(app *App, runF func(*ReportOptions) error) *cobra.Command {
 	opts := &ReportOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "report progress|blocked|complete <task> <message> | report session <message>",
@@ -64,6 +62,9 @@ stored report with "coordinator" and "mail_id".`,
 			} else {
 				opts.Message = args[1]
 			}
+			if runF != nil {
+				return runF(opts)
+			}
 			return runReport(cmd.Context(), opts)
 		},
 	}
@@ -86,6 +87,9 @@ stored report with "coordinator" and "mail_id".`,
 					opts.Task, opts.Message = args[0], args[1]
 				} else {
 					opts.Message = args[0]
+				}
+				if runF != nil {
+					return runF(opts)
 				}
 				return runReport(c.Context(), opts)
 			},

@@ -17,9 +17,7 @@ type ReservationsOptions struct {
 	All bool
 }
 
-func init() { commands = append(commands, newReservationsCmd) }
-
-func newReservationsCmd(app *App) *cobra.Command {
+func newReservationsCmd(app *App, runF func(*ReservationsOptions) error) *cobra.Command {
 	opts := &ReservationsOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "reservations [--all]",
@@ -33,6 +31,9 @@ first: who holds which glob, exclusive or shared, until when, and why.
   swarm reservations --all --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runReservations(cmd.Context(), opts)
 		},
 	}

@@ -24,9 +24,9 @@ type ReserveOptions struct {
 	Agent     string
 }
 
-func init() { commands = append(commands, newReserveCmd) }
-
-func newReserveCmd(app *App) *cobra.Command {
+// newReserveCmd builds `swarm reserve`; a non-nil runF runs instead of the
+// command, with the parsed options (the flag tests' seam).
+func newReserveCmd(app *App, runF func(*ReserveOptions) error) *cobra.Command {
 	opts := &ReserveOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "reserve <glob>... [--exclusive] [--ttl D] [--reason TEXT]",
@@ -61,6 +61,9 @@ the operator for an agent with --agent. --json prints {"reservations":
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Globs = args
+			if runF != nil {
+				return runF(opts)
+			}
 			return runReserve(cmd.Context(), opts)
 		},
 	}

@@ -18,9 +18,7 @@ type RetireOptions struct {
 	Discard bool
 }
 
-func init() { commands = append(commands, newRetireCmd) }
-
-func newRetireCmd(app *App) *cobra.Command {
+func newRetireCmd(app *App, runF func(*RetireOptions) error) *cobra.Command {
 	opts := &RetireOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "retire <name> [--merge|--squash|--discard]",
@@ -49,6 +47,9 @@ prints for one agent (null when kept).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return runRetire(cmd.Context(), opts)
 		},
 	}

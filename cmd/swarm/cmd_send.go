@@ -51,9 +51,9 @@ var looksNumeric = regexp.MustCompile(`^#?[-+]?[0-9]+$`)
 
 func (o *SendOptions) flagSet(name string) bool { return o.changed != nil && o.changed(name) }
 
-func init() { commands = append(commands, newSendCmd) }
-
-func newSendCmd(app *App) *cobra.Command {
+// newSendCmd builds `swarm send`; a non-nil runF runs instead of the
+// command, with the parsed options (the flag tests' seam).
+func newSendCmd(app *App, runF func(*SendOptions) error) *cobra.Command {
 	opts := &SendOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "send <to> <body> | send <to> --type T --task ID --payload JSON",
@@ -107,9 +107,15 @@ session ($SWARM_SESSION_ID).`,
 				if len(args) == 1 {
 					opts.To = args[0]
 				}
+				if runF != nil {
+					return runF(opts)
+				}
 				return runSendProtocol(cmd.Context(), opts)
 			default:
 				opts.To, opts.Body = args[0], args[1]
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runSend(cmd.Context(), opts)
 		},

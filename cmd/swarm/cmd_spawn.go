@@ -24,9 +24,7 @@ type SpawnOptions struct {
 	Ephemeral bool
 }
 
-func init() { commands = append(commands, newSpawnCmd) }
-
-func newSpawnCmd(app *App) *cobra.Command {
+func newSpawnCmd(app *App, runF func(*SpawnOptions) error) *cobra.Command {
 	opts := &SpawnOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "spawn <name> --role <role>",
@@ -61,6 +59,9 @@ the next 'swarm up'.
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return runSpawn(cmd.Context(), opts)
 		},
 	}

@@ -33,9 +33,7 @@ type StatusOptions struct {
 	Now func() time.Time
 }
 
-func init() { commands = append(commands, newStatusCmd) }
-
-func newStatusCmd(app *App) *cobra.Command {
+func newStatusCmd(app *App, runF func(*StatusOptions) error) *cobra.Command {
 	opts := &StatusOptions{App: app, Now: time.Now}
 	return &cobra.Command{
 		Use:   "status",
@@ -78,6 +76,9 @@ budget.`,
   swarm status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runStatus(cmd.Context(), opts)
 		},
 	}

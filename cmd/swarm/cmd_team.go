@@ -17,9 +17,7 @@ type TeamOptions struct {
 	App *App
 }
 
-func init() { commands = append(commands, newTeamCmd) }
-
-func newTeamCmd(app *App) *cobra.Command {
+func newTeamCmd(app *App, runF func(*TeamOptions) error) *cobra.Command {
 	opts := &TeamOptions{App: app}
 	return &cobra.Command{
 		Use:   "team",
@@ -39,6 +37,9 @@ protocol breaches recorded. The supervisor runs the launch during 'swarm up';
   swarm team --json | jq .core_ready_ack`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runTeam(cmd.Context(), opts)
 		},
 	}

@@ -18,9 +18,7 @@ type ThreadOptions struct {
 	Now func() time.Time
 }
 
-func init() { commands = append(commands, newThreadCmd) }
-
-func newThreadCmd(app *App) *cobra.Command {
+func newThreadCmd(app *App, runF func(*ThreadOptions) error) *cobra.Command {
 	opts := &ThreadOptions{App: app, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "thread <id>",
@@ -39,6 +37,9 @@ prints them; "reply_to" says what each one answers.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ref = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
 			return runThread(cmd.Context(), opts)
 		},
 	}

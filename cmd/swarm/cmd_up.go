@@ -46,9 +46,7 @@ type UpOptions struct {
 	Web bool
 }
 
-func init() { commands = append(commands, newUpCmd) }
-
-func newUpCmd(app *App) *cobra.Command {
+func newUpCmd(app *App, runF func(*UpOptions) error) *cobra.Command {
 	opts := &UpOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -91,6 +89,9 @@ agent session ($SWARM_SESSION_ID set): that is the operator's.`,
   swarm up -d && swarm watch          # in the background`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runUp(cmd.Context(), opts)
 		},
 	}
@@ -217,7 +218,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		lineOut = io.Discard
 	}
 	// The sessions' swarm commands come through their doors and run here,
-	// as the session; on PostgreSQL the operator's `swarm send` too.
+	// as the session; the operator's `swarm send` too.
 	target := open.Choose(app.Env.Getenv, cfg.Mailbox.URL, l.DB)
 	via := &swarmCommands{store: st, target: target.String(), root: l.Root}
 	sup, err := newSupervisor(cfg, l, st, wtm, opts, logger, newLinePrinter(lineOut, app.JSON, logger), via)

@@ -22,8 +22,6 @@ func versionString() string {
 	return v
 }
 
-func init() { commands = append(commands, newVersionCmd) }
-
 func newVersionCmd(app *App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

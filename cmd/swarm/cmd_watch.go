@@ -21,9 +21,7 @@ type WatchOptions struct {
 	NoTUI bool
 }
 
-func init() { commands = append(commands, newWatchCmd) }
-
-func newWatchCmd(app *App) *cobra.Command {
+func newWatchCmd(app *App, runF func(*WatchOptions) error) *cobra.Command {
 	opts := &WatchOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "watch",
@@ -43,6 +41,9 @@ With no supervisor running it exits 1.`,
   swarm watch --json | jq -c 'select(.kind == "transition")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runWatch(cmd.Context(), opts)
 		},
 	}

@@ -34,9 +34,7 @@ type WebOptions struct {
 	TokenFile string
 }
 
-func init() { commands = append(commands, newWebCmd) }
-
-func newWebCmd(app *App) *cobra.Command {
+func newWebCmd(app *App, runF func(*WebOptions) error) *cobra.Command {
 	opts := &WebOptions{App: app}
 	cmd := &cobra.Command{
 		Use:   "web",
@@ -69,6 +67,9 @@ stops, or on Ctrl-C.`,
   swarm web --addr 0.0.0.0:8080 --token-file ~/.config/swarm/desk.token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runWeb(cmd.Context(), opts)
 		},
 	}

@@ -40,9 +40,9 @@ type WorkflowOptions struct {
 	Note string
 }
 
-func init() { commands = append(commands, newWorkflowCmd) }
-
-func newWorkflowCmd(app *App) *cobra.Command {
+// newWorkflowCmd builds `swarm workflow` and its actions; a non-nil runF
+// runs instead of an action, with the parsed options (the flag tests' seam).
+func newWorkflowCmd(app *App, runF func(*WorkflowOptions) error) *cobra.Command {
 	parent := &cobra.Command{
 		Use:   "workflow",
 		Short: "Run gated workflows: dev-review loops and dev → QA pipelines",
@@ -92,6 +92,9 @@ merge and abort are the operator's (refused inside a session).`,
 					}
 				case "history", "abort", "merge":
 					opts.Item = args[0]
+				}
+				if runF != nil {
+					return runF(opts)
 				}
 				return runWorkflow(cmd.Context(), opts)
 			},

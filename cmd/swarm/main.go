@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/termsafe"
 )
@@ -52,7 +54,12 @@ func run(ctx context.Context, app *App, args []string) int {
 	if code, ok := forwarded(ctx, app, args); ok {
 		return code
 	}
-	root := newRootCmd(app)
+	return execute(ctx, app, newRootCmd(app), args)
+}
+
+// execute runs root with args and returns the exit code; the flag tests
+// run a root of one command through it.
+func execute(ctx context.Context, app *App, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
 	root.SetIn(app.Stdin)
 	root.SetOut(app.Stdout)

@@ -21,7 +21,6 @@ import (
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/open"
-	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
@@ -73,9 +72,50 @@ type App struct {
 	supervising bool
 }
 
-// commands are the subcommands. Each command's file registers itself in an
-// init function, so adding a command touches only its own file.
-var commands []func(*App) *cobra.Command
+// commands are the subcommands, in one list: a new command is a line here
+// (cobra sorts them for help). Each constructor with options takes a
+// runF, nil here, which a test sets to get the parsed options instead of
+// running the command (flags_test.go), as cli/cli's commands do.
+func commands(app *App) []*cobra.Command {
+	return []*cobra.Command{
+		newAckCmd(app, nil),
+		newDiffCmd(app, nil),
+		newDoctorCmd(app, nil),
+		newDownCmd(app, nil),
+		newEscalateCmd(app, nil),
+		newEscalationCmd(app, nil),
+		newEscalationsCmd(app, nil),
+		newEventsCmd(app, nil),
+		newInboxCmd(app, nil),
+		newInitCmd(app, nil),
+		newLandCmd(app, nil),
+		newLogsCmd(app, nil),
+		newMCPCmd(app, nil),
+		newMergesCmd(app, nil),
+		newPauseCmd(app, false, nil),
+		newPauseCmd(app, true, nil), // swarm resume
+		newPromptCmd(app, nil),
+		newProtocolCmd(app, nil),
+		newQueueCmd(app, nil),
+		newReleaseCmd(app, nil),
+		newReloadCmd(app, nil),
+		newReplyCmd(app, nil),
+		newReportCmd(app, nil),
+		newReservationsCmd(app, nil),
+		newReserveCmd(app, nil),
+		newRetireCmd(app, nil),
+		newSendCmd(app, nil),
+		newSpawnCmd(app, nil),
+		newStatusCmd(app, nil),
+		newTeamCmd(app, nil),
+		newThreadCmd(app, nil),
+		newUpCmd(app, nil),
+		newVersionCmd(app),
+		newWatchCmd(app, nil),
+		newWebCmd(app, nil),
+		newWorkflowCmd(app, nil),
+	}
+}
 
 const rootLong = `swarm runs a team of LLM coding agents in one git repository.
 
@@ -92,7 +132,11 @@ Exit codes:
   1  error: something went wrong; the message says what to do
   2  usage: bad flags or arguments`
 
-func newRootCmd(app *App) *cobra.Command {
+func newRootCmd(app *App) *cobra.Command { return newRoot(app, commands(app)...) }
+
+// newRoot is the root command over the given subcommands: the flag tests
+// give it one command built with their runF.
+func newRoot(app *App, cmds ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "swarm",
 		Short:         "Run a team of LLM coding agents in one git repository",
@@ -122,9 +166,7 @@ func newRootCmd(app *App) *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err: err, help: cmd.CommandPath()}
 	})
-	for _, newCmd := range commands {
-		root.AddCommand(newCmd(app))
-	}
+	root.AddCommand(cmds...)
 	// `swarm completion nope` would print help and exit 0: the shells are
 	// its subcommands, so any argument is a mistake.
 	root.InitDefaultCompletionCmd()
@@ -386,9 +428,7 @@ func (a *App) openStore(ctx context.Context, l repo.Layout, cfg *config.Config) 
 			return nil, err
 		}
 		t := a.storeTarget(l, cfg)
-		if t.URL == "" {
-			a.db = t.Path
-		}
+		a.db = t.String()
 		// While a supervisor runs, its database exists: one missing now was
 		// deleted under it, and a fresh one would take mail it never reads.
 		pid, running := 0, false
@@ -447,7 +487,7 @@ func (unclosed) Close() error { return nil }
 // explainDamage adds what to do to an error that says the database is
 // damaged: the damage can show in any query, long after the store opened.
 func (a *App) explainDamage(err error) error {
-	if err == nil || !sqlite.Damaged(err) || strings.Contains(err.Error(), "swarm doctor") {
+	if err == nil || !errors.Is(err, mailbox.ErrDamaged) || strings.Contains(err.Error(), "swarm doctor") {
 		return err
 	}
 	path := a.db
@@ -458,7 +498,7 @@ func (a *App) explainDamage(err error) error {
 		}
 		path = l.DB
 	}
-	return fmt.Errorf("%w; database %s: %s", err, path, sqlite.DamagedAdvice(path))
+	return fmt.Errorf("%w; database %s: %s", err, path, open.DamagedAdvice(path))
 }
 
 // poster is this process's mail service: it validates against cfg's

@@ -113,7 +113,8 @@ func relay(app *App, res control.RunResult) int {
 // for its sessions, through their doors, and for the operator's `swarm
 // send` on this host: with the supervisor's own store, whose connections
 // are open and warm (a fresh PostgreSQL connection costs tens of
-// milliseconds before its first insert).
+// milliseconds before its first insert, and opening SQLite more than the
+// send itself).
 type swarmCommands struct {
 	store  mailbox.Store
 	target string // the database, as open.Target.String names it
@@ -161,12 +162,15 @@ func (c *swarmCommands) run(ctx context.Context, caller identity.Caller, req con
 }
 
 // operatorSend hands the operator's `swarm send` to this host's running
-// supervisor when the swarm's database is PostgreSQL: it stores the mail
-// through its warm connections and wakes the recipient at once, wherever
-// it runs. It reports false, having done nothing, when there is no such
-// supervisor (or it declines); then the command runs here as usual.
+// supervisor, through the operator's socket: it stores the mail with its
+// open, warm store and wakes the recipient at once, wherever it runs. So
+// the command's process neither opens nor migrates the database (on
+// SQLite a fresh open costs more than the send), and on PostgreSQL it
+// needs no connection of its own. It reports false, having done nothing,
+// when there is no such supervisor (or it declines: another database);
+// then the command runs here as usual.
 func operatorSend(ctx context.Context, app *App, args []string) (int, bool) {
-	if len(args) == 0 || args[0] != "send" || slices.ContainsFunc(args, func(a string) bool {
+	if commandName(args) != "send" || slices.ContainsFunc(args, func(a string) bool {
 		return a == "--help" || a == "-h" || a == "--dir" || strings.HasPrefix(a, "--dir=")
 	}) {
 		return 0, false
@@ -180,8 +184,12 @@ func operatorSend(ctx context.Context, app *App, args []string) (int, bool) {
 		return 0, false // the command itself says what is wrong
 	}
 	t := app.storeTarget(l, cfg)
-	if t.Backend() != "postgres" {
-		return 0, false
+	if t.URL == "" {
+		// A file deleted under the supervisor: the command, run here,
+		// says so and stores nothing (a stat, not an open).
+		if _, err := os.Stat(t.Path); err != nil {
+			return 0, false
+		}
 	}
 	req := control.RunRequest{Args: args, Dir: app.Cwd, Target: t.String()}
 	if slices.Contains(args, "-") {
@@ -195,8 +203,11 @@ func operatorSend(ctx context.Context, app *App, args []string) (int, bool) {
 	cctx, cancel := context.WithTimeout(ctx, doorTimeout)
 	defer cancel()
 	res, err := control.Run(cctx, l, req)
+	var refused *control.RunRefused
 	switch {
-	case errors.Is(err, control.ErrNoSupervisor), errors.Is(err, control.ErrRunDeclined):
+	case errors.Is(err, control.ErrNoSupervisor), errors.Is(err, control.ErrRunDeclined), errors.As(err, &refused):
+		// Nothing was done (a busy supervisor at its connection cap says
+		// so): the command runs here, as with no supervisor.
 		return 0, false
 	case err != nil:
 		fmt.Fprintf(app.Stderr, "swarm: the supervisor took the message but did not answer: %v; check 'swarm inbox --sent' before sending it again\n", err)

@@ -19,7 +19,8 @@ type p2Details struct {
 	// supervisor's clock, right after the session's context is cancelled).
 	RowToCancel dist `json:"row_to_cancel"`
 	// ExecToCancel adds the sending process's start-up: from just before
-	// the bench starts `swarm send` to the same event.
+	// the bench starts `swarm send` to the same event (P2b, target p99 ≤
+	// 10 ms).
 	ExecToCancel dist `json:"exec_to_cancel"`
 	// SendProcess is how long one `swarm send --urgent` process ran.
 	SendProcess dist `json:"send_process"`
@@ -71,8 +72,15 @@ func (b *bench) p2(ctx context.Context) error {
 	b.add(row{ID: "P2", Figure: fmt.Sprintf("urgent interrupt, row written → session cancelled, p50 (%d trials)", trials), Value: r.P50, Unit: "ms", Text: fmt.Sprintf("%.2f ms", r.P50)})
 	b.check(row{ID: "P2", Figure: "urgent interrupt p99", Value: r.P99, Unit: "ms", Text: fmt.Sprintf("%.2f ms", r.P99)}, "< 50 ms", r.P99 < 50)
 	b.add(row{ID: "P2", Figure: "urgent interrupt max", Value: r.Max, Unit: "ms", Text: fmt.Sprintf("%.2f ms", r.Max)})
-	b.add(row{ID: "P2", Figure: "  incl. `swarm send` process start, p50 / p99", Value: det.ExecToCancel.P50, Unit: "ms",
-		Text: fmt.Sprintf("%.1f / %.1f ms", det.ExecToCancel.P50, det.ExecToCancel.P99)})
+	// P2b is what the operator waits for: the `swarm send --urgent`
+	// process's start-up, its trip to the supervisor (which stores the
+	// mail, never the process) and the interrupt, in the same run.
+	e := det.ExecToCancel
+	b.add(row{ID: "P2b", Figure: fmt.Sprintf("urgent incl. the `swarm send` process: exec → session cancelled, p50 (%d trials)", trials), Value: e.P50, Unit: "ms",
+		Text: fmt.Sprintf("%.2f ms", e.P50)})
+	b.check(row{ID: "P2b", Figure: "urgent incl. the `swarm send` process, p99", Value: e.P99, Unit: "ms", Text: fmt.Sprintf("%.2f ms", e.P99)}, "≤ 10 ms", e.P99 <= 10)
+	b.add(row{ID: "P2b", Figure: "  the `swarm send --urgent` process alone, p50 / p99", Value: det.SendProcess.P50, Unit: "ms",
+		Text: fmt.Sprintf("%.2f / %.2f ms", det.SendProcess.P50, det.SendProcess.P99)})
 	door, err := doorCost(ctx, dir, 200)
 	if err != nil {
 		return err

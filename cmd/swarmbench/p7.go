@@ -166,7 +166,8 @@ func (b *bench) p7lag(ctx context.Context, det *p7Details) error {
 		raised := map[string]escalation.Escalation{}
 		for _, e := range es {
 			if e.Kind == escalation.KindAckTimeout {
-				raised[strings.TrimPrefix(e.RefText(), "msg:")] = e
+				id, _ := escalation.MsgOf(e.RefText())
+				raised[id] = e
 			}
 		}
 		if len(raised) < len(msgIDs) {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/internal/text"
 )
 
 // How much of a tool's output, and of its arguments, a rendered log shows.
@@ -415,7 +415,7 @@ func (r *Renderer) codexItem(typ string, it *codexItem) {
 		}
 	case "command_execution":
 		if typ == "item.started" {
-			r.printf("  → shell %s\n", clipString(it.Command, renderArgBytes))
+			r.printf("  → shell %s\n", text.Truncate(it.Command, renderArgBytes))
 			return
 		}
 		if !done {
@@ -457,7 +457,7 @@ func (r *Renderer) codexItem(typ string, it *codexItem) {
 		}
 	case "web_search":
 		if done {
-			r.printf("  → web_search %s\n", clipString(it.Query, renderArgString))
+			r.printf("  → web_search %s\n", text.Truncate(it.Query, renderArgString))
 		}
 	case "todo_list":
 	case "error":
@@ -569,19 +569,19 @@ func compactArgs(raw json.RawMessage) string {
 	}
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
-		return clipString(string(raw), renderArgBytes)
+		return text.Truncate(string(raw), renderArgBytes)
 	}
 	b, err := engine.LogJSON(clipStrings(v))
 	if err != nil {
-		return clipString(string(raw), renderArgBytes)
+		return text.Truncate(string(raw), renderArgBytes)
 	}
-	return clipString(string(b), renderArgBytes)
+	return text.Truncate(string(b), renderArgBytes)
 }
 
 func clipStrings(v any) any {
 	switch x := v.(type) {
 	case string:
-		return clipString(x, renderArgString)
+		return text.Truncate(x, renderArgString)
 	case map[string]any:
 		for k, e := range x {
 			x[k] = clipStrings(e)
@@ -594,22 +594,10 @@ func clipStrings(v any) any {
 	return v
 }
 
-// clipString keeps the first max bytes of s, cut at a rune.
-func clipString(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
 // clipOutput is the head of a tool's output.
 func clipOutput(s string) string {
 	total := len(s)
-	out := clipString(headLines(s, renderResultLines), renderResultBytes)
+	out := text.Truncate(headLines(s, renderResultLines), renderResultBytes)
 	out = strings.TrimSuffix(out, "…")
 	if len(out) < total {
 		out += fmt.Sprintf("\n… (%d more bytes)", total-len(out))

@@ -4,16 +4,21 @@
 //   - nothing below cmd imports cmd;
 //   - the adapters (mailbox, worktree, beads, engine) do not import each
 //     other: the supervisor wires them together through small interfaces;
-//   - only the store implementations (mailbox/<backend>) import
-//     database/sql or a SQL driver;
+//   - only the store implementations (mailbox/<backend>, mailbox/sqlstore
+//     among them) import database/sql or a SQL driver;
+//   - nothing outside mailbox/ imports a backend: commands open stores
+//     through mailbox/open (the bench's raw baselines excepted);
 //   - engines do not import the supervisor;
 //   - the typed domain leaves (escalation, fsm, identity, lifecycle,
-//     message, mode, merge, workflow, migrations) import nothing of swarm's but
-//     each other;
+//     message, mode, merge, workflow, migrations) and internal/text, the
+//     string helpers, import nothing of swarm's but each other;
 //   - the caller is never read from the environment, and only the
 //     supervisor builds a session's caller (identity.go, on the source);
 //   - start-up stays lean: the built binary's package initialisers keep to
-//     an allocation budget (startup.go, on GODEBUG=inittrace=1).
+//     an allocation budget (startup.go, on GODEBUG=inittrace=1);
+//   - each binary never links test helpers (binaries.go, on go list -deps),
+//     and every package a rule names exists, so a rename cannot switch a
+//     rule off.
 //
 // Rules read the production imports of each package (tests may reach
 // further: a conformance suite opens a real store).
@@ -52,7 +57,7 @@ func rel(path string) (string, bool) {
 
 // family is the adapter a package belongs to, "" when none.
 func family(r string) string {
-	for _, f := range []string{"mailbox", "worktree", "beads", "engine"} {
+	for _, f := range adapters {
 		if r == f || strings.HasPrefix(r, f+"/") {
 			return f
 		}
@@ -67,7 +72,18 @@ func isStore(r string) bool {
 	return ok && !strings.Contains(rest, "/") && rest != "mailboxtest"
 }
 
-var leaves = []string{"escalation", "fsm", "identity", "lifecycle", "merge", "message", "mode", "migrations", "team", "workflow"}
+var adapters = []string{"mailbox", "worktree", "beads", "engine"}
+
+// storeImporters may import a backend from outside mailbox/, with why.
+var storeImporters = map[string]string{
+	"cmd/swarmbench": "P1, P7 and P8 measure each store against its raw SQL baseline (OpenRaw)",
+}
+
+// isBackend reports whether r is one backend (or code only backends
+// share), which the rest of the house reaches through mailbox/open.
+func isBackend(r string) bool { return isStore(r) && r != "mailbox/open" }
+
+var leaves = []string{"escalation", "fsm", "identity", "internal/text", "lifecycle", "merge", "message", "mode", "migrations", "team", "workflow"}
 
 var sqlImports = []string{`database/sql`, `modernc.org/sqlite`, `github.com/jackc/pgx/v5`}
 
@@ -95,6 +111,9 @@ func Check(pkgs []Package) []Violation {
 			}
 			if pf, ifam := family(pr), family(ir); pf != "" && ifam != "" && pf != ifam {
 				add("adapters do not import each other; the supervisor wires them through interfaces")
+			}
+			if isBackend(ir) && !strings.HasPrefix(pr, "mailbox/") && storeImporters[pr] == "" {
+				add("only mailbox/open opens a store; use mailbox.Store and mailbox's errors (mailbox.ErrDamaged), not a backend")
 			}
 			if family(pr) == "engine" && ir == "swarm" {
 				add("engines do not import the supervisor")

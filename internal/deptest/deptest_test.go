@@ -51,6 +51,9 @@ func TestCatchesForbiddenImports(t *testing.T) {
 	bad := []Package{
 		{Path: m("swarm"), Imports: []string{"database/sql"}},
 		{Path: m("cmd/swarm"), Imports: []string{"modernc.org/sqlite"}},
+		{Path: m("cmd/swarm"), Imports: []string{m("mailbox/sqlite")}},
+		{Path: m("cmd/swarm"), Imports: []string{m("mailbox/postgres")}},
+		{Path: m("swarm"), Imports: []string{m("mailbox/sqlite")}},
 		{Path: m("worktree"), Imports: []string{m("mailbox")}},
 		{Path: m("engine/exec"), Imports: []string{m("beads")}},
 		{Path: m("engine/script"), Imports: []string{m("swarm")}},
@@ -58,25 +61,92 @@ func TestCatchesForbiddenImports(t *testing.T) {
 		{Path: m("lifecycle"), Imports: []string{m("config")}},
 		{Path: m("mailbox/mailboxtest"), Imports: []string{"database/sql"}},
 	}
-	vs := Check(bad)
-	got := map[string]bool{}
-	for _, v := range vs {
-		got[strings.TrimPrefix(v.Pkg, Module+"/")] = true
-	}
 	for _, p := range bad {
-		if r := strings.TrimPrefix(p.Path, Module+"/"); !got[r] {
-			t.Errorf("%s importing %v was not caught", r, p.Imports)
+		if vs := Check([]Package{p}); len(vs) == 0 {
+			t.Errorf("%s importing %v was not caught", strings.TrimPrefix(p.Path, Module+"/"), p.Imports)
 		}
 	}
 	good := []Package{
 		{Path: m("mailbox/sqlite"), Imports: []string{"database/sql", "modernc.org/sqlite", m("mailbox"), m("migrations")}},
+		{Path: m("mailbox/open"), Imports: []string{m("mailbox/sqlite"), m("mailbox/postgres")}},
 		{Path: m("engine/exec"), Imports: []string{m("engine"), m("proc")}},
 		{Path: m("swarm"), Imports: []string{m("mailbox"), m("worktree"), m("engine")}},
 		{Path: m("lifecycle"), Imports: []string{m("fsm"), m("message")}},
-		{Path: m("cmd/swarm"), Imports: []string{m("swarm"), m("mailbox/sqlite")}},
+		{Path: m("cmd/swarm"), Imports: []string{m("swarm"), m("mailbox"), m("mailbox/open")}},
+		{Path: m("cmd/swarmbench"), Imports: []string{m("mailbox/sqlite"), m("mailbox/postgres")}},
 	}
 	if vs := Check(good); len(vs) > 0 {
 		t.Errorf("allowed imports flagged: %v", vs)
+	}
+}
+
+// goList runs go list with args and returns the import paths it printed.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	return strings.Fields(string(out))
+}
+
+// TestBinariesLinkNoTestHelpers checks what each binary really links.
+func TestBinariesLinkNoTestHelpers(t *testing.T) {
+	for _, b := range Binaries {
+		deps := goList(t, "-deps", Module+"/"+b.Pkg)
+		if len(deps) < 50 {
+			t.Fatalf("%s links %d packages; the check would prove nothing", b.Pkg, len(deps))
+		}
+		for _, v := range CheckBinary(b, deps) {
+			t.Error(v)
+		}
+	}
+}
+
+// TestCatchesBadDeps shows a binary's rule failing on a helper linked
+// deep down, by a pattern too, and passing a bench exception.
+func TestCatchesBadDeps(t *testing.T) {
+	swarmBin, bench := Binaries[0], Binaries[1]
+	for _, dep := range []string{Module + "/internal/fakeapi", Module + "/internal/pgtest", Module + "/internal/gittest",
+		Module + "/mailbox/mailboxtest", "github.com/rogpeppe/go-internal/testscript", "github.com/chromedp/cdproto/cdp"} {
+		deps := []string{"fmt", Module + "/swarm", dep}
+		if vs := CheckBinary(swarmBin, deps); len(vs) != 1 || vs[0].Import != dep {
+			t.Errorf("swarm linking %s: violations %v", dep, vs)
+		}
+	}
+	if vs := CheckBinary(swarmBin, []string{"fmt", Module + "/mailbox", "github.com/chromedpx/other"}); len(vs) != 0 {
+		t.Errorf("allowed deps flagged: %v", vs)
+	}
+	if vs := CheckBinary(bench, []string{Module + "/internal/pgtest"}); len(vs) != 0 {
+		t.Errorf("the bench's cluster flagged: %v", vs)
+	}
+	if vs := CheckBinary(bench, []string{Module + "/mailbox/mailboxtest"}); len(vs) != 1 {
+		t.Errorf("the bench linking the conformance suite: violations %v", vs)
+	}
+}
+
+// TestRulesNameRealPackages: every package a rule names is one of the
+// module's, or linked by its tests.
+func TestRulesNameRealPackages(t *testing.T) {
+	known := goList(t, "-deps", "-test", Module+"/...")
+	for _, v := range CheckNamed(Named(), known) {
+		t.Error(v)
+	}
+}
+
+// TestCatchesRenamedPackage shows a rule naming a package that is gone
+// failing, a pattern included.
+func TestCatchesRenamedPackage(t *testing.T) {
+	known := []string{Module + "/fsm", "github.com/chromedp/chromedp"}
+	vs := CheckNamed([]string{Module + "/fsm", Module + "/fsmx", "github.com/chromedp/...", "github.com/gone/..."}, known)
+	if len(vs) != 2 || vs[0].Pkg != Module+"/fsmx" || vs[1].Pkg != "github.com/gone/..." {
+		t.Errorf("violations: %v", vs)
+	}
+	if len(Named()) < 20 {
+		t.Errorf("Named() = %v: the rules name more than that", Named())
 	}
 }
 

@@ -296,3 +296,34 @@ func escIDs(es []escalation.Escalation) []int64 {
 	}
 	return out
 }
+
+// testEscalationsByRef: the escalations about one ref, of every kind,
+// newest first; openOnly drops the resolved ones; other refs, no ref and
+// an empty ref match nothing.
+func testEscalationsByRef(e *env) {
+	t, s := e.t, e.s
+	old, _ := e.raise(escalation.Draft{Kind: escalation.KindApproval, Agent: "backend", Summary: "merge it?", Ref: "item:wf-1"})
+	e.clk.Add(time.Second)
+	e.raise(escalation.Draft{Kind: escalation.KindApproval, Agent: "backend", Summary: "other item", Ref: "item:wf-10"})
+	e.raise(escalation.Draft{Kind: escalation.KindAgent, Summary: "no ref"})
+	e.clk.Add(time.Second)
+	stalled, _ := e.raise(escalation.Draft{Kind: escalation.KindStalled, Agent: "backend", Summary: "stuck", Ref: "item:wf-1"})
+	if _, err := e.decide(old.ID, escalation.Open, escalation.Event(escalation.Approve), "yes"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.EscalationsByRef(e.ctx, "item:wf-1", false)
+	if err != nil || !slices.Equal(escIDs(all), []int64{stalled.ID, old.ID}) {
+		t.Fatalf("by ref = %v, %v; want %v", escIDs(all), err, []int64{stalled.ID, old.ID})
+	}
+	if all[1].State != escalation.Resolved || all[1].Decision == nil || *all[1].Decision != escalation.Approve || *all[1].Ref != "item:wf-1" {
+		t.Fatalf("the resolved one = %+v", all[1])
+	}
+	if open, err := s.EscalationsByRef(e.ctx, "item:wf-1", true); err != nil || !slices.Equal(escIDs(open), []int64{stalled.ID}) {
+		t.Fatalf("open by ref = %v, %v", escIDs(open), err)
+	}
+	for _, ref := range []string{"", "item:wf", "item:wf-2"} {
+		if got, err := s.EscalationsByRef(e.ctx, ref, false); err != nil || len(got) != 0 {
+			t.Fatalf("by ref %q = %v, %v; want none", ref, escIDs(got), err)
+		}
+	}
+}

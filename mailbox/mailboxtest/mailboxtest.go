@@ -104,6 +104,7 @@ func Run(t *testing.T, newStore Factory, hooks ...Hooks) {
 		{"EscalationLifecycle", testEscalationLifecycle},
 		{"EscalationLists", testEscalationLists},
 		{"EscalationRefusals", testEscalationRefusals},
+		{"EscalationsByRef", testEscalationsByRef},
 		{"OperatorMailDone", testOperatorMailDone},
 		{"ProtocolLookups", testProtocolLookups},
 		{"AckClock", testAckClock},

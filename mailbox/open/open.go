@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/swarmhq/swarm/mailbox"
@@ -78,6 +79,16 @@ func (t Target) Open(ctx context.Context) (mailbox.Store, error) {
 		}
 	}
 	return sqlite.Open(ctx, t.Path, sqlite.Options{Now: t.Now})
+}
+
+// DamagedAdvice says what to do about a store whose errors wrap
+// mailbox.ErrDamaged: db is the target's String, a SQLite file or a
+// PostgreSQL URL.
+func DamagedAdvice(db string) string {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return "the database's data is damaged: run 'swarm doctor', and restore the database from a backup (pg_dump what still reads)"
+	}
+	return sqlite.DamagedAdvice(db)
 }
 
 // Diagnosis is what `swarm doctor` reports about an open store.

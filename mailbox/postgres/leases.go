@@ -45,7 +45,7 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 			if i < 0 {
 				// Locked, but its row is not written yet (or no longer):
 				// a claim or a release in flight.
-				he.Held = append(he.Held, mailbox.Lease{Agent: a, Holder: mailbox.Holder{Host: "another supervisor (starting or stopping)"}, AcquiredAt: s.now()})
+				he.Held = append(he.Held, mailbox.Lease{Agent: a, Holder: mailbox.Holder{Host: "another supervisor (starting or stopping)"}, AcquiredAt: s.Now()})
 				continue
 			}
 			he.Held = append(he.Held, rows[i])
@@ -59,7 +59,7 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 	}
 	s.held[l] = true
 	s.mu.Unlock()
-	now := nanos(s.now())
+	now := nanos(s.Now())
 	epochs := map[string]int64{}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		// A holder frozen in the middle of a write keeps its row locked
@@ -98,7 +98,7 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 	}
 	l.epochs = epochs
 	for _, a := range agents {
-		s.fences.Set(a, mailbox.Fence{Holder: c.Holder, Epoch: epochs[a]})
+		s.Fences.Set(a, mailbox.Fence{Holder: c.Holder, Epoch: epochs[a]})
 	}
 	return l, nil
 }
@@ -148,30 +148,6 @@ func tryLocks(ctx context.Context, conn *pgx.Conn, agents []string) ([]string, e
 	return held, nil
 }
 
-// AgentLeases lists every lease, by agent.
-func (s *Store) AgentLeases(ctx context.Context) ([]mailbox.Lease, error) {
-	rows, err := s.pool.Query(ctx, `SELECT agent, holder_host, holder_pid, epoch, acquired_at, heartbeat_at FROM leases ORDER BY agent`)
-	if err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []mailbox.Lease
-	for rows.Next() {
-		var l mailbox.Lease
-		var pid, acq, hb int64
-		if err := rows.Scan(&l.Agent, &l.Holder.Host, &pid, &l.Epoch, &acq, &hb); err != nil {
-			return nil, fmt.Errorf("list leases: %w", err)
-		}
-		l.Holder.PID = int(pid)
-		l.AcquiredAt, l.HeartbeatAt = fromNanos(acq), fromNanos(hb)
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	return out, nil
-}
-
 // leases is a granted claim and the connection that holds its locks.
 type leases struct {
 	s      *Store
@@ -211,7 +187,7 @@ func (l *leases) Renew(ctx context.Context) error {
 	}
 	rows, err := l.conn.Query(ctx, `UPDATE leases SET heartbeat_at = $1 WHERE agent = ANY($2) AND holder_host = $3 AND holder_pid = $4
 		RETURNING agent, epoch`,
-		nanos(l.s.now()), l.agents, l.holder.Host, l.holder.PID)
+		nanos(l.s.Now()), l.agents, l.holder.Host, l.holder.PID)
 	if err != nil {
 		return fmt.Errorf("renew leases: %w", err)
 	}
@@ -269,54 +245,9 @@ func (l *leases) Release(ctx context.Context) error {
 	delete(l.s.held, l)
 	l.s.mu.Unlock()
 	for _, a := range l.agents {
-		l.s.fences.Drop(a, mailbox.Fence{Holder: l.holder, Epoch: l.epochs[a]})
+		l.s.Fences.Drop(a, mailbox.Fence{Holder: l.holder, Epoch: l.epochs[a]})
 	}
 	return nil
-}
-
-// fence checks, inside the transaction, that the lease this process
-// claimed for agent is still its own at the same epoch, and refuses the
-// write with ErrLeaseLost otherwise. An agent this process did not claim
-// is not fenced. FOR SHARE holds the lease row until the transaction
-// ends, so a takeover (which updates the row) waits for this write
-// instead of slipping in between the check and the write.
-func (t *txn) fence(agent string) error {
-	fe, ok := t.fences.Of(agent)
-	if !ok || t.checked[agent] {
-		return nil
-	}
-	var row mailbox.Lease
-	var pid int64
-	err := t.tx.QueryRow(t.ctx, `SELECT holder_host, holder_pid, epoch FROM leases WHERE agent = $1 FOR SHARE`, agent).
-		Scan(&row.Holder.Host, &pid, &row.Epoch)
-	found := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("check the lease of %s: %w", agent, err)
-	}
-	row.Holder.PID = int(pid)
-	if err := mailbox.CheckFence(agent, fe, row, found); err != nil {
-		return err
-	}
-	if t.checked == nil {
-		t.checked = map[string]bool{}
-	}
-	t.checked[agent] = true
-	return nil
-}
-
-// fenced runs a write about agent: alone when this process holds no lease
-// of it, else in a transaction behind the lease's fence.
-func (s *Store) fenced(ctx context.Context, agent string, fn func(q querier) error) error {
-	if _, ok := s.fences.Of(agent); !ok {
-		return fn(s.pool)
-	}
-	return s.InTx(ctx, func(tx mailbox.Tx) error {
-		t := tx.(*txn)
-		if err := t.fence(agent); err != nil {
-			return err
-		}
-		return fn(t.tx)
-	})
 }
 
 // drop closes the lock connection without deleting the rows, as a crash

@@ -2,12 +2,17 @@
 // per swarm, through pgx v5 (pure Go, no cgo, so the static binary stays
 // static) and its connection pool.
 //
-// It keeps mailbox/sqlite's semantics with PostgreSQL's means:
+// The store's rules are mailbox/sqlstore's, shared with mailbox/sqlite;
+// this package is their PostgreSQL adapter (conn.go) and keeps their
+// semantics with PostgreSQL's means:
 //   - the same schema (migrations/postgres mirrors migrations/sqlite
 //     number for number), times in BIGINT nanoseconds;
 //   - each migration in its own transaction under an advisory lock, so
 //     concurrent openers apply each once;
-//   - compare-and-set transitions as UPDATE … WHERE state = $from;
+//   - compare-and-set transitions as UPDATE … WHERE state = $from; a
+//     fenced write holds its lease row FOR SHARE until commit;
+//   - every statement bounded by statement_timeout and lock_timeout, so a
+//     stuck server or a held lock fails a write instead of hanging it;
 //   - a message stored by one statement (INSERT … RETURNING). Message
 //     inserts are serialised by a transaction-scoped advisory lock taken in
 //     that statement, so ids become visible in id order: the change feed's
@@ -23,6 +28,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +45,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlstore"
 	"github.com/swarmhq/swarm/migrations"
 )
 
@@ -61,21 +68,53 @@ type Options struct {
 	// restarting (starting up, shutting down, its socket not there yet);
 	// zero means 5 s.
 	OpenTimeout time.Duration
+	// StatementTimeout is every connection's statement_timeout: a
+	// statement running longer fails (SQLSTATE 57014) instead of holding
+	// a caller, a shutdown included, for ever. Zero means 30 s; negative,
+	// none. A statement_timeout in the URL wins.
+	StatementTimeout time.Duration
+	// LockTimeout is every connection's lock_timeout: a statement waiting
+	// longer for a row or advisory lock fails (SQLSTATE 55P03). Zero
+	// means 10 s; negative, none. A lock_timeout in the URL wins.
+	LockTimeout time.Duration
+	// PingIdle is how long a pooled connection may sit idle before it is
+	// pinged when taken: a connection the server ended while it was idle
+	// (a restart, pg_terminate_backend) is then found by the ping and
+	// replaced, never by a post whose commit would be unknown. Zero means
+	// 100 ms; negative, never.
+	PingIdle time.Duration
+}
+
+// Default bounds of one statement (Options.StatementTimeout, LockTimeout).
+const (
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultLockTimeout      = 10 * time.Second
+	DefaultPingIdle         = 100 * time.Millisecond
+)
+
+// bound sets a timeout runtime parameter on every connection, unless the
+// URL set it already; d zero means def, negative means none.
+func bound(params map[string]string, name string, d, def time.Duration) {
+	if _, set := params[name]; set || d < 0 {
+		return
+	}
+	if d == 0 {
+		d = def
+	}
+	params[name] = fmt.Sprint(max(d.Milliseconds(), 1)) // milliseconds, PostgreSQL's unit
 }
 
 // Store is an open PostgreSQL swarm database.
 type Store struct {
-	pool *pgxpool.Pool
-	cfg  *pgxpool.Config
-	loc  string
-	now  func() time.Time
-	wait time.Duration // Options.OpenTimeout: how long a restarting server is waited for
+	*sqlstore.Store // the rules, over conn and dialect
+	pool            *pgxpool.Pool
+	cfg             *pgxpool.Config
+	loc             string
+	wait            time.Duration // Options.OpenTimeout: how long a restarting server is waited for
 
 	mu   sync.Mutex
 	pids map[uint32]bool  // backends of this store's pool: their NOTIFYs are not news
 	held map[*leases]bool // granted lease claims: Close drops their lock connections
-
-	fences mailbox.Fences // the leases this process claimed: its writes about their agents are fenced
 }
 
 var _ mailbox.Store = (*Store)(nil)
@@ -135,10 +174,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "swarm"
 	}
-	s := &Store{cfg: cfg, loc: Redact(rawURL), now: opts.Now, pids: map[uint32]bool{}}
-	if s.now == nil {
-		s.now = time.Now
+	bound(cfg.ConnConfig.RuntimeParams, "statement_timeout", opts.StatementTimeout, DefaultStatementTimeout)
+	bound(cfg.ConnConfig.RuntimeParams, "lock_timeout", opts.LockTimeout, DefaultLockTimeout)
+	if idle := cmp.Or(opts.PingIdle, DefaultPingIdle); idle > 0 {
+		cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration >= idle }
+	} else {
+		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
 	}
+	s := &Store{cfg: cfg, loc: Redact(rawURL), pids: map[uint32]bool{}}
+	s.Store = sqlstore.New(conn{s}, dialect, opts.Now)
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		s.mu.Lock()
 		s.pids[c.PgConn().PID()] = true
@@ -225,6 +269,8 @@ func (s *Store) explain(err error) error {
 		return fmt.Errorf("open database %s: %w; set the password in PGPASSWORD or ~/.pgpass", s.loc, err)
 	case errors.As(err, &pe) && pe.Code == "3D000":
 		return fmt.Errorf("open database %s: %w; create it first (createdb)", s.loc, err)
+	case errors.As(err, &pe) && (pe.Code == "XX001" || pe.Code == "XX002"): // data_corrupted, index_corrupted
+		return fmt.Errorf("open database %s: %w: %w", s.loc, mailbox.ErrDamaged, err)
 	case errors.As(err, &pe):
 		return fmt.Errorf("open database %s: %w", s.loc, err)
 	}
@@ -348,56 +394,6 @@ func (s *Store) ownPID(pid uint32) bool {
 	defer s.mu.Unlock()
 	return s.pids[pid]
 }
-
-// InTx runs fn in one transaction. fn must only use tx.
-func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(t pgx.Tx) error {
-		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }, fences: &s.fences})
-	})
-}
-
-// Meta reads a swarm-wide setting.
-func (s *Store) Meta(ctx context.Context, key string) (string, bool, error) {
-	var v string
-	err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("read meta %s: %w", key, err)
-	}
-	return v, true, nil
-}
-
-// SetMeta writes a swarm-wide setting.
-func (s *Store) SetMeta(ctx context.Context, key, value string) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
-	if err != nil {
-		return fmt.Errorf("write meta %s: %w", key, err)
-	}
-	return nil
-}
-
-// querier is what the pool and a transaction have in common, so each
-// operation is written once and used alone or inside InTx.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// txn is a transaction over the store's lifecycle operations.
-type txn struct {
-	tx  pgx.Tx
-	ctx context.Context // the InTx context: operations inside use it
-	now func() int64
-
-	fences  *mailbox.Fences
-	checked map[string]bool // agents whose fence this transaction checked (and holds)
-}
-
-var _ mailbox.Tx = (*txn)(nil)
 
 func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
 

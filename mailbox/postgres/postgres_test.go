@@ -499,3 +499,56 @@ func TestSendWaitsForARestart(t *testing.T) {
 	}
 	t.Logf("%d posts stored across two restarts, %d cut off after sending", ok, cut)
 }
+
+// Every connection's statements are bounded: a statement waiting on
+// another connection's row lock fails with lock_timeout (55P03), a long
+// one with statement_timeout (57014), instead of holding its caller (a
+// shutdown's bookkeeping write) for ever. The defaults apply unless the
+// URL sets its own.
+func TestBoundedStatements(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDB(t)
+	show := func(s *Store, name string) string {
+		t.Helper()
+		var v string
+		if err := s.pool.QueryRow(ctx, `SHOW `+name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	def := open(t, url, nil)
+	if st, lt := show(def, "statement_timeout"), show(def, "lock_timeout"); st != "30s" || lt != "10s" {
+		t.Fatalf("default statement_timeout %s, lock_timeout %s; want 30s, 10s", st, lt)
+	}
+	own := open(t, url+"&lock_timeout=2500", nil)
+	if lt := show(own, "lock_timeout"); lt != "2500ms" {
+		t.Fatalf("the URL's lock_timeout = %s, want 2500ms", lt)
+	}
+
+	s, err := Open(ctx, url, Options{LockTimeout: 100 * time.Millisecond, StatementTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SetMeta(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := def.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // releases the row lock
+	if _, err := tx.Exec(ctx, `SELECT value FROM meta WHERE key = 'k' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	// The deadline only keeps a regression from hanging the test: it is
+	// far beyond the lock_timeout the write must fail by.
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := s.SetMeta(wctx, "k", "w"); pgCode(err) != "55P03" {
+		t.Fatalf("a write blocked on a row lock: %v, want lock_timeout (55P03)", err)
+	}
+	if _, err := s.pool.Exec(wctx, `SELECT pg_sleep(10)`); pgCode(err) != "57014" {
+		t.Fatalf("a long statement: %v, want statement_timeout (57014)", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlstore"
 )
 
 // ClaimLeases takes the agents' leases for c.Holder in one transaction.
@@ -23,7 +24,7 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 	epochs := map[string]int64{}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		held = nil
-		now := s.now()
+		now := s.Now()
 		for _, a := range agents {
 			l, ok, err := leaseRow(ctx, tx, a)
 			if err != nil {
@@ -69,7 +70,7 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 		return nil, fmt.Errorf("claim leases: %w", err)
 	}
 	for _, a := range agents {
-		s.fences.Set(a, mailbox.Fence{Holder: c.Holder, Epoch: epochs[a]})
+		s.Fences.Set(a, mailbox.Fence{Holder: c.Holder, Epoch: epochs[a]})
 	}
 	return &leases{s: s, holder: c.Holder, agents: agents, epochs: epochs}, nil
 }
@@ -78,42 +79,8 @@ func (s *Store) ClaimLeases(ctx context.Context, c mailbox.LeaseClaim) (mailbox.
 // HeldError.
 var errHeld = fmt.Errorf("held")
 
-func leaseRow(ctx context.Context, tx execer, agent string) (mailbox.Lease, bool, error) {
-	var l mailbox.Lease
-	var acq, hb int64
-	err := tx.QueryRowContext(ctx, `SELECT agent, holder_host, holder_pid, epoch, acquired_at, heartbeat_at FROM leases WHERE agent = ?`, agent).
-		Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &l.Epoch, &acq, &hb)
-	if err == sql.ErrNoRows {
-		return l, false, nil
-	}
-	if err != nil {
-		return l, false, err
-	}
-	l.AcquiredAt, l.HeartbeatAt = fromNanos(acq), fromNanos(hb)
-	return l, true, nil
-}
-
-// AgentLeases lists every lease, by agent.
-func (s *Store) AgentLeases(ctx context.Context) ([]mailbox.Lease, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT agent, holder_host, holder_pid, epoch, acquired_at, heartbeat_at FROM leases ORDER BY agent`)
-	if err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []mailbox.Lease
-	for rows.Next() {
-		var l mailbox.Lease
-		var acq, hb int64
-		if err := rows.Scan(&l.Agent, &l.Holder.Host, &l.Holder.PID, &l.Epoch, &acq, &hb); err != nil {
-			return nil, fmt.Errorf("list leases: %w", err)
-		}
-		l.AcquiredAt, l.HeartbeatAt = fromNanos(acq), fromNanos(hb)
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	return out, nil
+func leaseRow(ctx context.Context, tx *sql.Tx, agent string) (mailbox.Lease, bool, error) {
+	return sqlstore.LeaseRow(ctx, txq{tx}, agent, "")
 }
 
 // leases is a granted claim.
@@ -135,7 +102,7 @@ func (l *leases) Renew(ctx context.Context) error {
 		lost = nil
 		for _, a := range l.agents {
 			res, err := tx.ExecContext(ctx, `UPDATE leases SET heartbeat_at = ? WHERE agent = ? AND holder_host = ? AND holder_pid = ? AND epoch = ?`,
-				nanos(l.s.now()), a, l.holder.Host, l.holder.PID, l.epochs[a])
+				nanos(l.s.Now()), a, l.holder.Host, l.holder.PID, l.epochs[a])
 			if err != nil {
 				return err
 			}
@@ -175,46 +142,7 @@ func (l *leases) Release(ctx context.Context) error {
 	}
 	l.released = true
 	for _, a := range l.agents {
-		l.s.fences.Drop(a, mailbox.Fence{Holder: l.holder, Epoch: l.epochs[a]})
+		l.s.Fences.Drop(a, mailbox.Fence{Holder: l.holder, Epoch: l.epochs[a]})
 	}
 	return nil
-}
-
-// fence checks, inside the transaction, that the lease this process
-// claimed for agent is still its own at the same epoch, and refuses the
-// write with ErrLeaseLost otherwise. An agent this process did not claim
-// is not fenced. The transaction is immediate (the write lock is taken at
-// BEGIN), so no claim can slip in between the check and the write.
-func (t *txn) fence(agent string) error {
-	fe, ok := t.fences.Of(agent)
-	if !ok || t.checked[agent] {
-		return nil
-	}
-	row, found, err := leaseRow(t.ctx, t.tx, agent)
-	if err != nil {
-		return fmt.Errorf("check the lease of %s: %w", agent, err)
-	}
-	if err := mailbox.CheckFence(agent, fe, row, found); err != nil {
-		return err
-	}
-	if t.checked == nil {
-		t.checked = map[string]bool{}
-	}
-	t.checked[agent] = true
-	return nil
-}
-
-// fenced runs a write about agent: alone when this process holds no lease
-// of it, else in a transaction behind the lease's fence.
-func (s *Store) fenced(ctx context.Context, agent string, fn func(q execer) error) error {
-	if _, ok := s.fences.Of(agent); !ok {
-		return fn(s.db)
-	}
-	return s.InTx(ctx, func(tx mailbox.Tx) error {
-		t := tx.(*txn)
-		if err := t.fence(agent); err != nil {
-			return err
-		}
-		return fn(t.tx)
-	})
 }

@@ -1,5 +1,8 @@
 // Package sqlite is the embedded Store: one SQLite database file per swarm
-// (.swarm/swarm.db), through the pure-Go modernc.org/sqlite driver.
+// (.swarm/swarm.db), through the pure-Go modernc.org/sqlite driver. The
+// store's rules are mailbox/sqlstore's; this package is their SQLite
+// adapter (conn.go), the migrations runner, the data_version change feed,
+// heartbeat leases and the guard against a busy, full or vanished file.
 //
 // Every process opens the database with the same DSN: WAL, busy_timeout
 // 5000, synchronous NORMAL, foreign keys on and _txlock=immediate. Without
@@ -25,6 +28,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/swarmhq/swarm/mailbox"
+	"github.com/swarmhq/swarm/mailbox/sqlstore"
 	"github.com/swarmhq/swarm/migrations"
 )
 
@@ -49,12 +53,11 @@ type Options struct {
 
 // Store is an open SQLite swarm database.
 type Store struct {
-	db     *guarded
-	insert *sql.Stmt // prepared once: parsing the insert costs as much as running it
-	path   string
-	id     fileID // the database file's identity when opened
-	now    func() time.Time
-	fences mailbox.Fences // the leases this process claimed: its writes about their agents are fenced
+	*sqlstore.Store // the rules, over conn and dialect
+	db              *guarded
+	insert          *sql.Stmt // prepared once: parsing the insert costs as much as running it
+	path            string
+	id              fileID // the database file's identity when opened
 }
 
 var _ mailbox.Store = (*Store)(nil)
@@ -97,10 +100,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, explain(path, err)
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
 	id, err := identify(path)
 	if err != nil {
 		db.Close()
@@ -111,14 +110,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		wait = time.Minute
 	}
 	g := &guarded{DB: db, path: path, wait: wait, busy: opts.Busy}
-	return &Store{db: g, insert: insert, path: path, id: id, now: now}, nil
+	s := &Store{db: g, insert: insert, path: path, id: id}
+	s.Store = sqlstore.New(conn{s}, s.dialect(), opts.Now)
+	return s, nil
 }
 
 func openDB(path string, busy time.Duration) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn(path, busy))
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
+	db := sql.OpenDB(damageConnector{dsn: dsn(path, busy)})
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
@@ -140,12 +138,10 @@ func explain(path string, err error) error {
 }
 
 // Damaged reports whether err, anywhere in its chain, says the database
-// file is damaged (SQLITE_CORRUPT or SQLITE_NOTADB). Damage can show long
-// after Open, in any read or write; callers add DamagedAdvice then.
-func Damaged(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_CORRUPT || se.Code()&0xff == sqlite3.SQLITE_NOTADB)
-}
+// file is damaged: mailbox.ErrDamaged, which every error of the driver
+// with SQLITE_CORRUPT or SQLITE_NOTADB wraps (damage.go). Damage can show
+// long after Open, in any read or write; callers add DamagedAdvice then.
+func Damaged(err error) bool { return errors.Is(markDamage(err), mailbox.ErrDamaged) }
 
 // DamagedAdvice says what to do about a damaged database file at path.
 func DamagedAdvice(path string) string {
@@ -361,15 +357,6 @@ func (s *Store) dataVersion(ctx context.Context) (int64, error) {
 // does not otherwise go away for a moment.
 func (s *Store) Unavailable(err error) bool { return isBusy(err) }
 
-// InTx runs fn in one immediate transaction. fn must only use tx: the
-// store has a single connection, so calling Store methods inside fn would
-// wait on itself.
-func (s *Store) InTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
-	return s.tx(ctx, func(t *sql.Tx) error {
-		return fn(&txn{tx: t, ctx: ctx, now: func() int64 { return nanos(s.now()) }, fences: &s.fences})
-	})
-}
-
 // tx runs fn in one immediate transaction, once the database file is
 // known to be the one opened. A full disk is said so, whether a statement
 // or the commit found it.
@@ -388,53 +375,6 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return s.db.explain(tx.Commit())
 }
 
-// Meta reads a swarm-wide setting.
-func (s *Store) Meta(ctx context.Context, key string) (string, bool, error) {
-	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("read meta %s: %w", key, err)
-	}
-	return v, true, nil
-}
-
-// SetMeta writes a swarm-wide setting.
-func (s *Store) SetMeta(ctx context.Context, key, value string) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
-	if err != nil {
-		return fmt.Errorf("write meta %s: %w", key, err)
-	}
-	return nil
-}
-
-// execer is what *sql.DB and *sql.Tx have in common, so each operation is
-// written once and used alone or inside InTx.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// txn is a transaction over the store's lifecycle operations.
-type txn struct {
-	tx  *sql.Tx
-	ctx context.Context // the InTx context: operations inside use it
-	now func() int64
-
-	fences  *mailbox.Fences
-	checked map[string]bool // agents whose fence this transaction checked
-}
-
-var _ mailbox.Tx = (*txn)(nil)
-
 func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
-
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
-}

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"cmp"
@@ -12,9 +12,9 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 )
 
-const reservationCols = `id, agent, glob, exclusive, reason, created_at, expires_at, released_at`
+const reservationCols = `id, agent, glob, exclusive <> 0, reason, created_at, expires_at, released_at`
 
-func scanReservations(rows *sql.Rows) ([]mailbox.Reservation, error) {
+func scanReservations(rows Rows) ([]mailbox.Reservation, error) {
 	defer rows.Close()
 	var out []mailbox.Reservation
 	for rows.Next() {
@@ -47,7 +47,7 @@ func nullNanos(t *time.Time) any {
 	return nanos(*t)
 }
 
-func reservations(ctx context.Context, q execer, now time.Time, all bool) ([]mailbox.Reservation, error) {
+func reservations(ctx context.Context, q Querier, now time.Time, all bool) ([]mailbox.Reservation, error) {
 	query := `SELECT ` + reservationCols + ` FROM reservations`
 	var args []any
 	if !all {
@@ -70,11 +70,18 @@ func (s *Store) Reservations(ctx context.Context, now time.Time, all bool) ([]ma
 	return reservations(ctx, s.db, now, all)
 }
 
-// Reserve checks and stores reservations in one immediate transaction:
-// SQLite's write lock, taken at BEGIN, serializes racing reservations.
+// Reserve checks and stores reservations in one transaction that other
+// writers of reservations wait for (SQLite's write lock, taken at BEGIN;
+// PostgreSQL's table lock, Dialect.LockTable; readers go on), so racing
+// reservations, from any host, are checked one after the other.
 func (s *Store) Reserve(ctx context.Context, now time.Time, rs []mailbox.Reservation, check func([]mailbox.Reservation) error) ([]mailbox.Reservation, error) {
 	var out []mailbox.Reservation
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(tx Querier) error {
+		if s.dialect.LockTable != nil {
+			if _, err := tx.ExecContext(ctx, s.dialect.LockTable("reservations")); err != nil {
+				return fmt.Errorf("lock reservations: %w", err)
+			}
+		}
 		out = nil
 		live, err := reservations(ctx, tx, now, false)
 		if err != nil {
@@ -92,13 +99,9 @@ func (s *Store) Reserve(ctx context.Context, now time.Time, rs []mailbox.Reserva
 				WHERE agent = ? AND glob = ? AND released_at IS NULL`, r.Agent, r.Glob).Scan(&id, &created, &expires)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
-				res, err := tx.ExecContext(ctx, `INSERT INTO reservations (agent, glob, exclusive, reason, created_at, expires_at)
-					VALUES (?, ?, ?, ?, ?, ?)`, r.Agent, r.Glob, r.Exclusive, r.Reason, nanos(now), nullNanos(r.ExpiresAt))
-				if err != nil {
+				if err := tx.QueryRowContext(ctx, `INSERT INTO reservations (agent, glob, exclusive, reason, created_at, expires_at)
+					VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, r.Agent, r.Glob, r.Exclusive, r.Reason, nanos(now), nullNanos(r.ExpiresAt)).Scan(&id); err != nil {
 					return fmt.Errorf("reserve %s for %s: %w", r.Glob, r.Agent, err)
-				}
-				if id, err = res.LastInsertId(); err != nil {
-					return err
 				}
 			case err != nil:
 				return fmt.Errorf("reserve %s for %s: %w", r.Glob, r.Agent, err)
@@ -133,14 +136,12 @@ func (s *Store) Reserve(ctx context.Context, now time.Time, rs []mailbox.Reserva
 // all of them.
 func (s *Store) ReleaseReservations(ctx context.Context, agent string, globs []string, now time.Time) ([]mailbox.Reservation, error) {
 	var out []mailbox.Reservation
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(tx Querier) error {
 		query := `UPDATE reservations SET released_at = ? WHERE agent = ? AND released_at IS NULL`
 		args := []any{nanos(now), agent}
 		if len(globs) > 0 {
-			query += ` AND glob IN (` + placeholders(len(globs)) + `)`
-			for _, g := range globs {
-				args = append(args, g)
-			}
+			query += ` AND glob IN (` + In(len(globs)) + `)`
+			args = appendAll(args, globs)
 		}
 		rows, err := tx.QueryContext(ctx, query+` RETURNING `+reservationCols, args...)
 		if err != nil {

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/swarmhq/swarm/fsm"
@@ -16,7 +17,7 @@ import (
 const candidateCols = `id, agent, commit_sha, source, item, requested_by, state, reason, files, ci_tail, batch, ci_runs,
 	claim, claimed_at, landed_as, created_at, updated_at`
 
-func scanCandidate(sc interface{ Scan(...any) error }) (merge.Candidate, error) {
+func scanCandidate(sc Row) (merge.Candidate, error) {
 	var c merge.Candidate
 	var files string
 	var claimed sql.NullInt64
@@ -37,7 +38,7 @@ func scanCandidate(sc interface{ Scan(...any) error }) (merge.Candidate, error) 
 	return c, nil
 }
 
-func getCandidate(ctx context.Context, q execer, id int64) (merge.Candidate, error) {
+func getCandidate(ctx context.Context, q Querier, id int64) (merge.Candidate, error) {
 	c, err := scanCandidate(q.QueryRowContext(ctx, `SELECT `+candidateCols+` FROM merge_candidates WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, fmt.Errorf("merge candidate %d: %w", id, mailbox.ErrNoSuchCandidate)
@@ -48,26 +49,18 @@ func getCandidate(ctx context.Context, q execer, id int64) (merge.Candidate, err
 	return c, nil
 }
 
-func listCandidates(ctx context.Context, q execer, where string, args []any, newest int) ([]merge.Candidate, error) {
+func listCandidates(ctx context.Context, q Querier, where string, args []any, newest int) ([]merge.Candidate, error) {
 	query := `SELECT ` + candidateCols + ` FROM merge_candidates` + where + ` ORDER BY id`
 	if newest > 0 {
-		query = `SELECT * FROM (SELECT ` + candidateCols + ` FROM merge_candidates` + where + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
+		query = `SELECT * FROM (SELECT ` + candidateCols + ` FROM merge_candidates` + where + ` ORDER BY id DESC LIMIT ?) AS newest ORDER BY id`
 		args = append(args, newest)
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
+	out, err := list(rows, err, scanCandidate)
 	if err != nil {
 		return nil, fmt.Errorf("read the merge queue: %w", err)
 	}
-	defer rows.Close()
-	var out []merge.Candidate
-	for rows.Next() {
-		c, err := scanCandidate(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Candidate returns one merge queue candidate.
@@ -97,57 +90,65 @@ func (s *Store) Candidates(ctx context.Context, f mailbox.CandidateFilter) ([]me
 }
 
 // EnqueueCandidate stores a new candidate in queued.
-func (t *txn) EnqueueCandidate(c merge.Candidate) (merge.Candidate, error) {
-	var twin int64
-	err := t.tx.QueryRowContext(t.ctx, `SELECT id FROM merge_candidates WHERE agent = ? AND commit_sha = ? AND state IN ('queued', 'testing')`,
-		c.Agent, c.Commit).Scan(&twin)
-	switch {
-	case err == nil:
-		live, err := getCandidate(t.ctx, t.tx, twin)
-		if err != nil {
-			return c, err
+func (t *Tx) EnqueueCandidate(c merge.Candidate) (merge.Candidate, error) {
+	// A twin queued by another process at the same moment: on PostgreSQL
+	// the insert waits for that transaction and, once it committed,
+	// inserts nothing (ON CONFLICT on the live index; a unique violation
+	// would abort this transaction instead), and the next look finds the
+	// twin. Twice at most: a twin that left the queue in between lets the
+	// insert through. (SQLite's transactions never overlap.)
+	for range 2 {
+		var twin int64
+		err := t.q.QueryRowContext(t.ctx, `SELECT id FROM merge_candidates WHERE agent = ? AND commit_sha = ? AND state IN ('queued', 'testing')`,
+			c.Agent, c.Commit).Scan(&twin)
+		switch {
+		case err == nil:
+			live, err := getCandidate(t.ctx, t.q, twin)
+			if err != nil {
+				return c, err
+			}
+			return c, &mailbox.QueuedError{Candidate: live}
+		case !errors.Is(err, sql.ErrNoRows):
+			return c, fmt.Errorf("queue %s's commit: %w", c.Agent, err)
 		}
-		return c, &mailbox.QueuedError{Candidate: live}
-	case !errors.Is(err, sql.ErrNoRows):
-		return c, fmt.Errorf("queue %s's commit: %w", c.Agent, err)
+		now := t.now()
+		var id int64
+		err = t.q.QueryRowContext(t.ctx, `INSERT INTO merge_candidates (agent, commit_sha, source, item, requested_by, state,
+			created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)
+			ON CONFLICT (agent, commit_sha) WHERE state IN ('queued', 'testing') DO NOTHING RETURNING id`,
+			c.Agent, c.Commit, string(c.Source), c.Item, c.By, now, now).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // the twin committed meanwhile: look again
+		}
+		if err != nil {
+			return c, fmt.Errorf("queue %s's commit %s: %w", c.Agent, merge.Short(c.Commit), err)
+		}
+		return getCandidate(t.ctx, t.q, id)
 	}
-	now := t.now()
-	var id int64
-	err = t.tx.QueryRowContext(t.ctx, `INSERT INTO merge_candidates (agent, commit_sha, source, item, requested_by, state,
-		created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING id`,
-		c.Agent, c.Commit, string(c.Source), c.Item, c.By, now, now).Scan(&id)
-	if err != nil {
-		return c, fmt.Errorf("queue %s's commit %s: %w", c.Agent, merge.Short(c.Commit), err)
-	}
-	return getCandidate(t.ctx, t.tx, id)
+	return c, fmt.Errorf("queue %s's commit %s: %w (another host queued and moved it meanwhile); run again", c.Agent, merge.Short(c.Commit), mailbox.ErrCandidateQueued)
 }
 
 // Candidate returns one candidate inside the transaction.
-func (t *txn) Candidate(id int64) (merge.Candidate, error) { return getCandidate(t.ctx, t.tx, id) }
+func (t *Tx) Candidate(id int64) (merge.Candidate, error) { return getCandidate(t.ctx, t.q, id) }
 
 // QueuedCandidates returns the next queued candidates.
-func (t *txn) QueuedCandidates(limit int) ([]merge.Candidate, error) {
+func (t *Tx) QueuedCandidates(limit int) ([]merge.Candidate, error) {
+	if limit <= 0 {
+		return nil, nil // SQLite takes a negative LIMIT for none at all
+	}
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+candidateCols+` FROM merge_candidates WHERE state = 'queued' ORDER BY id LIMIT ?`, limit)
+	rows, err := t.q.QueryContext(t.ctx, `SELECT `+candidateCols+` FROM merge_candidates WHERE state = 'queued' ORDER BY id LIMIT ?`, limit)
+	out, err := list(rows, err, scanCandidate)
 	if err != nil {
 		return nil, fmt.Errorf("read the merge queue: %w", err)
 	}
-	defer rows.Close()
-	var out []merge.Candidate
-	for rows.Next() {
-		c, err := scanCandidate(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SaveCandidate writes everything but the state.
-func (t *txn) SaveCandidate(c merge.Candidate) error {
+func (t *Tx) SaveCandidate(c merge.Candidate) error {
 	files := c.Files
 	if files == nil {
 		files = []string{}
@@ -157,7 +158,7 @@ func (t *txn) SaveCandidate(c merge.Candidate) error {
 	if c.ClaimedAt != nil {
 		claimed = nanos(*c.ClaimedAt)
 	}
-	res, err := t.tx.ExecContext(t.ctx, `UPDATE merge_candidates SET reason = ?, files = ?, ci_tail = ?, batch = ?, ci_runs = ?,
+	res, err := t.q.ExecContext(t.ctx, `UPDATE merge_candidates SET reason = ?, files = ?, ci_tail = ?, batch = ?, ci_runs = ?,
 		claim = ?, claimed_at = ?, landed_as = ?, updated_at = ? WHERE id = ?`,
 		c.Reason, string(fb), c.CITail, c.Batch, c.CIRuns, c.Claim, claimed, c.LandedAs, t.now(), c.ID)
 	if err != nil {
@@ -171,18 +172,23 @@ func (t *txn) SaveCandidate(c merge.Candidate) error {
 
 // moveCandidate is Transition's compare-and-set for merge subjects; it
 // returns the candidate's agent.
-func (t *txn) moveCandidate(c fsm.Change) (string, error) {
+func (t *Tx) moveCandidate(c fsm.Change) (string, error) {
+	id, err := strconv.ParseInt(c.Subject, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("move merge candidate %q: not an id", c.Subject)
+	}
 	var agent string
-	var err error
 	if c.From == "" {
-		err = t.tx.QueryRowContext(t.ctx, `SELECT agent FROM merge_candidates WHERE id = ? AND state = ?
-			AND NOT EXISTS (SELECT 1 FROM events WHERE subject_kind = 'merge' AND subject = ?)`, c.Subject, c.To, c.Subject).Scan(&agent)
+		err = t.q.QueryRowContext(t.ctx, `SELECT agent FROM merge_candidates WHERE id = ? AND state = ?
+			AND NOT EXISTS (SELECT 1 FROM events WHERE subject_kind = 'merge' AND subject = ?)`, id, c.To, c.Subject).Scan(&agent)
 	} else {
-		err = t.tx.QueryRowContext(t.ctx, `UPDATE merge_candidates SET state = ?, updated_at = ?,
+		// PostgreSQL's second claim of a candidate waits for the first
+		// to commit, then finds the row no longer queued: one claim wins.
+		err = t.q.QueryRowContext(t.ctx, `UPDATE merge_candidates SET state = ?, updated_at = ?,
 			claim = CASE WHEN ? = 'testing' THEN claim ELSE '' END,
 			claimed_at = CASE WHEN ? = 'testing' THEN claimed_at ELSE NULL END
 			WHERE id = ? AND state = ? RETURNING agent`,
-			c.To, t.now(), c.To, c.To, c.Subject, c.From).Scan(&agent)
+			c.To, t.now(), c.To, c.To, id, c.From).Scan(&agent)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("move merge candidate %s from %q to %s: %w", c.Subject, c.From, c.To, mailbox.ErrStateConflict)

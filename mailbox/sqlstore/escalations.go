@@ -1,13 +1,11 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
@@ -21,62 +19,43 @@ const escalationCols = `id, kind, severity, state, hold <> 0, agent, ref, summar
 // newest first.
 const escalationOrder = ` ORDER BY CASE severity WHEN 'critical' THEN 2 WHEN 'warning' THEN 1 ELSE 0 END DESC, created_at DESC, id DESC`
 
-func scanEscalation(sc pgx.Row) (escalation.Escalation, error) {
+func scanEscalation(sc Row) (escalation.Escalation, error) {
 	var (
 		e                                         escalation.Escalation
-		details, decision                         *string
+		agent, ref, details, decision             sql.NullString
 		created                                   int64
-		acked, resolved, shown, notifiedAt, remAt *int64
+		acked, resolved, shown, notifiedAt, remAt sql.NullInt64
 	)
-	err := sc.Scan(&e.ID, &e.Kind, &e.Severity, &e.State, &e.Hold, &e.Agent, &e.Ref, &e.Summary, &details, &e.DedupeKey, &e.Count,
+	err := sc.Scan(&e.ID, &e.Kind, &e.Severity, &e.State, &e.Hold, &agent, &ref, &e.Summary, &details, &e.DedupeKey, &e.Count,
 		&created, &acked, &resolved, &decision, &e.Note, &shown, &e.Notified.State, &notifiedAt, &e.Notified.Reminders, &remAt)
 	if err != nil {
 		return e, err
 	}
-	if details != nil {
-		e.Details = []byte(*details)
+	if agent.Valid {
+		e.Agent = &agent.String
 	}
-	if decision != nil {
-		d := escalation.Decision(*decision)
+	if ref.Valid {
+		e.Ref = &ref.String
+	}
+	if details.Valid {
+		e.Details = []byte(details.String)
+	}
+	if decision.Valid {
+		d := escalation.Decision(decision.String)
 		e.Decision = &d
 	}
 	e.CreatedAt = fromNanos(created)
 	e.AckedAt = optTime(acked)
 	e.ResolvedAt = optTime(resolved)
-	if shown != nil {
-		e.ShownIn = *shown
-	}
+	e.ShownIn = shown.Int64
 	e.Notified.At = optTime(notifiedAt)
 	e.Notified.LastRemindedAt = optTime(remAt)
 	return e, nil
 }
 
-func optTime(n *int64) *time.Time {
-	if n == nil {
-		return nil
-	}
-	t := fromNanos(*n)
-	return &t
-}
-
-func optNanos(t *time.Time) *int64 {
-	if t == nil {
-		return nil
-	}
-	n := nanos(*t)
-	return &n
-}
-
-func nullIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func getEscalation(ctx context.Context, q querier, id int64) (escalation.Escalation, error) {
-	e, err := scanEscalation(q.QueryRow(ctx, `SELECT `+escalationCols+` FROM escalations WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+func getEscalation(ctx context.Context, q Querier, id int64) (escalation.Escalation, error) {
+	e, err := scanEscalation(q.QueryRowContext(ctx, `SELECT `+escalationCols+` FROM escalations WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
 		return e, fmt.Errorf("escalation %d: %w", id, mailbox.ErrNoSuchEscalation)
 	}
 	if err != nil {
@@ -87,12 +66,12 @@ func getEscalation(ctx context.Context, q querier, id int64) (escalation.Escalat
 
 // Escalation returns one escalation.
 func (s *Store) Escalation(ctx context.Context, id int64) (escalation.Escalation, error) {
-	return getEscalation(ctx, s.pool, id)
+	return getEscalation(ctx, s.db, id)
 }
 
 // Escalation returns one escalation inside the transaction.
-func (t *txn) Escalation(id int64) (escalation.Escalation, error) {
-	return getEscalation(t.ctx, t.tx, id)
+func (t *Tx) Escalation(id int64) (escalation.Escalation, error) {
+	return getEscalation(t.ctx, t.q, id)
 }
 
 // Escalations lists escalations as f selects them, in the desk's order.
@@ -108,46 +87,52 @@ func (s *Store) Escalations(ctx context.Context, f mailbox.EscalationFilter) ([]
 		q += ` AND state <> 'resolved'`
 	}
 	if f.Agent != "" {
-		q += ` AND agent = $1`
+		q += ` AND agent = ?`
 		args = append(args, f.Agent)
 	}
-	rows, err := s.pool.Query(ctx, q+escalationOrder, args...)
+	rows, err := s.db.QueryContext(ctx, q+escalationOrder, args...)
+	out, err := list(rows, err, scanEscalation)
 	if err != nil {
 		return nil, fmt.Errorf("read escalations: %w", err)
 	}
-	defer rows.Close()
-	var out []escalation.Escalation
-	for rows.Next() {
-		e, err := scanEscalation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read escalations: %w", err)
-		}
-		out = append(out, e)
+	return out, nil
+}
+
+// EscalationsByRef lists the escalations about ref, newest first.
+func (s *Store) EscalationsByRef(ctx context.Context, ref string, openOnly bool) ([]escalation.Escalation, error) {
+	if ref == "" {
+		return nil, nil
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read escalations: %w", err)
+	q := `SELECT ` + escalationCols + ` FROM escalations WHERE ref = ?`
+	if openOnly {
+		q += ` AND state <> 'resolved'`
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY id DESC`, ref)
+	out, err := list(rows, err, scanEscalation)
+	if err != nil {
+		return nil, fmt.Errorf("read the escalations about %s: %w", ref, err)
 	}
 	return out, nil
 }
 
 // SetNotified records the notifier's bookkeeping for one escalation.
 func (s *Store) SetNotified(ctx context.Context, id int64, n escalation.Notified) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE escalations SET notified_state = $1, notified_at = $2, reminders = $3, last_reminded_at = $4
-		WHERE id = $5`, string(n.State), optNanos(n.At), n.Reminders, optNanos(n.LastRemindedAt), id)
+	res, err := s.db.ExecContext(ctx, `UPDATE escalations SET notified_state = ?, notified_at = ?, reminders = ?, last_reminded_at = ?
+		WHERE id = ?`, n.State, optNanos(n.At), n.Reminders, optNanos(n.LastRemindedAt), id)
 	if err != nil {
 		return fmt.Errorf("record notification of escalation %d: %w", id, err)
 	}
-	if tag.RowsAffected() != 1 {
+	if k, err := res.RowsAffected(); err != nil || k != 1 {
 		return fmt.Errorf("record notification of escalation %d: %w", id, mailbox.ErrNoSuchEscalation)
 	}
 	return nil
 }
 
 // UnresolvedTwin returns the unresolved escalation with this dedupe key.
-func (t *txn) UnresolvedTwin(key string) (escalation.Escalation, bool, error) {
-	e, err := scanEscalation(t.tx.QueryRow(t.ctx, `SELECT `+escalationCols+` FROM escalations
-		WHERE dedupe_key = $1 AND state <> 'resolved'`, key))
-	if errors.Is(err, pgx.ErrNoRows) {
+func (t *Tx) UnresolvedTwin(key string) (escalation.Escalation, bool, error) {
+	e, err := scanEscalation(t.q.QueryRowContext(t.ctx, `SELECT `+escalationCols+` FROM escalations
+		WHERE dedupe_key = ? AND state <> 'resolved'`, key))
+	if errors.Is(err, sql.ErrNoRows) {
 		return e, false, nil
 	}
 	if err != nil {
@@ -157,16 +142,15 @@ func (t *txn) UnresolvedTwin(key string) (escalation.Escalation, bool, error) {
 }
 
 // InsertEscalation stores a draft as an open escalation.
-func (t *txn) InsertEscalation(d escalation.Draft) (escalation.Escalation, error) {
-	var details *string
+func (t *Tx) InsertEscalation(d escalation.Draft) (escalation.Escalation, error) {
+	var details any
 	if len(d.Details) > 0 {
-		s := string(d.Details)
-		details = &s
+		details = string(d.Details)
 	}
-	e, err := scanEscalation(t.tx.QueryRow(t.ctx, `INSERT INTO escalations
+	e, err := scanEscalation(t.q.QueryRowContext(t.ctx, `INSERT INTO escalations
 		(kind, severity, state, hold, agent, ref, summary, details, dedupe_key, created_at)
-		VALUES ($1, $2, 'open', CASE WHEN $3::boolean THEN 1 ELSE 0 END, $4, $5, $6, $7, $8, $9) RETURNING `+escalationCols,
-		string(d.Kind), string(d.Severity), d.Hold, nullIfEmpty(d.Agent), nullIfEmpty(d.Ref), d.Summary, details, d.DedupeKey, t.now()))
+		VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?) RETURNING `+escalationCols,
+		d.Kind, d.Severity, d.Hold, nullIfEmpty(d.Agent), nullIfEmpty(d.Ref), d.Summary, details, d.DedupeKey, t.now()))
 	if err != nil {
 		return e, fmt.Errorf("store escalation %q: %w", d.Summary, err)
 	}
@@ -174,37 +158,38 @@ func (t *txn) InsertEscalation(d escalation.Draft) (escalation.Escalation, error
 }
 
 // CountEscalation adds one to an unresolved escalation's count.
-func (t *txn) CountEscalation(id int64) (escalation.Escalation, error) {
-	e, err := scanEscalation(t.tx.QueryRow(t.ctx, `UPDATE escalations SET count = count + 1
-		WHERE id = $1 AND state <> 'resolved' RETURNING `+escalationCols, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+func (t *Tx) CountEscalation(id int64) (escalation.Escalation, error) {
+	e, err := scanEscalation(t.q.QueryRowContext(t.ctx, `UPDATE escalations SET count = count + 1
+		WHERE id = ? AND state <> 'resolved' RETURNING `+escalationCols, id))
+	if errors.Is(err, sql.ErrNoRows) {
 		return e, fmt.Errorf("count escalation %d: %w (or it is resolved)", id, mailbox.ErrNoSuchEscalation)
 	}
-	if err != nil {
-		return e, fmt.Errorf("count escalation %d: %w", id, err)
-	}
-	return e, nil
+	return e, err
 }
 
 // SetDecision writes an escalation's decision and note.
-func (t *txn) SetDecision(id int64, d escalation.Decision, note string) error {
-	tag, err := t.tx.Exec(t.ctx, `UPDATE escalations SET decision = coalesce($1, decision), note = $2 WHERE id = $3`,
-		nullIfEmpty(string(d)), note, id)
+func (t *Tx) SetDecision(id int64, d escalation.Decision, note string) error {
+	var dec any
+	if d != "" {
+		dec = string(d)
+	}
+	res, err := t.q.ExecContext(t.ctx, `UPDATE escalations SET decision = coalesce(?, decision), note = ? WHERE id = ?`, dec, note, id)
 	if err != nil {
 		return fmt.Errorf("record the decision on escalation %d: %w", id, err)
 	}
-	if tag.RowsAffected() != 1 {
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return fmt.Errorf("record the decision on escalation %d: %w", id, mailbox.ErrNoSuchEscalation)
 	}
 	return nil
 }
 
 // MarkShown records the session whose prompt carried the decisions.
-func (t *txn) MarkShown(ids []int64, seq int64) error {
+func (t *Tx) MarkShown(ids []int64, seq int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := t.tx.Exec(t.ctx, `UPDATE escalations SET shown_in = $1 WHERE id = ANY($2)`, seq, ids); err != nil {
+	args := appendAll([]any{seq}, ids)
+	if _, err := t.q.ExecContext(t.ctx, `UPDATE escalations SET shown_in = ? WHERE id IN (`+In(len(ids))+`)`, args...); err != nil {
 		return fmt.Errorf("record decisions shown in session %d: %w", seq, err)
 	}
 	return nil
@@ -212,36 +197,38 @@ func (t *txn) MarkShown(ids []int64, seq int64) error {
 
 // moveEscalation is Transition's compare-and-set for escalation subjects.
 // It returns the escalation's agent for the event row.
-func (t *txn) moveEscalation(c fsm.Change) (*string, error) {
+func (t *Tx) moveEscalation(c fsm.Change) (any, error) {
 	id, err := strconv.ParseInt(c.Subject, 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("move escalation %q: the subject must be its id", c.Subject)
 	}
-	var agent *string
+	var agent sql.NullString
 	if c.From == "" {
 		// The first change: the row was just stored in To, and nothing
 		// moved it before.
-		err = t.tx.QueryRow(t.ctx, `SELECT agent FROM escalations WHERE id = $1 AND state = $2
-			AND NOT EXISTS (SELECT 1 FROM events WHERE subject_kind = 'escalation' AND subject = $3)`, id, c.To, c.Subject).Scan(&agent)
+		err = t.q.QueryRowContext(t.ctx, `SELECT agent FROM escalations WHERE id = ? AND state = ?
+			AND NOT EXISTS (SELECT 1 FROM events WHERE subject_kind = 'escalation' AND subject = ?)`, id, c.To, c.Subject).Scan(&agent)
 	} else {
-		stamp := ""
-		args := []any{c.To, id, c.From}
+		stamp, args := "", []any{c.To}
 		switch escalation.State(c.To) {
 		case escalation.Acked:
-			stamp, args = `, acked_at = $4`, append(args, t.now())
+			stamp, args = `, acked_at = ?`, append(args, t.now())
 		case escalation.Resolved:
-			stamp, args = `, resolved_at = $4`, append(args, t.now())
+			stamp, args = `, resolved_at = ?`, append(args, t.now())
 		}
-		err = t.tx.QueryRow(t.ctx, `UPDATE escalations SET state = $1`+stamp+`
-			WHERE id = $2 AND state = $3 RETURNING agent`, args...).Scan(&agent)
+		err = t.q.QueryRowContext(t.ctx, `UPDATE escalations SET state = ?`+stamp+`
+			WHERE id = ? AND state = ? RETURNING agent`, append(args, id, c.From)...).Scan(&agent)
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("move escalation %d from %q to %s: %w", id, c.From, c.To, mailbox.ErrStateConflict)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("move escalation %d from %q to %s: %w", id, c.From, c.To, err)
 	}
-	return agent, nil
+	if agent.Valid {
+		return agent.String, nil
+	}
+	return nil, nil
 }
 
 // MarkOperatorDone marks mail to operator done.
@@ -249,10 +236,11 @@ func (s *Store) MarkOperatorDone(ctx context.Context, ids []int64) (int64, error
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE messages SET state = 'done', done_at = $1
-		WHERE recipient = 'operator' AND state <> 'done' AND id = ANY($2)`, nanos(s.now()), ids)
+	args := appendAll([]any{nanos(s.Now())}, ids)
+	res, err := s.db.ExecContext(ctx, `UPDATE messages SET state = 'done', done_at = ?
+		WHERE recipient = 'operator' AND state <> 'done' AND id IN (`+In(len(ids))+`)`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("mark operator mail done: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return res.RowsAffected()
 }

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 const agentCols = `name, state, session_seq, mode, engine, branch, worktree, consecutive_errors, total_errors,
 	tokens, nudges, state_since, heartbeat_at, activity`
 
-func scanAgent(sc interface{ Scan(...any) error }) (mailbox.Agent, error) {
+func scanAgent(sc Row) (mailbox.Agent, error) {
 	var a mailbox.Agent
 	var since, hb sql.NullInt64
 	err := sc.Scan(&a.Name, &a.State, &a.SessionSeq, &a.Mode, &a.Engine, &a.Branch, &a.Worktree,
@@ -36,7 +36,7 @@ func scanAgent(sc interface{ Scan(...any) error }) (mailbox.Agent, error) {
 // RegisterAgent creates the agent's row in Stopped, or refreshes its
 // configured fields, keeping its state and counters.
 func (s *Store) RegisterAgent(ctx context.Context, info mailbox.AgentInfo) error {
-	err := s.fenced(ctx, info.Name, func(q execer) error {
+	err := s.fenced(ctx, info.Name, func(q Querier) error {
 		_, err := q.ExecContext(ctx, `INSERT INTO agents (name, mode, engine, branch, worktree) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET mode = excluded.mode, engine = excluded.engine,
 				branch = excluded.branch, worktree = excluded.worktree`,
@@ -52,19 +52,11 @@ func (s *Store) RegisterAgent(ctx context.Context, info mailbox.AgentInfo) error
 // Agents returns every agent row, by name.
 func (s *Store) Agents(ctx context.Context) ([]mailbox.Agent, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+agentCols+` FROM agents ORDER BY name`)
+	out, err := list(rows, err, scanAgent)
 	if err != nil {
 		return nil, fmt.Errorf("read agents: %w", err)
 	}
-	defer rows.Close()
-	var out []mailbox.Agent
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Agent returns one agent's row.
@@ -73,9 +65,9 @@ func (s *Store) Agent(ctx context.Context, name string) (mailbox.Agent, error) {
 }
 
 // Agent returns one agent's row inside the transaction.
-func (t *txn) Agent(name string) (mailbox.Agent, error) { return getAgent(t.ctx, t.tx, name) }
+func (t *Tx) Agent(name string) (mailbox.Agent, error) { return getAgent(t.ctx, t.q, name) }
 
-func getAgent(ctx context.Context, q execer, name string) (mailbox.Agent, error) {
+func getAgent(ctx context.Context, q Querier, name string) (mailbox.Agent, error) {
 	a, err := scanAgent(q.QueryRowContext(ctx, `SELECT `+agentCols+` FROM agents WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("agent %s: %w", name, mailbox.ErrNoSuchAgent)
@@ -86,7 +78,7 @@ func getAgent(ctx context.Context, q execer, name string) (mailbox.Agent, error)
 // Transition applies one compare-and-set change and records its event.
 // Agent subjects move the agents row, escalation subjects the escalations
 // row; the first event of a subject has no from state.
-func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
+func (t *Tx) Transition(c fsm.Change) (fsm.Event, error) {
 	ctx, now := t.ctx, t.now()
 	var agent any
 	switch c.Kind {
@@ -95,7 +87,7 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 			return fsm.Event{}, fmt.Errorf("move %s from %s to %s: %w", c.Subject, c.From, c.To, err)
 		}
 		// A transition is a sign of life too: the heartbeat is stamped with it.
-		res, err := t.tx.ExecContext(ctx, `UPDATE agents SET state = ?, session_seq = ?, state_since = ?, heartbeat_at = ?
+		res, err := t.q.ExecContext(ctx, `UPDATE agents SET state = ?, session_seq = ?, state_since = ?, heartbeat_at = ?
 			WHERE name = ? AND state = ?`, c.To, c.Seq, now, now, c.Subject, c.From)
 		if err != nil {
 			return fsm.Event{}, fmt.Errorf("move %s from %s to %s: %w", c.Subject, c.From, c.To, err)
@@ -132,14 +124,14 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 	}
 	var from any = c.From
 	var seen int
-	if err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE subject_kind = ? AND subject = ? LIMIT 1)`,
+	if err := t.q.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE subject_kind = ? AND subject = ? LIMIT 1) AS found`,
 		c.Kind, c.Subject).Scan(&seen); err != nil {
 		return fsm.Event{}, err
 	}
 	if seen == 0 || c.From == "" {
 		from = nil
 	}
-	ev, err := scanEvent(t.tx.QueryRowContext(ctx, `INSERT INTO events (at, subject_kind, subject, agent, from_state, to_state, cause, session_seq)
+	ev, err := scanEvent(t.q.QueryRowContext(ctx, `INSERT INTO events (at, subject_kind, subject, agent, from_state, to_state, cause, session_seq)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+eventCols,
 		now, c.Kind, c.Subject, agent, from, c.To, c.Cause, c.Seq))
 	if err != nil {
@@ -150,7 +142,7 @@ func (t *txn) Transition(c fsm.Change) (fsm.Event, error) {
 
 const eventCols = `id, at, subject_kind, subject, agent, from_state, to_state, cause, session_seq`
 
-func scanEvent(sc interface{ Scan(...any) error }) (fsm.Event, error) {
+func scanEvent(sc Row) (fsm.Event, error) {
 	var e fsm.Event
 	var at int64
 	var agent, from sql.NullString
@@ -178,10 +170,8 @@ func (s *Store) Events(ctx context.Context, f mailbox.EventFilter) ([]fsm.Event,
 		args = append(args, f.Kind)
 	}
 	if len(f.Subjects) > 0 {
-		q += ` AND subject IN (` + placeholders(len(f.Subjects)) + `)`
-		for _, s := range f.Subjects {
-			args = append(args, s)
-		}
+		q += ` AND subject IN (` + In(len(f.Subjects)) + `)`
+		args = appendAll(args, f.Subjects)
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {
@@ -218,9 +208,9 @@ func (s *Store) Heartbeat(ctx context.Context, agents []string) error {
 	}
 	var lost []error
 	err := s.InTx(ctx, func(tx mailbox.Tx) error {
-		t := tx.(*txn)
+		t := tx.(*Tx)
 		lost = nil
-		args := []any{nanos(s.now()), string(lifecycle.Stopped)}
+		args := []any{nanos(s.Now()), string(lifecycle.Stopped)}
 		for _, a := range agents {
 			// An agent whose lease was taken over is not ours to stamp.
 			if err := t.fence(a); errors.Is(err, mailbox.ErrLeaseLost) {
@@ -234,7 +224,7 @@ func (s *Store) Heartbeat(ctx context.Context, agents []string) error {
 		if len(args) == 2 {
 			return nil
 		}
-		_, err := t.tx.ExecContext(ctx, `UPDATE agents SET heartbeat_at = ? WHERE state <> ? AND name IN (`+placeholders(len(args)-2)+`)`, args...)
+		_, err := t.q.ExecContext(ctx, `UPDATE agents SET heartbeat_at = ? WHERE state <> ? AND name IN (`+In(len(args)-2)+`)`, args...)
 		return err
 	})
 	if err != nil {
@@ -248,11 +238,11 @@ func (s *Store) Heartbeat(ctx context.Context, agents []string) error {
 
 // ResetErrors starts an agent's error counts over: the thresholds count
 // errors within one run of the supervisor.
-func (t *txn) ResetErrors(agent string) error {
+func (t *Tx) ResetErrors(agent string) error {
 	if err := t.fence(agent); err != nil {
 		return fmt.Errorf("reset the error counts of %s: %w", agent, err)
 	}
-	_, err := t.tx.ExecContext(t.ctx, `UPDATE agents SET consecutive_errors = 0, total_errors = 0 WHERE name = ?`, agent)
+	_, err := t.q.ExecContext(t.ctx, `UPDATE agents SET consecutive_errors = 0, total_errors = 0 WHERE name = ?`, agent)
 	if err != nil {
 		return fmt.Errorf("reset the error counts of %s: %w", agent, err)
 	}
@@ -261,7 +251,7 @@ func (t *txn) ResetErrors(agent string) error {
 
 // SetActivity records what an agent is doing.
 func (s *Store) SetActivity(ctx context.Context, agent, activity string) error {
-	if err := s.fenced(ctx, agent, func(q execer) error {
+	if err := s.fenced(ctx, agent, func(q Querier) error {
 		_, err := q.ExecContext(ctx, `UPDATE agents SET activity = ? WHERE name = ?`, activity, agent)
 		return err
 	}); err != nil {
@@ -272,7 +262,7 @@ func (s *Store) SetActivity(ctx context.Context, agent, activity string) error {
 
 // SetNudges records how many nudges an idle agent has had.
 func (s *Store) SetNudges(ctx context.Context, agent string, n int) error {
-	if err := s.fenced(ctx, agent, func(q execer) error {
+	if err := s.fenced(ctx, agent, func(q Querier) error {
 		_, err := q.ExecContext(ctx, `UPDATE agents SET nudges = ? WHERE name = ?`, n, agent)
 		return err
 	}); err != nil {
@@ -283,7 +273,7 @@ func (s *Store) SetNudges(ctx context.Context, agent string, n int) error {
 
 // StartSession records a session as running with its prompt and the ready
 // task ids it listed.
-func (t *txn) StartSession(st mailbox.SessionStart) error {
+func (t *Tx) StartSession(st mailbox.SessionStart) error {
 	if err := t.fence(st.Agent); err != nil {
 		return fmt.Errorf("start session %s/%d: %w", st.Agent, st.Seq, err)
 	}
@@ -299,8 +289,11 @@ func (t *txn) StartSession(st mailbox.SessionStart) error {
 	if st.Capabilities != nil {
 		caps = st.Capabilities.JSON()
 	}
-	_, err = t.tx.ExecContext(t.ctx, `INSERT INTO sessions (agent, seq, state, engine, started_at, prompt, tasks, capabilities)
+	_, err = t.q.ExecContext(t.ctx, `INSERT INTO sessions (agent, seq, state, engine, started_at, prompt, tasks, capabilities)
 		VALUES (?, ?, 'running', ?, ?, ?, ?, ?)`, st.Agent, st.Seq, st.Engine, t.now(), st.Prompt, string(tj), caps)
+	if _, unique := t.s.dialect.Unique(err); unique {
+		return fmt.Errorf("start session %s/%d: the agent already has a session %d", st.Agent, st.Seq, st.Seq)
+	}
 	if err != nil {
 		return fmt.Errorf("start session %s/%d: %w", st.Agent, st.Seq, err)
 	}
@@ -310,12 +303,12 @@ func (t *txn) StartSession(st mailbox.SessionStart) error {
 // EndSession closes a running session, settles its mail and updates the
 // agent's counters: tokens, and errors (reset on completion, counted on
 // failure or timeout).
-func (t *txn) EndSession(e mailbox.SessionEnd) error {
+func (t *Tx) EndSession(e mailbox.SessionEnd) error {
 	ctx := t.ctx
 	if err := t.fence(e.Agent); err != nil {
 		return fmt.Errorf("end session %s/%d: %w", e.Agent, e.Seq, err)
 	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET state = ?, ended_at = ?, tokens_in = ?, tokens_out = ?,
+	res, err := t.q.ExecContext(ctx, `UPDATE sessions SET state = ?, ended_at = ?, tokens_in = ?, tokens_out = ?,
 		cache_write = ?, cache_read = ?, cost_usd = ?, error = ?
 		WHERE agent = ? AND seq = ? AND state = 'running'`, e.State, t.now(), e.TokensIn, e.TokensOut,
 		e.CacheWrite, e.CacheRead, e.CostUSD, e.Error, e.Agent, e.Seq)
@@ -325,7 +318,7 @@ func (t *txn) EndSession(e mailbox.SessionEnd) error {
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return fmt.Errorf("end session %s/%d: %w (not running)", e.Agent, e.Seq, mailbox.ErrNoSuchSession)
 	}
-	if _, err := settle(ctx, t.tx, t.now(), e.Agent, e.Seq, e.State == mailbox.SessionCompleted); err != nil {
+	if _, err := settle(ctx, t.q, t.now(), e.Agent, e.Seq, e.State == mailbox.SessionCompleted); err != nil {
 		return err
 	}
 	counters := `tokens = tokens + ?`
@@ -335,7 +328,7 @@ func (t *txn) EndSession(e mailbox.SessionEnd) error {
 	case mailbox.SessionFailed, mailbox.SessionTimeout:
 		counters += `, consecutive_errors = consecutive_errors + 1, total_errors = total_errors + 1`
 	}
-	if _, err := t.tx.ExecContext(ctx, `UPDATE agents SET `+counters+` WHERE name = ?`, e.TokensIn+e.TokensOut+e.CacheWrite, e.Agent); err != nil {
+	if _, err := t.q.ExecContext(ctx, `UPDATE agents SET `+counters+` WHERE name = ?`, e.TokensIn+e.TokensOut+e.CacheWrite, e.Agent); err != nil {
 		return fmt.Errorf("count session %s/%d: %w", e.Agent, e.Seq, err)
 	}
 	return nil
@@ -344,9 +337,9 @@ func (t *txn) EndSession(e mailbox.SessionEnd) error {
 // AddSessionPgid records a process group the session started.
 func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgid int) error {
 	var n int64
-	err := s.fenced(ctx, agent, func(q execer) error {
-		res, err := q.ExecContext(ctx, `UPDATE sessions SET pgids = json_insert(pgids, '$[#]', ?)
-			WHERE agent = ? AND seq = ?`, pgid, agent, seq)
+	err := s.fenced(ctx, agent, func(q Querier) error {
+		res, err := q.ExecContext(ctx, `UPDATE sessions SET pgids = `+s.dialect.AppendInt("pgids")+`
+			WHERE agent = ? AND seq = ?`, int64(pgid), agent, seq)
 		if err != nil {
 			return err
 		}
@@ -365,7 +358,7 @@ func (s *Store) AddSessionPgid(ctx context.Context, agent string, seq int64, pgi
 const sessionCols = `id, agent, seq, state, engine, started_at, ended_at, prompt, tasks, tokens_in, tokens_out,
 	cache_write, cache_read, cost_usd, pgids, error, capabilities`
 
-func scanSession(sc interface{ Scan(...any) error }) (mailbox.Session, error) {
+func scanSession(sc Row) (mailbox.Session, error) {
 	var (
 		s       mailbox.Session
 		started int64
@@ -440,13 +433,13 @@ func (s *Store) SessionCount(ctx context.Context) (int64, error) {
 // transaction: sessions left running are recorded as crashed, and every
 // message still delivered (no session of this agent runs now) is queued
 // again. The caller kills the crashed sessions' process groups.
-func (t *txn) RecoverAgent(agent string) (mailbox.Recovered, error) {
+func (t *Tx) RecoverAgent(agent string) (mailbox.Recovered, error) {
 	ctx := t.ctx
 	r := mailbox.Recovered{Agent: agent}
 	if err := t.fence(agent); err != nil {
 		return r, fmt.Errorf("recover %s: %w", agent, err)
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE agent = ? AND state = 'running'`, agent)
+	rows, err := t.q.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE agent = ? AND state = 'running'`, agent)
 	if err != nil {
 		return r, err
 	}
@@ -462,11 +455,11 @@ func (t *txn) RecoverAgent(agent string) (mailbox.Recovered, error) {
 	if err := rows.Err(); err != nil {
 		return r, err
 	}
-	if _, err := t.tx.ExecContext(ctx, `UPDATE sessions SET state = 'crashed', ended_at = ?, error = 'the supervisor stopped unexpectedly'
+	if _, err := t.q.ExecContext(ctx, `UPDATE sessions SET state = 'crashed', ended_at = ?, error = 'the supervisor stopped unexpectedly'
 		WHERE agent = ? AND state = 'running'`, t.now(), agent); err != nil {
 		return r, err
 	}
-	r.Requeued, err = settle(ctx, t.tx, t.now(), agent, 0, false)
+	r.Requeued, err = settle(ctx, t.q, t.now(), agent, 0, false)
 	return r, err
 }
 
@@ -475,14 +468,15 @@ func (s *Store) AddReport(ctx context.Context, r mailbox.Report) (mailbox.Report
 	if err := r.Check(); err != nil {
 		return r, err
 	}
-	now := nanos(s.now())
-	res, err := s.db.ExecContext(ctx, `INSERT INTO reports (agent, session_seq, kind, task, message, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		r.Agent, r.SessionSeq, r.Kind, r.Task, r.Message, now)
+	now := nanos(s.Now())
+	// In a transaction: SQLite's waits out a busy database at BEGIN, as
+	// a lone write does, and RETURNING id reads the id on both backends.
+	err := s.db.InTx(ctx, func(q Querier) error {
+		return q.QueryRowContext(ctx, `INSERT INTO reports (agent, session_seq, kind, task, message, at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+			r.Agent, r.SessionSeq, r.Kind, r.Task, r.Message, now).Scan(&r.ID)
+	})
 	if err != nil {
 		return r, fmt.Errorf("store the report of %s: %w", r.Agent, err)
-	}
-	if r.ID, err = res.LastInsertId(); err != nil {
-		return r, err
 	}
 	r.At = fromNanos(now)
 	return r, nil
@@ -557,8 +551,9 @@ func (s *Store) LastCapabilities(ctx context.Context) (map[string]mode.Vector, e
 // UsageSince sums each agent's tokens over the sessions that ended at or
 // after since.
 func (s *Store) UsageSince(ctx context.Context, since time.Time) (map[string]mailbox.Usage, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT agent, sum(tokens_in), sum(tokens_out), sum(cache_write), sum(cache_read),
-		coalesce(sum(cost_usd), 0), count(*) - count(cost_usd)
+	rows, err := s.db.QueryContext(ctx, `SELECT agent, CAST(sum(tokens_in) AS BIGINT), CAST(sum(tokens_out) AS BIGINT),
+		CAST(sum(cache_write) AS BIGINT), CAST(sum(cache_read) AS BIGINT),
+		CAST(coalesce(sum(cost_usd), 0) AS DOUBLE PRECISION), count(*) - count(cost_usd)
 		FROM sessions WHERE ended_at >= ? GROUP BY agent`, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("sum the sessions' tokens: %w", err)

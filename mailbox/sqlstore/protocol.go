@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"slices"
 	"time"
 
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 )
@@ -17,17 +15,12 @@ import (
 // Protocol mail (DESIGN §9.2): lookups by msg_id and task, and the ACK
 // records the deadline sweeper reads and moves.
 
-func isUnique(err error) bool {
-	var se interface{ Code() int }
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
-}
-
 // ProtocolMessage returns the protocol message with this msg_id.
 func (s *Store) ProtocolMessage(ctx context.Context, msgID string) (message.Message, error) {
 	return protocolMessage(ctx, s.db, msgID)
 }
 
-func protocolMessage(ctx context.Context, q execer, msgID string) (message.Message, error) {
+func protocolMessage(ctx context.Context, q Querier, msgID string) (message.Message, error) {
 	m, err := scanMessage(q.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE msg_id = ?`, msgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, fmt.Errorf("msg_id %s: %w", msgID, mailbox.ErrNoSuchMessage)
@@ -110,8 +103,8 @@ func (s *Store) MarkAckOverdue(ctx context.Context, msgID string, now time.Time)
 
 // RequeueAck queues a protocol message again with its ACK pending and no
 // deadline.
-func (t *txn) RequeueAck(msgID string) (message.Message, error) {
-	m, err := scanMessage(t.tx.QueryRowContext(t.ctx, `UPDATE messages SET
+func (t *Tx) RequeueAck(msgID string) (message.Message, error) {
+	m, err := scanMessage(t.q.QueryRowContext(t.ctx, `UPDATE messages SET
 			state = 'queued', session_seq = NULL, delivered_at = NULL, done_at = NULL,
 			shown = shown + CASE WHEN state = 'queued' THEN 0 ELSE 1 END,
 			ack_state = 'pending', ack_due_at = NULL, acked_at = NULL
@@ -123,8 +116,8 @@ func (t *txn) RequeueAck(msgID string) (message.Message, error) {
 }
 
 // CancelAck ends a protocol message whose ACK is still awaited.
-func (t *txn) CancelAck(msgID string) (message.Message, error) {
-	m, err := scanMessage(t.tx.QueryRowContext(t.ctx, `UPDATE messages SET
+func (t *Tx) CancelAck(msgID string) (message.Message, error) {
+	m, err := scanMessage(t.q.QueryRowContext(t.ctx, `UPDATE messages SET
 			state = 'done', done_at = ?, ack_state = 'cancelled',
 			-- a message waiting in the queue was never completed by a session
 			session_seq = CASE WHEN state = 'queued' THEN NULL ELSE session_seq END
@@ -136,8 +129,8 @@ func (t *txn) CancelAck(msgID string) (message.Message, error) {
 }
 
 // ackClosed explains why an ACK record could not be moved.
-func (t *txn) ackClosed(msgID, what string) error {
-	m, err := protocolMessage(t.ctx, t.tx, msgID)
+func (t *Tx) ackClosed(msgID, what string) error {
+	m, err := protocolMessage(t.ctx, t.q, msgID)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, msgID, err)
 	}

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 const teamCols = `name, state, pings, breaches, relaunches, escalation, updated_at`
 
-func scanTeam(sc interface{ Scan(...any) error }) (team.Launch, error) {
+func scanTeam(sc Row) (team.Launch, error) {
 	var l team.Launch
 	var pings, breaches string
 	var at int64
@@ -34,7 +34,7 @@ func scanTeam(sc interface{ Scan(...any) error }) (team.Launch, error) {
 	return l, nil
 }
 
-func getTeam(ctx context.Context, q execer, name string) (team.Launch, error) {
+func getTeam(ctx context.Context, q Querier, name string) (team.Launch, error) {
 	l, err := scanTeam(q.QueryRowContext(ctx, `SELECT `+teamCols+` FROM teams WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("team %s: %w", name, mailbox.ErrNoSuchTeam)
@@ -51,10 +51,10 @@ func (s *Store) Team(ctx context.Context, name string) (team.Launch, error) {
 }
 
 // Team returns the team's launch row inside the transaction.
-func (t *txn) Team(name string) (team.Launch, error) { return getTeam(t.ctx, t.tx, name) }
+func (t *Tx) Team(name string) (team.Launch, error) { return getTeam(t.ctx, t.q, name) }
 
 // SaveTeam writes everything of a launch row but its state.
-func (t *txn) SaveTeam(l team.Launch) error {
+func (t *Tx) SaveTeam(l team.Launch) error {
 	if l.Pings == nil {
 		l.Pings = map[string]team.Ping{}
 	}
@@ -69,7 +69,7 @@ func (t *txn) SaveTeam(l team.Launch) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.ExecContext(t.ctx, `UPDATE teams SET pings = ?, breaches = ?, relaunches = ?, escalation = ?, updated_at = ?
+	res, err := t.q.ExecContext(t.ctx, `UPDATE teams SET pings = ?, breaches = ?, relaunches = ?, escalation = ?, updated_at = ?
 		WHERE name = ?`, string(pings), string(breaches), l.Relaunches, l.Escalation, t.now(), l.Name)
 	if err != nil {
 		return fmt.Errorf("save team %s: %w", l.Name, err)
@@ -81,14 +81,14 @@ func (t *txn) SaveTeam(l team.Launch) error {
 }
 
 // moveTeam is Transition's compare-and-set for team subjects.
-func (t *txn) moveTeam(c fsm.Change) error {
-	var res sql.Result
+func (t *Tx) moveTeam(c fsm.Change) error {
+	var res Result
 	var err error
 	if c.From == "" {
-		res, err = t.tx.ExecContext(t.ctx, `INSERT INTO teams (name, state, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+		res, err = t.q.ExecContext(t.ctx, `INSERT INTO teams (name, state, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`,
 			c.Subject, c.To, t.now())
 	} else {
-		res, err = t.tx.ExecContext(t.ctx, `UPDATE teams SET state = ?, updated_at = ? WHERE name = ? AND state = ?`,
+		res, err = t.q.ExecContext(t.ctx, `UPDATE teams SET state = ?, updated_at = ? WHERE name = ? AND state = ?`,
 			c.To, t.now(), c.Subject, c.From)
 	}
 	if err != nil {
@@ -102,8 +102,11 @@ func (t *txn) moveTeam(c fsm.Change) error {
 
 const spawnedCols = `name, role, mode, strategy, engine, task, ephemeral, configured, spawned_by, spawned_at, retired_at`
 
-func spawnedAgents(ctx context.Context, q execer) ([]mailbox.Spawned, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+spawnedCols+` FROM spawned_agents ORDER BY spawned_at, name`)
+// spawnedRead is spawnedCols as read: the flags as booleans.
+const spawnedRead = `name, role, mode, strategy, engine, task, ephemeral <> 0, configured <> 0, spawned_by, spawned_at, retired_at`
+
+func spawnedAgents(ctx context.Context, q Querier) ([]mailbox.Spawned, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+spawnedRead+` FROM spawned_agents ORDER BY spawned_at, name`)
 	if err != nil {
 		return nil, fmt.Errorf("read spawned agents: %w", err)
 	}
@@ -133,11 +136,11 @@ func (s *Store) SpawnedAgents(ctx context.Context) ([]mailbox.Spawned, error) {
 }
 
 // SpawnedAgents returns every spawned agent inside the transaction.
-func (t *txn) SpawnedAgents() ([]mailbox.Spawned, error) { return spawnedAgents(t.ctx, t.tx) }
+func (t *Tx) SpawnedAgents() ([]mailbox.Spawned, error) { return spawnedAgents(t.ctx, t.q) }
 
 // AddSpawned stores a spawned agent, replacing a retired row.
-func (t *txn) AddSpawned(s mailbox.Spawned) error {
-	res, err := t.tx.ExecContext(t.ctx, `INSERT INTO spawned_agents (`+spawnedCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
+func (t *Tx) AddSpawned(s mailbox.Spawned) error {
+	res, err := t.q.ExecContext(t.ctx, `INSERT INTO spawned_agents (`+spawnedCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
 		ON CONFLICT (name) DO UPDATE SET role = excluded.role, mode = excluded.mode, strategy = excluded.strategy,
 			engine = excluded.engine, task = excluded.task, ephemeral = excluded.ephemeral, configured = excluded.configured,
 			spawned_by = excluded.spawned_by, spawned_at = excluded.spawned_at, retired_at = NULL
@@ -154,7 +157,7 @@ func (t *txn) AddSpawned(s mailbox.Spawned) error {
 
 // RetireSpawned marks a spawned agent retired.
 func (s *Store) RetireSpawned(ctx context.Context, name string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE spawned_agents SET retired_at = coalesce(retired_at, ?) WHERE name = ?`, nanos(s.now()), name)
+	res, err := s.db.ExecContext(ctx, `UPDATE spawned_agents SET retired_at = coalesce(retired_at, ?) WHERE name = ?`, nanos(s.Now()), name)
 	if err != nil {
 		return fmt.Errorf("retire %s: %w", name, err)
 	}

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -13,10 +13,14 @@ import (
 	"github.com/swarmhq/swarm/message"
 )
 
-const messageCols = `id, coalesce(thread_id, id), reply_to, sender, recipient, kind, urgency, body, payload, created_at, state, session_seq, shown,
-	msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state, ack_due_at, acked_at`
+// MessageCols are the columns scanMessage reads, for a backend's insert
+// statement's RETURNING.
+const MessageCols = messageCols
 
-func scanMessage(sc interface{ Scan(...any) error }) (message.Message, error) {
+const messageCols = `id, coalesce(thread_id, id), reply_to, sender, recipient, kind, urgency, body, payload, created_at, state, session_seq, shown,
+	msg_id, task_id, protocol_type, ack_required <> 0, ack_timeout_sec, ack_state, ack_due_at, acked_at`
+
+func scanMessage(sc Row) (message.Message, error) {
 	var (
 		m                    message.Message
 		replyTo              sql.NullInt64
@@ -50,25 +54,11 @@ func scanMessage(sc interface{ Scan(...any) error }) (message.Message, error) {
 	return m, nil
 }
 
-func collect(rows *sql.Rows, err error) ([]message.Message, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []message.Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
-}
+func collect(rows Rows, err error) ([]message.Message, error) { return list(rows, err, scanMessage) }
 
-// InsertMessages stores validated drafts: one prepared INSERT … RETURNING
-// alone, or all of them in one transaction. An ack (a draft with AckOf)
-// marks the message it acknowledges in the same transaction.
+// InsertMessages stores validated drafts: one statement alone, or all of
+// them in one transaction. An ack (a draft with AckOf) marks the message
+// it acknowledges in the same transaction.
 func (s *Store) InsertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
 	ms, err := s.insertMessages(ctx, drafts)
 	return ms, s.answered(ctx, err)
@@ -89,24 +79,23 @@ func (s *Store) answered(ctx context.Context, err error) error {
 }
 
 func (s *Store) insertMessages(ctx context.Context, drafts []message.Draft) ([]message.Message, error) {
-	now := s.now()
+	now := s.Now()
 	if len(drafts) == 1 && drafts[0].AckOf == "" {
-		m, err := insert(ctx, s.insert, drafts[0].Normalize(), now)
+		m, err := s.insert(ctx, s.db, drafts[0].Normalize(), now)
 		if err != nil {
-			return nil, s.db.explain(err)
+			return nil, err
 		}
 		return []message.Message{m}, nil
 	}
 	var out []message.Message
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		stmt := tx.StmtContext(ctx, s.insert)
+	err := s.db.InTx(ctx, func(q Querier) error {
 		for _, d := range drafts {
 			if d.AckOf != "" {
-				if err := markAcked(ctx, tx, d.AckOf, d.From, nanos(now)); err != nil {
+				if err := markAcked(ctx, q, d.AckOf, d.From, nanos(now)); err != nil {
 					return err
 				}
 			}
-			m, err := insert(ctx, stmt, d.Normalize(), now)
+			m, err := s.insert(ctx, q, d.Normalize(), now)
 			if err != nil {
 				return err
 			}
@@ -122,7 +111,7 @@ func (s *Store) insertMessages(ctx context.Context, drafts []message.Draft) ([]m
 
 // markAcked records the ACK of msgID by its recipient: pending or overdue
 // become acked.
-func markAcked(ctx context.Context, q execer, msgID, by string, now int64) error {
+func markAcked(ctx context.Context, q Querier, msgID, by string, now int64) error {
 	res, err := q.ExecContext(ctx, `UPDATE messages SET ack_state = 'acked', acked_at = ?
 		WHERE msg_id = ? AND recipient = ? AND ack_state IN ('pending', 'overdue')`, now, msgID, by)
 	if err != nil {
@@ -145,45 +134,61 @@ func markAcked(ctx context.Context, q execer, msgID, by string, now int64) error
 	return fmt.Errorf("acknowledge %s: its ACK is %s: %w", msgID, state, mailbox.ErrAckClosed)
 }
 
+// NewMessage is one draft's values, as a backend's insert statement
+// (Dialect.InsertMessage) stores them.
+type NewMessage struct {
+	ReplyTo                 *int64 // nil: not a reply
+	From, To, Kind, Urgency string
+	Body                    string
+	Payload                 *string
+	CreatedAt               int64
+	MsgID, TaskID, Protocol *string
+	AckSecs                 int64 // > 0: an ACK is due, pending
+	AnswerKey               *string
+}
+
+// Plain reports whether m is the common draft: no reply, no protocol
+// envelope, no ACK (a backend may store it with a cheaper statement).
+func (m NewMessage) Plain() bool {
+	return m.ReplyTo == nil && m.MsgID == nil && m.TaskID == nil && m.Protocol == nil && m.AckSecs == 0 && m.AnswerKey == nil
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 // insert stores one draft with a single statement. A reply takes its
 // parent's thread; the reply_to foreign key rejects a missing parent, and
 // the unique index on msg_id a msg_id already stored.
-func insert(ctx context.Context, q querier, d message.Draft, now time.Time) (message.Message, error) {
-	var replyTo any
+func (s *Store) insert(ctx context.Context, q Querier, d message.Draft, now time.Time) (message.Message, error) {
+	nm := NewMessage{From: d.From, To: d.To, Kind: string(d.Kind), Urgency: string(d.Urgency), Body: d.Body, CreatedAt: nanos(now),
+		MsgID: optString(d.MsgID), TaskID: optString(d.TaskID), Protocol: optString(d.ProtocolType), AnswerKey: optString(d.AnswerKey),
+		AckSecs: int64((d.AckTimeout + time.Second - 1) / time.Second)}
 	if d.ReplyTo != 0 {
-		replyTo = d.ReplyTo
+		nm.ReplyTo = &d.ReplyTo
 	}
-	var payload any
 	if len(d.Payload) > 0 {
-		payload = string(d.Payload)
+		nm.Payload = optString(string(d.Payload))
 	}
-	ackSecs := int64((d.AckTimeout + time.Second - 1) / time.Second)
-	row := q.QueryRowContext(ctx, replyTo, d.From, d.To, d.Kind, d.Urgency, d.Body, payload, nanos(now),
-		nullIfEmpty(d.MsgID), nullIfEmpty(d.TaskID), nullIfEmpty(d.ProtocolType), ackSecs, nullIfEmpty(d.AnswerKey))
-	m, err := scanMessage(row)
+	m, err := scanMessage(s.dialect.InsertMessage(ctx, q, nm))
+	if err == nil {
+		return m, nil
+	}
+	names, unique := s.dialect.Unique(err)
 	switch {
-	case err != nil && d.ReplyTo != 0 && isForeignKey(err):
+	case d.ReplyTo != 0 && s.dialect.ForeignKey(err):
 		return m, fmt.Errorf("reply to #%d: %w", d.ReplyTo, mailbox.ErrNoSuchMessage)
-	case err != nil && d.AnswerKey != "" && isUnique(err) && strings.Contains(err.Error(), "answer_key"):
+	case d.AnswerKey != "" && unique && strings.Contains(names, "answer"):
 		// The caller reads the answer that stands (answered), once the
 		// transaction is over.
 		return m, &mailbox.AnsweredError{Key: d.AnswerKey, Answer: message.Message{From: d.From}}
-	case err != nil && d.MsgID != "" && isUnique(err):
+	case d.MsgID != "" && unique:
 		return m, fmt.Errorf("msg_id %s: %w", d.MsgID, mailbox.ErrDuplicateMsgID)
 	}
-	return m, err
-}
-
-const insertSQL = `INSERT INTO messages
-	(thread_id, reply_to, sender, recipient, kind, urgency, body, payload, created_at,
-	 msg_id, task_id, protocol_type, ack_required, ack_timeout_sec, ack_state, answer_key)
-	VALUES ((SELECT coalesce(thread_id, id) FROM messages WHERE id = ?1), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
-	 ?9, ?10, ?11, ?12 > 0, ?12, CASE WHEN ?12 > 0 THEN 'pending' ELSE 'none' END, ?13)
-	RETURNING ` + messageCols
-
-// querier is the prepared insert, alone or bound to a transaction.
-type querier interface {
-	QueryRowContext(ctx context.Context, args ...any) *sql.Row
+	return m, fmt.Errorf("store a message from %s to %s: %w", d.From, d.To, err)
 }
 
 // Message returns one message.
@@ -221,21 +226,19 @@ func (s *Store) Queued(ctx context.Context, agent string) ([]message.Message, er
 }
 
 // deliver moves queued mail into a session: all of it, or only ids.
-func deliver(ctx context.Context, q execer, now int64, agent string, seq int64, ids []int64) ([]message.Message, error) {
+func deliver(ctx context.Context, q Querier, now int64, agent string, seq int64, ids []int64) ([]message.Message, error) {
 	if ids != nil && len(ids) == 0 {
 		return nil, nil
 	}
 	// The ACK clock starts at the first delivery; a redelivery keeps the
 	// deadline, so an interrupted session does not buy time.
-	query := `UPDATE messages SET state = 'delivered', session_seq = ?1, delivered_at = ?2,
-		ack_due_at = CASE WHEN ack_state = 'pending' AND ack_due_at IS NULL THEN ?2 + ack_timeout_sec * 1000000000 ELSE ack_due_at END
-		WHERE recipient = ?3 AND state = 'queued'`
-	args := []any{seq, now, agent}
+	query := `UPDATE messages SET state = 'delivered', session_seq = ?, delivered_at = ?,
+		ack_due_at = CASE WHEN ack_state = 'pending' AND ack_due_at IS NULL THEN ? + ack_timeout_sec * 1000000000 ELSE ack_due_at END
+		WHERE recipient = ? AND state = 'queued'`
+	args := []any{seq, now, now, agent}
 	if ids != nil {
-		query += ` AND id IN (` + placeholders(len(ids)) + `)`
-		for _, id := range ids {
-			args = append(args, id)
-		}
+		query += ` AND id IN (` + In(len(ids)) + `)`
+		args = appendAll(args, ids)
 	}
 	ms, err := collect(q.QueryContext(ctx, query+` RETURNING `+messageCols, args...))
 	if err != nil {
@@ -246,19 +249,19 @@ func deliver(ctx context.Context, q execer, now int64, agent string, seq int64, 
 }
 
 // Deliver moves queued mail into session seq inside the transaction.
-func (t *txn) Deliver(agent string, seq int64, ids []int64) ([]message.Message, error) {
+func (t *Tx) Deliver(agent string, seq int64, ids []int64) ([]message.Message, error) {
 	if err := t.fence(agent); err != nil {
 		return nil, fmt.Errorf("deliver to %s: %w", agent, err)
 	}
-	return deliver(t.ctx, t.tx, t.now(), agent, seq, ids)
+	return deliver(t.ctx, t.q, t.now(), agent, seq, ids)
 }
 
 // settle ends the delivery of a session's mail: done when the session
 // completed, queued again (shown once more) otherwise. seq 0 settles every
 // delivered message of the agent, which recovery uses: no session of it
 // runs any more.
-func settle(ctx context.Context, q execer, now int64, agent string, seq int64, completed bool) (int64, error) {
-	var res sql.Result
+func settle(ctx context.Context, q Querier, now int64, agent string, seq int64, completed bool) (int64, error) {
+	var res Result
 	var err error
 	which := `recipient = ? AND state = 'delivered'`
 	args := []any{agent}
@@ -302,7 +305,7 @@ func (s *Store) Inbox(ctx context.Context, name string, f mailbox.Filter) ([]mes
 		args = append(args, string(f.Kind))
 	}
 	if f.Grep != "" {
-		q += ` AND instr(body, ?) > 0`
+		q += ` AND ` + s.dialect.Contains("body")
 		args = append(args, f.Grep)
 	}
 	q += ` ORDER BY id DESC`
@@ -403,8 +406,10 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("prune mail: %w", err)
 	}
-	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		return n, fmt.Errorf("checkpoint: %w", err)
+	if s.dialect.AfterPrune != "" {
+		if _, err := s.db.ExecContext(ctx, s.dialect.AfterPrune); err != nil {
+			return n, fmt.Errorf("after pruning: %w", err)
+		}
 	}
 	return n, nil
 }

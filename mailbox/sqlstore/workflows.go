@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/mailbox"
@@ -16,7 +15,7 @@ import (
 const itemCols = `id, workflow, kind, title, criteria, risk, complex, state, reject_count, ci_failures, agent,
 	dispatch_msg, request_msg, result_msg, inputs, review_commit, stage_at, notified, created_at, updated_at`
 
-func scanItem(sc interface{ Scan(...any) error }) (workflow.Item, error) {
+func scanItem(sc Row) (workflow.Item, error) {
 	var it workflow.Item
 	var criteria, inputs string
 	var complex int
@@ -76,29 +75,21 @@ func (s *Store) Items(ctx context.Context, name string) ([]workflow.Item, error)
 		args = append(args, name)
 	}
 	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	out, err := list(rows, err, scanItem)
 	if err != nil {
 		return nil, fmt.Errorf("read work items: %w", err)
 	}
-	defer rows.Close()
-	var out []workflow.Item
-	for rows.Next() {
-		it, err := scanItem(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // InsertItem stores a new item in its first state.
-func (t *txn) InsertItem(it workflow.Item) error {
+func (t *Tx) InsertItem(it workflow.Item) error {
 	now := t.now()
-	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO workflow_items (id, workflow, kind, title, criteria, risk, complex, state,
+	_, err := t.q.ExecContext(t.ctx, `INSERT INTO workflow_items (id, workflow, kind, title, criteria, risk, complex, state,
 		agent, inputs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		it.ID, it.Workflow, it.Kind, it.Title, jsonList(it.Criteria), it.Risk, b2i(it.Complex), it.State, it.Agent,
 		jsonList(it.Inputs), now, now)
-	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+	if _, unique := t.s.dialect.Unique(err); unique {
 		return fmt.Errorf("item %s: %w", it.ID, mailbox.ErrItemExists)
 	}
 	if err != nil {
@@ -108,8 +99,8 @@ func (t *txn) InsertItem(it workflow.Item) error {
 }
 
 // Item returns one workflow item inside the transaction.
-func (t *txn) Item(id string) (workflow.Item, error) {
-	it, err := scanItem(t.tx.QueryRowContext(t.ctx, `SELECT `+itemCols+` FROM workflow_items WHERE id = ?`, id))
+func (t *Tx) Item(id string) (workflow.Item, error) {
+	it, err := scanItem(t.q.QueryRowContext(t.ctx, `SELECT `+itemCols+` FROM workflow_items WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return it, fmt.Errorf("item %s: %w", id, mailbox.ErrNoSuchItem)
 	}
@@ -117,12 +108,12 @@ func (t *txn) Item(id string) (workflow.Item, error) {
 }
 
 // UpdateItem writes everything but the state.
-func (t *txn) UpdateItem(it workflow.Item) error {
+func (t *Tx) UpdateItem(it workflow.Item) error {
 	var stage any
 	if it.StageAt != nil {
 		stage = nanos(*it.StageAt)
 	}
-	res, err := t.tx.ExecContext(t.ctx, `UPDATE workflow_items SET reject_count = ?, ci_failures = ?, agent = ?, dispatch_msg = ?,
+	res, err := t.q.ExecContext(t.ctx, `UPDATE workflow_items SET reject_count = ?, ci_failures = ?, agent = ?, dispatch_msg = ?,
 		request_msg = ?, result_msg = ?, inputs = ?, review_commit = ?, stage_at = ?, notified = ?, updated_at = ? WHERE id = ?`,
 		it.RejectCount, it.CIFailures, it.Agent, it.Dispatch, it.Request, it.ResultMsg, jsonList(it.Inputs), it.ReviewCommit,
 		stage, it.Notified, t.now(), it.ID)
@@ -136,15 +127,15 @@ func (t *txn) UpdateItem(it workflow.Item) error {
 }
 
 // moveItem is Transition's compare-and-set for item subjects.
-func (t *txn) moveItem(c fsm.Change) error {
+func (t *Tx) moveItem(c fsm.Change) error {
 	var err error
 	var n int64
 	if c.From == "" {
-		err = t.tx.QueryRowContext(t.ctx, `SELECT count(*) FROM workflow_items WHERE id = ? AND state = ?
+		err = t.q.QueryRowContext(t.ctx, `SELECT count(*) FROM workflow_items WHERE id = ? AND state = ?
 			AND NOT EXISTS (SELECT 1 FROM events WHERE subject_kind = 'item' AND subject = ?)`, c.Subject, c.To, c.Subject).Scan(&n)
 	} else {
-		var res sql.Result
-		res, err = t.tx.ExecContext(t.ctx, `UPDATE workflow_items SET state = ?, updated_at = ? WHERE id = ? AND state = ?`,
+		var res Result
+		res, err = t.q.ExecContext(t.ctx, `UPDATE workflow_items SET state = ?, updated_at = ? WHERE id = ? AND state = ?`,
 			c.To, t.now(), c.Subject, c.From)
 		if err == nil {
 			n, err = res.RowsAffected()
