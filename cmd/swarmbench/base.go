@@ -75,24 +75,22 @@ func (b *bench) runBase(ctx context.Context, id string, step func(context.Contex
 	return old, err
 }
 
-// compare adds, after the new binary's rows of id, the previous binary's
-// figure and the ratio new/old for each row both measured; a step the old
-// binary could not run says so in its row.
-func (b *bench) compare(id string, old []row, err error) {
+// compare adds, after the new binary's rows of step id (b.rows[first:],
+// whatever their IDs: P2's step adds P2b's), the previous binary's figure
+// and the ratio new/old for each row both measured; a step the old binary
+// could not run says so in its row.
+func (b *bench) compare(id string, first int, old []row, err error) {
 	if err != nil {
 		b.add(row{ID: id, Figure: "  previous " + b.baseName + ": could not run: " + firstLine(err.Error())})
 		return
 	}
 	prev := map[string]row{}
 	for _, r := range old {
-		prev[r.Figure] = r
+		prev[r.ID+"\x00"+r.Figure] = r
 	}
 	var out []row
-	for _, r := range b.rows {
-		if r.ID != id {
-			continue
-		}
-		o, ok := prev[r.Figure]
+	for _, r := range b.rows[first:] {
+		o, ok := prev[r.ID+"\x00"+r.Figure]
 		if !ok || r.Unit == "" || o.Unit != r.Unit || o.Value == 0 {
 			continue
 		}
@@ -100,7 +98,7 @@ func (b *bench) compare(id string, old []row, err error) {
 		if text == "" {
 			text = fmt.Sprintf("%g %s", o.Value, o.Unit)
 		}
-		out = append(out, row{ID: id, Figure: "  previous " + b.baseName + ": " + strings.TrimSpace(r.Figure), Value: round(r.Value/o.Value, 2), Unit: "ratio",
+		out = append(out, row{ID: r.ID, Figure: "  previous " + b.baseName + ": " + strings.TrimSpace(r.Figure), Value: round(r.Value/o.Value, 2), Unit: "ratio",
 			Text: fmt.Sprintf("%s → new/old %.2f", text, r.Value/o.Value)})
 	}
 	if len(out) == 0 {

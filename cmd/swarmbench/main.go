@@ -228,13 +228,14 @@ func run(binPath, out string, keep, quick bool, only, baseSpec string) int {
 		}
 		t0 := time.Now()
 		b.progress("%s ...", s.id)
+		first := len(b.rows) // the step's rows start here (side by side compares them)
 		if err := s.fn(ctx); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", s.id, err))
 			b.add(row{ID: s.id, Figure: "failed: " + firstLine(err.Error()), Status: "MISS", Target: "runs"})
 		} else if b.baseBin != "" && sideBySide(s.id) {
 			b.progress("%s with the previous swarm, %s ...", s.id, b.baseName)
 			old, err := b.runBase(ctx, s.id, s.fn)
-			b.compare(s.id, old, err)
+			b.compare(s.id, first, old, err)
 		}
 		b.progress("%s done in %s", s.id, time.Since(t0).Round(time.Millisecond))
 	}
