@@ -17,3 +17,10 @@ var bookkeepingTimeout = 10 * time.Second
 func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 }
+
+// bounded runs one bookkeeping write with bookkeeping's context.
+func bounded(ctx context.Context, write func(context.Context) error) error {
+	bctx, done := bookkeeping(ctx)
+	defer done()
+	return write(bctx)
+}

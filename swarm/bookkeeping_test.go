@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/repo"
@@ -74,5 +76,48 @@ func TestStuckStoreCannotHangShutdown(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the workflows service did not return: its write waits on the stuck store without a deadline")
+	}
+}
+
+// TestStuckStoreCannotHangARunnersStop: a runner's transition while the
+// runner is being stopped still writes (it must record the stop), but on
+// a stuck store it gives up at the bookkeeping deadline instead of holding
+// the swarm's shutdown for ever.
+func TestStuckStoreCannotHangARunnersStop(t *testing.T) {
+	defer func(d time.Duration) { bookkeepingTimeout = d }(bookkeepingTimeout)
+	bookkeepingTimeout = 50 * time.Millisecond
+	root := t.TempDir()
+	cfg, err := config.Parse([]byte(baseConfig+"[[agent]]\nname = \"dev\"\n"), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := repo.At(root, "")
+	st, err := sqlite.Open(context.Background(), l.DB, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sup, err := New(Options{Config: cfg, Layout: l, Store: st,
+		Engines:   func(config.Agent) (engine.Engine, error) { return &fakeEngine{name: "script"}, nil },
+		Worktrees: &fakeWorktrees{root: filepath.Join(root, "wt")}, Prompts: &fakePrompts{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := &stuckStore{Store: st, entered: make(chan struct{})}
+	sup.store = stuck
+	r := sup.runners["dev"]
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the runner is being stopped
+	done := make(chan error, 1)
+	go func() { done <- r.move(ctx, lifecycle.Start, lifecycle.Initializing, "start") }()
+	<-stuck.entered
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("move on a stuck store = %v, want the bookkeeping deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runner's transition did not return: its write waits on the stuck store without a deadline")
 	}
 }

@@ -113,11 +113,14 @@ func (r *runner) mailConflict(ctx context.Context, res worktree.Current) {
 		"    (fix the conflicted files, then) git add <files> && git commit --no-edit\n"+
 		"Until then, landing your branch conflicts too.",
 		res.Base, short, commits, worktree.Branch(r.agent.Name), strings.Join(res.Conflicts, ", "), short)
-	if _, err := r.sup.poster.Post(bg(ctx), message.Draft{From: message.Swarm, To: r.agent.Name, Kind: message.KindTask, Body: body}); err != nil {
+	if err := bounded(ctx, func(c context.Context) error {
+		_, err := r.sup.poster.Post(c, message.Draft{From: message.Swarm, To: r.agent.Name, Kind: message.KindTask, Body: body})
+		return err
+	}); err != nil {
 		r.sup.log.Warn("mail the agent its conflict with the base", "agent", r.agent.Name, "err", err)
 		return
 	}
-	if err := r.sup.store.SetMeta(bg(ctx), key, res.BaseTip); err != nil {
+	if err := bounded(ctx, func(c context.Context) error { return r.sup.store.SetMeta(c, key, res.BaseTip) }); err != nil {
 		r.sup.log.Warn("remember the conflict mailed", "agent", r.agent.Name, "err", err)
 	}
 }

@@ -211,11 +211,14 @@ func (r *runner) idle(ctx context.Context) error {
 			if r.budgetWait {
 				continue // a nudge would only queue mail that cannot start
 			}
-			if err := r.sup.store.SetNudges(bg(ctx), r.agent.Name, nudges+1); err != nil {
+			if err := bounded(ctx, func(c context.Context) error { return r.sup.store.SetNudges(c, r.agent.Name, nudges+1) }); err != nil {
 				return err
 			}
 			body := fmt.Sprintf("You have been idle for a while (nudge %d of %d). Check your mail and the ready tasks; if there is nothing to do, say so to operator and end the session.", nudges+1, live.MaxNudges)
-			if _, err := r.sup.poster.Post(bg(ctx), message.Draft{From: message.Operator, To: r.agent.Name, Kind: message.KindNudge, Body: body}); err != nil {
+			if err := bounded(ctx, func(c context.Context) error {
+				_, err := r.sup.poster.Post(c, message.Draft{From: message.Operator, To: r.agent.Name, Kind: message.KindNudge, Body: body})
+				return err
+			}); err != nil {
 				return err
 			}
 			return r.move(ctx, lifecycle.Wake, lifecycle.BuildingPrompt, fmt.Sprintf("nudge %d", nudges+1))

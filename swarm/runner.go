@@ -120,8 +120,9 @@ func (r *runner) info() mailbox.AgentInfo {
 	return mailbox.AgentInfo{Name: r.agent.Name, Mode: string(r.agent.Mode), Engine: r.eng.Name(), Branch: r.branch, Worktree: r.worktree}
 }
 
-// bg is the context for bookkeeping writes, which must happen even while
-// the runner is being stopped.
+// bg is the context of the reads and the git work that must finish even
+// while the runner is being stopped (a write takes bounded, whose
+// deadline keeps a stuck store from hanging the stop).
 func bg(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // move applies one transition: checked against the table, persisted by
@@ -137,7 +138,7 @@ func (r *runner) move(ctx context.Context, ev lifecycle.Event, to lifecycle.Stat
 func (r *runner) inTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
 	state, seq := r.state, r.seq
 	r.pending = r.pending[:0]
-	err := r.sup.store.InTx(bg(ctx), fn)
+	err := bounded(ctx, func(c context.Context) error { return r.sup.store.InTx(c, fn) })
 	// A database away for a moment (a PostgreSQL restart) must not stop
 	// the agent: the transaction rolled back, so it is run again, from
 	// the same state, until the database is back.
@@ -149,7 +150,7 @@ func (r *runner) inTx(ctx context.Context, fn func(tx mailbox.Tx) error) error {
 		t := r.sup.clock.NewTimer(pause)
 		<-t.C
 		wait += pause
-		err = r.sup.store.InTx(bg(ctx), fn)
+		err = bounded(ctx, func(c context.Context) error { return r.sup.store.InTx(c, fn) })
 	}
 	if err != nil {
 		r.state, r.seq = state, seq // the transaction rolled back
@@ -358,7 +359,7 @@ func (r *runner) initialize(ctx context.Context) error {
 	if err := wt.Lock(ctx, r.agent.Name, fmt.Sprintf("swarm supervisor pid %d", os.Getpid())); err != nil {
 		return fmt.Errorf("lock worktree: %w", err)
 	}
-	if err := r.sup.store.RegisterAgent(bg(ctx), r.info()); err != nil {
+	if err := bounded(ctx, func(c context.Context) error { return r.sup.store.RegisterAgent(c, r.info()) }); err != nil {
 		return err
 	}
 	switch last, err := r.sup.store.LastSession(bg(ctx), r.agent.Name, mailbox.SessionCompleted); {

@@ -283,10 +283,10 @@ func (s *Supervisor) RetireRunner(ctx context.Context, name string) error {
 
 // retire ends an ephemeral agent that went Idle with no work left.
 func (r *runner) retire(ctx context.Context) error {
-	if err := r.sup.store.RetireSpawned(bg(ctx), r.agent.Name); err != nil {
+	if err := bounded(ctx, func(c context.Context) error { return r.sup.store.RetireSpawned(c, r.agent.Name) }); err != nil {
 		return err
 	}
-	if err := ReleaseRetired(bg(ctx), r.sup.store, r.agent.Name, r.sup.clock.Now()); err != nil {
+	if err := bounded(ctx, func(c context.Context) error { return ReleaseRetired(c, r.sup.store, r.agent.Name, r.sup.clock.Now()) }); err != nil {
 		return err
 	}
 	return r.move(ctx, lifecycle.OperatorStop, lifecycle.Stopped, CauseRetired)
