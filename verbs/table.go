@@ -60,6 +60,7 @@ var Table = []Verb{
 	{"Reserve", "swarm reserve", []Door{CLI}, "capability can_edit_files; own_session"},
 	{"Release", "swarm release", []Door{CLI, Desk}, "own_session"},
 	{"Reservations", "swarm reservations", []Door{CLI, Desk}, "known caller (a read)"},
+	{"Status", "swarm status", []Door{CLI, MCP, Live, Desk}, "known caller (a read)"},
 	{"ReadBudgets", "swarm status (budgets)", []Door{CLI, Live, Desk}, "known caller (a read)"},
 	{"Preview", "swarm prompt", []Door{CLI}, "known caller (a read)"},
 	{"Team", "swarm team", []Door{CLI}, "known caller (a read)"},
