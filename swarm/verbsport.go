@@ -19,8 +19,7 @@ import (
 // socket (pause, resume, reload, stop). Package verbs implements them;
 // swarm cannot import it (verbs imports swarm), so the binary gives them
 // in Options.Verbs. Without them (the runtime's own tests) the primitives
-// run as they are: the protocol's rules live in Protocol, the rest
-// checks nothing.
+// run as they are and check nothing: the rules are the verbs'.
 type Verbs interface {
 	// Send posts d from caller through p (verbs.Send).
 	Send(ctx context.Context, c identity.Caller, p *mailbox.Poster, d message.Draft) (message.Message, error)
