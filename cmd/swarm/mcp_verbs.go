@@ -54,7 +54,7 @@ var mcpVerbs = map[string]mcpVerb{
 		if in.AckTimeout != "" {
 			d, err := time.ParseDuration(in.AckTimeout)
 			if err != nil {
-				return usagef("invalid argument %q for \"--ack-timeout\" flag: %v", in.AckTimeout, err)
+				return argsError("swarm send", "invalid argument %q for \"--ack-timeout\" flag: %v", in.AckTimeout, err)
 			}
 			opts.AckTimeout = d
 		}
@@ -116,14 +116,15 @@ var mcpVerbs = map[string]mcpVerb{
 		if err := decodeArgs(args, &in); err != nil {
 			return err
 		}
+		// The command's own words for what its arguments lack.
 		k := mailbox.ReportKind(in.Kind)
 		switch {
 		case !slices.Contains(mailbox.ReportKinds, k):
-			return usagef("unknown report kind %q: use progress, blocked, complete or session", in.Kind)
+			return argsError("swarm report", "unknown report kind %q: use progress, blocked, complete or session", in.Kind)
 		case k.TaskLevel() && in.Task == "":
-			return usagef("swarm report %s takes a task and a message, such as: swarm report %s T-1 \"half done\"", k, k)
+			return argsError("swarm report "+in.Kind, "accepts 2 arg(s), received 1")
 		case !k.TaskLevel() && in.Task != "":
-			return usagef("swarm report session takes one message, such as: swarm report session \"API done\"")
+			return argsError("swarm report "+in.Kind, "accepts 1 arg(s), received 2")
 		}
 		return runReport(ctx, &ReportOptions{App: app, Kind: k, Task: in.Task, Message: in.Message})
 	}},
@@ -162,6 +163,12 @@ func mcpVerbNames() string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
+}
+
+// argsError is a mistake in a verb's arguments, in the words (and with the
+// --help hint) the command line's parser gives it.
+func argsError(help, format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...), help: help}
 }
 
 // decodeArgs decodes a verb's typed request strictly: a field the request
