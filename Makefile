@@ -32,8 +32,13 @@ lint: ## go vet, gofmt, and staticcheck when it can be installed
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...; \
 	else echo "staticcheck could not be installed from the module proxy; skipped"; fi
 
-bench: build ## measure P1-P13: print one table, write bench/results.json (~2-3 min)
-	$(GO) run ./cmd/swarmbench -bin $(BIN) -out bench/results.json
+# The previous release P2 and P4 are compared with, side by side: a tag or
+# commit; auto is the latest tag, else main before its last merge; none
+# skips it.
+SWARM_BENCH_BASE ?= auto
+
+bench: build ## measure P1-P13 (P2, P4 also with SWARM_BENCH_BASE's build): one table, bench/results.json
+	$(GO) run ./cmd/swarmbench -bin $(BIN) -out bench/results.json -base "$(SWARM_BENCH_BASE)"
 
 bench-go: ## run the Go micro-benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -34,16 +34,33 @@ func ReapWhile(ctx context.Context) {
 	signal.Notify(c, syscall.SIGCHLD)
 	go func() {
 		defer signal.Stop(c)
-		ReapOrphans()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-c:
-				ReapOrphans()
-			}
-		}
+		reapLoop(ctx, c, func() { ReapOrphans() }, time.After)
 	}()
+}
+
+// reapEvery spaces the passes of reapLoop: a pass reads the stat of every
+// child, and 500 agents' sessions starting made thousands of SIGCHLDs (a
+// git per step), so a pass per signal was quadratic in the agents. An
+// orphan waits at most this long to be reaped.
+const reapEvery = 50 * time.Millisecond
+
+// reapLoop runs reap once, then once per signal on sigs, at most once per
+// reapEvery: the signals that come in between coalesce into one pass.
+func reapLoop(ctx context.Context, sigs <-chan os.Signal, reap func(), after func(time.Duration) <-chan time.Time) {
+	reap()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sigs:
+		}
+		reap()
+		select {
+		case <-ctx.Done():
+			return
+		case <-after(reapEvery):
+		}
+	}
 }
 
 // procStat is what KillMarked and ReapOrphans read of /proc/<pid>/stat.

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,4 +54,54 @@ func TestEndMarkedReachesSetsid(t *testing.T) {
 	if !processExists(other) || !processExists(elsewhere) {
 		t.Fatal("another session's process was killed")
 	}
+}
+
+// TestReapLoopCoalesces: SIGCHLDs that come while a pass is spaced out
+// make one more pass, not one each (a pass reads every child's stat).
+func TestReapLoopCoalesces(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1) // as signal.Notify's: one pending at most
+	reaped := make(chan struct{})
+	asked := make(chan struct{})
+	tick := make(chan time.Time)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reapLoop(ctx, sigs, func() { reaped <- struct{}{} }, func(d time.Duration) <-chan time.Time {
+			if d != reapEvery {
+				t.Errorf("waits %s, want %s", d, reapEvery)
+			}
+			asked <- struct{}{}
+			return tick
+		})
+	}()
+	recv := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s", what)
+		}
+	}
+	recv(reaped, "first pass")
+	sigs <- syscall.SIGCHLD
+	recv(reaped, "pass for the first signal")
+	recv(asked, "spacing after a pass")
+	// The loop waits for the tick now: a burst of signals leaves one
+	// pending, as the kernel and os/signal coalesce them.
+	for range 100 {
+		select {
+		case sigs <- syscall.SIGCHLD:
+		default:
+		}
+	}
+	tick <- time.Now()
+	recv(reaped, "one pass for the burst")
+	recv(asked, "spacing after it")
+	if len(sigs) != 0 {
+		t.Fatalf("%d signal(s) left pending after the pass", len(sigs))
+	}
+	cancel()
+	recv(done, "the loop's end")
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -21,6 +22,39 @@ import (
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/proc"
 )
+
+// osRelease is the kernel's release once read: it does not change while
+// the process runs, and a `uname -r` per prompt was a process per session
+// (P3's prompt build ran one beside bd and git status).
+var osRelease struct {
+	mu sync.Mutex
+	v  string
+}
+
+// osVersion is `uname -r`: /proc's copy where there is one, else uname;
+// remembered once read.
+func osVersion(ctx context.Context, timeout time.Duration) (string, error) {
+	osRelease.mu.Lock()
+	v := osRelease.v
+	osRelease.mu.Unlock()
+	if v != "" {
+		return v, nil
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		v = strings.TrimSpace(string(b))
+	}
+	if v == "" {
+		res, err := proc.Run(ctx, proc.Spec{Timeout: timeout, Grace: 100 * time.Millisecond}, "uname", "-r")
+		if err != nil {
+			return "", err
+		}
+		v = strings.TrimSpace(string(res.Stdout))
+	}
+	osRelease.mu.Lock()
+	osRelease.v = v
+	osRelease.mu.Unlock()
+	return v, nil
+}
 
 // recentCommits is how many commits the Environment section lists.
 const recentCommits = 5
@@ -49,12 +83,12 @@ func (b *Builder) Gather(ctx context.Context, pc PromptContext) Sources {
 	// one source failing must not cancel the others.
 	var g errgroup.Group
 	g.Go(func() error {
-		res, err := proc.Run(ctx, proc.Spec{Timeout: gitTimeout, Grace: 100 * time.Millisecond}, "uname", "-r")
+		v, err := osVersion(ctx, gitTimeout)
 		if err != nil {
 			drop("uname", err)
 			return nil
 		}
-		src.Env.OSVersion = strings.TrimSpace(string(res.Stdout))
+		src.Env.OSVersion = v
 		return nil
 	})
 	g.Go(func() error {

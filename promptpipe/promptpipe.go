@@ -5,8 +5,8 @@
 //
 // The work is split in two:
 //
-//   - Gathering (Builder.Gather) reads the environment: `uname -r`, `git
-//     status --short`, the last five commits, AGENTS.md at the repo root and
+//   - Gathering (Builder.Gather) reads the environment: the kernel's
+//     release (`uname -r`, read once per process), `git status --short`, the last five commits, AGENTS.md at the repo root and
 //     `bd ready`. Sources run in parallel (errgroup), each under its own
 //     timeout (git_timeout, also used for uname; bd_timeout for bd). A
 //     source that is slow, missing or failing leaves its field or section

@@ -3,6 +3,7 @@ package promptpipe
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,5 +181,36 @@ func TestSourcesGitMissing(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `source=git_status error="exec: \"git\": executable file not found`) {
 		t.Errorf("logs:\n%s", logs)
+	}
+}
+
+// TestOSVersionOncePerProcess: the kernel's release is read once, not by
+// a `uname -r` process per prompt build.
+func TestOSVersionOncePerProcess(t *testing.T) {
+	dir := gitRepo(t, "one")
+	tools := toolsPath(t, "git")
+	log := filepath.Join(t.TempDir(), "uname.log")
+	real, err := exec.LookPath("uname")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho run >> " + log + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(tools, "uname"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", tools)
+	b := &Builder{Config: defaultConfig, Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)}
+	for range 3 {
+		p, err := b.Build(context.Background(), contextFor(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env, _ := p.Section(SecEnvironment); !strings.Contains(env.Body, "OS version") {
+			t.Fatalf("no OS version:\n%s", env.Body)
+		}
+	}
+	runs, _ := os.ReadFile(log)
+	if n := strings.Count(string(runs), "run"); n > 1 {
+		t.Fatalf("uname ran %d times for 3 prompts, want at most once per process", n)
 	}
 }

@@ -325,7 +325,7 @@ func CrossingDraft(agent string, seq int64, files []string, live []mailbox.Reser
 		Kind:     escalation.KindReservation,
 		Severity: escalation.Warning,
 		Agent:    agent,
-		Ref:      "session:" + SessionID(agent, seq),
+		Ref:      escalation.SessionRef(SessionID(agent, seq)),
 		Summary:  truncate(summary, escalation.MaxSummary),
 		Details:  details(map[string]any{"agent": agent, "session_seq": seq, "files": all, "reservations": detail}),
 		// The same agent crossing the same reservations counts one row,

@@ -13,12 +13,10 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
-	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/repo"
 )
 
@@ -98,22 +96,6 @@ func TestGlobsOverlap(t *testing.T) {
 			t.Errorf("GlobsOverlap(%q, %q) = %v, want %v", tt.b, tt.a, got, tt.want)
 		}
 	}
-}
-
-// reservationStore is a fresh SQLite store.
-func reservationStore(t *testing.T) mailbox.Store {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "swarm.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
-// editor is session seq of agent with code mode's capabilities.
-func editor(agent string, seq int64) identity.Caller {
-	return identity.Session(agent, seq, mode.Spec{Mode: mode.Code}.Vector())
 }
 
 // reserveFor stores r as a test's setup: who may reserve what is

@@ -152,7 +152,7 @@ func (s *Supervisor) reportFinding(ctx context.Context, agent string, seq int64,
 	summary, ref := f.String(), ""
 	if seq > 0 {
 		summary = fmt.Sprintf("session %d of %s broke the base-branch guard: %s", seq, agent, f.String())
-		ref = "session:" + SessionID(agent, seq)
+		ref = escalation.SessionRef(SessionID(agent, seq))
 	}
 	s.raise(ctx, escalation.Draft{Kind: kind, Agent: agent, Hold: true, Ref: ref,
 		Summary:   truncate(summary, 500),

@@ -51,7 +51,7 @@ func (s *Supervisor) checkStalls(ctx context.Context, after time.Duration) {
 			Summary: fmt.Sprintf("session %d of %s shows no activity (no model turn, tool call or output) for %s", seq, name, roundDuration(idle)),
 			Details: details(map[string]any{"session_seq": seq, "last_activity": last.UTC(), "stall_after": after.String()}),
 			// One per session, however long it stays stalled.
-			DedupeKey: escalation.DefaultDedupeKey(escalation.KindStalled, name, "session:"+SessionID(name, seq), "stalled"),
+			DedupeKey: escalation.DefaultDedupeKey(escalation.KindStalled, name, escalation.SessionRef(SessionID(name, seq)), "stalled"),
 		})
 	}
 }

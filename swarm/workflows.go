@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/swarmhq/swarm/identity"
 	"strings"
+
+	"github.com/swarmhq/swarm/identity"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
@@ -315,30 +316,22 @@ func needsApproval(w config.Workflow, it workflow.Item) bool {
 	return it.Risk == workflow.RiskHigh || w.Merge == config.MergeApproval
 }
 
-// itemRef is an escalation's ref for an item.
-func itemRef(id string) string { return escalation.ItemRef(id) }
-
 // itemEscalation returns the newest escalation of kind about the item
 // raised since the row it was read from last changed (the current round's).
 // The time comes from that same row, never from a later read: a look that
 // read the item just before another process moved it must not take the
 // round's escalation for a missing one.
 func itemEscalation(ctx context.Context, st mailbox.Store, it workflow.Item, kind escalation.Kind) (escalation.Escalation, bool, error) {
-	es, err := st.Escalations(ctx, mailbox.EscalationFilter{All: true})
+	es, err := st.EscalationsByRef(ctx, escalation.ItemRef(it.ID), false)
 	if err != nil {
 		return escalation.Escalation{}, false, err
 	}
-	var best escalation.Escalation
-	found := false
-	for _, e := range es {
-		if e.Kind != kind || e.Ref == nil || *e.Ref != itemRef(it.ID) || e.CreatedAt.Before(it.UpdatedAt) {
-			continue
-		}
-		if !found || e.ID > best.ID {
-			best, found = e, true
+	for _, e := range es { // newest first
+		if e.Kind == kind && !e.CreatedAt.Before(it.UpdatedAt) {
+			return e, true, nil
 		}
 	}
-	return best, found, nil
+	return escalation.Escalation{}, false, nil
 }
 
 // WorkflowContextFor is section 4 for the agent's next session: its live
@@ -379,7 +372,7 @@ func contextOf(w config.Workflow, it workflow.Item, role, agent string) *promptp
 		switch {
 		case role == "dev" && (it.State == workflow.Dispatched || it.State == workflow.InProgress):
 			c.Stage = fmt.Sprintf("%s (dev: build it; rejections so far %d of %d)", it.State, it.RejectCount, w.MaxRejects)
-			c.Constraints = []string{"Work on your branch " + "swarm/" + agent + "; commit your work before you report.",
+			c.Constraints = []string{"Work on your branch " + worktree.Branch(agent) + "; commit your work before you report.",
 				"The supervisor routes your result to the reviewer; do not message the reviewer yourself."}
 			if it.Dispatch != "" {
 				c.Commands = []string{fmt.Sprintf(`swarm send swarm --type task_result --reply-to %s --payload '{"status":"completed","summary":"<what you did>"}'`, it.Dispatch)}
@@ -428,9 +421,13 @@ func contextOf(w config.Workflow, it workflow.Item, role, agent string) *promptp
 // MergeApproved merges the item an approved approval escalation is about,
 // if it is one; it reports whether it was.
 func MergeApproved(ctx context.Context, st mailbox.Store, cfg *config.Config, q *MergeQueue, caller identity.Caller, e escalation.Escalation) (workflow.Item, string, bool, error) {
-	if e.Kind != escalation.KindApproval || e.Ref == nil || !strings.HasPrefix(*e.Ref, "item:") || e.Decision == nil || *e.Decision != escalation.Approve {
+	if e.Kind != escalation.KindApproval || e.Ref == nil || e.Decision == nil || *e.Decision != escalation.Approve {
 		return workflow.Item{}, "", false, nil
 	}
-	it, commit, err := MergeItem(ctx, st, cfg, q, caller, strings.TrimPrefix(*e.Ref, "item:"))
+	id, ok := escalation.ItemOf(*e.Ref)
+	if !ok {
+		return workflow.Item{}, "", false, nil
+	}
+	it, commit, err := MergeItem(ctx, st, cfg, q, caller, id)
 	return it, commit, true, err
 }

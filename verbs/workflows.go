@@ -109,7 +109,7 @@ func SignalItem(ctx context.Context, c identity.Caller, st mailbox.Store, cfg *c
 		return workflow.Item{}, err
 	}
 	if status != workflow.StatusComplete {
-		_, _, rerr := swarm.Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Agent: agent, Ref: "item:" + it.ID,
+		_, _, rerr := swarm.Raise(ctx, st, escalation.Draft{Kind: escalation.KindAgent, Severity: escalation.Warning, Agent: agent, Ref: escalation.ItemRef(it.ID),
 			Summary:   text.Truncate(fmt.Sprintf("%s signalled %s for item %s in %s: %s", agent, status, it.ID, it.State, orNone(req.Message)), 500),
 			DedupeKey: fmt.Sprintf("signal:%s:%s:%s", it.ID, it.State, status)})
 		if rerr != nil {

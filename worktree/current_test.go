@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // currentFixture: alpha committed work.txt on its branch; since, bob and
@@ -290,5 +291,36 @@ func TestKeepCurrentKilledLeavesTheAgentsWork(t *testing.T) {
 	}
 	if _, err := f.m.Recover(context.Background()); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("Recover = %v, want ErrInterrupted", err)
+	}
+}
+
+// TestKeepCurrentAtBaseTakesNoLock: a branch at the base's tip is up to
+// date without waiting for the manager's lock, so the agents of a swarm
+// starting at once are not checked one at a time.
+func TestKeepCurrentAtBaseTakesNoLock(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ensure("alpha")
+	mainTip := f.git(".", "rev-parse", "main")
+	f.m.mu.Lock() // another agent's landing, say
+	type result struct {
+		res Current
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := f.m.KeepCurrent(context.Background(), "alpha")
+		done <- result{res, err}
+	}()
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(10 * time.Second):
+		f.m.mu.Unlock()
+		t.Fatal("KeepCurrent of a branch at the base waited for the lock")
+	}
+	f.m.mu.Unlock()
+	if got.err != nil || got.res.BaseTip != mainTip || got.res.Base != "main" || got.res.Merged() || got.res.Behind != 0 {
+		t.Fatalf("KeepCurrent = %+v, %v; want up to date at %s", got.res, got.err, mainTip)
 	}
 }

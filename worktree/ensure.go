@@ -63,9 +63,19 @@ const (
 func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, checkout, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	info, err := m.inspect(ctx, agent)
-	if err != nil {
-		return Worktree{}, checkedOut, fmt.Errorf("ensure worktree %s: %w", agent, err)
+	// A worktree already in place is read from its own files (own.go);
+	// git's list is for everything else. Whether the branch exists is
+	// asked only if creating it fails.
+	info, ok := m.ownInfo(ctx, agent)
+	if !ok {
+		if wt, made := m.addNew(ctx, agent, base); made {
+			return wt, fresh, nil
+		}
+		entries, err := m.list(ctx)
+		if err != nil {
+			return Worktree{}, checkedOut, fmt.Errorf("ensure worktree %s: %w", agent, err)
+		}
+		info = listed(m.Path(agent), agent, entries)
 	}
 	wt := info.Worktree
 	if info.Elsewhere != "" {
@@ -122,19 +132,14 @@ func (m *Manager) register(ctx context.Context, agent, base string) (Worktree, c
 	if err := m.exclude(ctx, m.dir); err != nil {
 		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 	}
-	args := []string{"worktree", "add", "--no-checkout", wt.Path, wt.Branch}
-	if !info.HasBranch {
-		args = []string{"worktree", "add", "--no-checkout", "-b", wt.Branch, wt.Path, "refs/heads/" + base}
-	}
 	// Journaled first: a run interrupted from here on left a checkout that
 	// no agent has worked in, which the next run redoes completely.
 	if err := m.writeJournal(ctx, journal{Agent: agent, State: statePopulating, Op: opEnsure, Base: base}); err != nil {
 		return wt, checkedOut, err
 	}
-	if _, err := m.run(ctx, m.root, args...); err != nil {
+	if err := m.addWorktree(ctx, agent, base); err != nil {
 		return wt, checkedOut, fmt.Errorf("create worktree %s: %w", agent, err)
 	}
-	slog.Debug("created worktree", "agent", agent, "path", wt.Path, "branch", wt.Branch, "new_branch", !info.HasBranch)
 	return wt, fresh, nil
 }
 

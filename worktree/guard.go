@@ -235,7 +235,7 @@ func (m *Manager) Guard(ctx context.Context, agent string) (*SessionGuard, error
 	// teammate's guard that compares across this moment sees it.
 	g := &SessionGuard{m: m, agent: agent, path: path, base: base}
 	from, session, carried := m.guard.begin(g)
-	snap, err := m.Snapshot(ctx)
+	snap, err := m.sharedSnapshot(ctx)
 	if err != nil {
 		m.guard.abandon(g)
 		return nil, fmt.Errorf("guard %s: %w", agent, err)
@@ -308,7 +308,7 @@ func (g *SessionGuard) Check(ctx context.Context) ([]Finding, error) {
 		return found, err
 	}
 	found = append(found, wt...)
-	snap, err := g.m.Snapshot(ctx)
+	snap, err := g.m.sharedSnapshot(ctx)
 	if err != nil {
 		return found, fmt.Errorf("check %s's session: %w", g.agent, err)
 	}
@@ -658,6 +658,12 @@ func (m *Manager) Baseline(agent string) *Snapshot {
 // Manager when s comes from another process, so moves of other agents'
 // branches in that time are judged only on reflog evidence.
 func (m *Manager) SetBaseline(agent string, s *Snapshot) {
+	if s != nil && s.Refs != nil {
+		// A stored baseline's refs are shared as a snapshot's are.
+		c := *s
+		c.Refs = m.refs.intern(s.Refs)
+		s = &c
+	}
 	m.guard.mu.Lock()
 	defer m.guard.mu.Unlock()
 	a := m.guard.agent(agent)

@@ -65,8 +65,19 @@ func (m *Manager) inspect(ctx context.Context, agent string) (Info, error) {
 // with nothing changed since): one `git worktree list` serves every agent
 // of a Recover instead of one each.
 func (m *Manager) inspectIn(ctx context.Context, agent string, entries []entry) (Info, error) {
-	info := Info{Worktree: Worktree{Agent: agent, Path: m.Path(agent), Branch: Branch(agent)}}
+	info := listed(m.Path(agent), agent, entries)
 	var err error
+	info.HasBranch, err = m.ok(ctx, m.root, "rev-parse", "--verify", "-q", branchRef(agent)+"^{commit}")
+	if err != nil {
+		return info, err
+	}
+	return info, nil
+}
+
+// listed is what the worktree list says of agent's worktree at path, and
+// whether it exists; HasBranch is left unknown (false).
+func listed(path, agent string, entries []entry) Info {
+	info := Info{Worktree: Worktree{Agent: agent, Path: path, Branch: Branch(agent)}}
 	want := canon(info.Path)
 	for _, e := range entries {
 		switch {
@@ -81,11 +92,7 @@ func (m *Manager) inspectIn(ctx context.Context, agent string, entries []entry) 
 	if _, err := os.Lstat(info.Path); err == nil {
 		info.Exists = true
 	}
-	info.HasBranch, err = m.ok(ctx, m.root, "rev-parse", "--verify", "-q", branchRef(agent)+"^{commit}")
-	if err != nil {
-		return info, err
-	}
-	return info, nil
+	return info
 }
 
 type entry struct {

@@ -35,6 +35,12 @@ func (m *Manager) Lock(ctx context.Context, agent, reason string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	path := m.Path(agent)
+	if done, err := m.lockOwn(ctx, agent, reason); done || err != nil {
+		if err != nil {
+			return fmt.Errorf("lock worktree %s: %w", agent, err)
+		}
+		return nil
+	}
 	lock := func() error {
 		_, err := m.run(ctx, m.root, "worktree", "lock", "--reason", reason, path)
 		return err
@@ -69,6 +75,12 @@ func (m *Manager) Unlock(ctx context.Context, agent string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if done, err := m.unlockOwn(ctx, agent); done || err != nil {
+		if err != nil {
+			return fmt.Errorf("unlock worktree %s: %w", agent, err)
+		}
+		return nil
+	}
 	// As Lock: git first, the list only to explain a refusal.
 	if _, err := m.run(ctx, m.root, "worktree", "unlock", m.Path(agent)); err == nil {
 		return nil

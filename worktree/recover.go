@@ -124,12 +124,14 @@ func (m *Manager) Recover(ctx context.Context, agents ...string) ([]Recovery, er
 		if i > 0 && names[i-1] == agent {
 			continue
 		}
+		// A worktree in place is read from its own files (own.go): with
+		// the list, each agent's look was linear in the agents.
+		info, ok := m.ownInfo(ctx, agent)
 		var err error
-		if entries == nil {
+		if !ok && entries == nil {
 			entries, err = m.list(ctx)
 		}
-		var info Info
-		if err == nil {
+		if !ok && err == nil {
 			info, err = m.inspectIn(ctx, agent, entries)
 		}
 		if err == nil {

@@ -380,6 +380,43 @@ func TestMergeRollsBackAHalfWrittenFile(t *testing.T) {
 	}
 }
 
+// halfWrittenNew is a git merge killed just after it created new.txt, a
+// file the agent adds, and before it wrote a byte of it.
+const halfWrittenNew = `
+if [ "$sub" = merge ]; then
+	: > new.txt
+	: > "$("$REAL_GIT" rev-parse --git-dir)/index.lock"
+	die
+fi`
+
+// CI's R8: a merge killed while it created a file the agent adds left it
+// empty and untracked; the re-run took it for the operator's, said the
+// interrupted run changed nothing, and the merge then refused to overwrite
+// it. The start of the agent's new file is the merge's: it is rolled back.
+func TestMergeRollsBackAHalfWrittenNewFile(t *testing.T) {
+	t.Parallel()
+	f, _, before := mergeFixture(t)
+	ctx := context.Background()
+	interrupt(t, f, "merge", halfWrittenNew)
+	if !exists(filepath.Join(f.root, "new.txt")) || readFile(t, filepath.Join(f.root, "new.txt")) != "" {
+		t.Fatal("the wrapper did not leave an empty new.txt")
+	}
+	m := f.manager(Options{})
+	res, err := m.Merge(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("Merge: %v\n%s", err, recoveredText(res.Recovered))
+	}
+	if rec := recoveredText(res.Recovered); !strings.Contains(rec, "rolled back the merge") {
+		t.Fatalf("Recovered:\n%s", rec)
+	}
+	if got := f.git(".", "rev-parse", "main^1"); got != before {
+		t.Fatalf("main^1 = %s, want the base tip %s", got, before)
+	}
+	if got, want := readFile(t, filepath.Join(f.root, "new.txt")), f.git(".", "show", "main:new.txt")+"\n"; got != want || got == "\n" {
+		t.Fatalf("new.txt = %q, want alpha's %q", got, want)
+	}
+}
+
 // An operator's edit of a file the merge changes is not the start of the
 // agent's version: the merge is refused and the edit kept.
 func TestMergeRollbackKeepsAnEditOfAMergedFile(t *testing.T) {

@@ -73,7 +73,9 @@ func (m *Manager) mergeLeftovers(ctx context.Context, j journal) (leftovers, err
 	for _, c := range chs {
 		p := c.path
 		if c.x == '?' {
-			if b, ok := tip[p]; ok && base[p] == "" && work[p] == b {
+			// A file the agent adds, as git writes it: whole, or (killed
+			// while writing it) its start, empty included.
+			if b, ok := tip[p]; ok && base[p] == "" && (work[p] == b || m.halfWritten(ctx, p, b)) {
 				lo.added = append(lo.added, p)
 			}
 			continue

@@ -127,7 +127,9 @@ func (m *Manager) guardedRefsCLI(ctx context.Context, base string) (map[string]s
 			refs[name] = hash
 		}
 	}
-	return refs, nil
+	// Shared or interned (refsIntern): every agent's baseline holds every
+	// branch, and substrings would keep each read's output alive.
+	return m.refs.intern(refs), nil
 }
 
 // commonDir is the repository's common git dir (the .git of the main

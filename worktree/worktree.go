@@ -154,6 +154,8 @@ type Manager struct {
 	base   string
 
 	guard guardState // the session guard's bookkeeping (guard.go)
+	snaps coalescer[*Snapshot]
+	refs  refsIntern
 }
 
 // Worktree is one agent's worktree.

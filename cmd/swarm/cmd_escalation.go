@@ -120,14 +120,14 @@ func runEscalation(ctx context.Context, opts *EscalationOptions) error {
 		return err
 	}
 	// Approving a work item's approval merges its reviewed commit.
-	if opts.Action == "approve" && e.Kind == escalation.KindApproval && e.Ref != nil && strings.HasPrefix(*e.Ref, "item:") {
+	if id, ok := itemOfApproval(e); opts.Action == "approve" && ok {
 		q, err := mergeQueue(ctx, l, cfg, st, app.poster(st, l, cfg))
 		if err != nil {
 			return err
 		}
 		it, commit, _, err := verbs.MergeApproved(ctx, who, st, cfg, q, e)
 		if err != nil {
-			return fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge %s'", e.ID, err, strings.TrimPrefix(*e.Ref, "item:"))
+			return fmt.Errorf("escalation %d is approved, but %w; fix that, then run 'swarm workflow merge %s'", e.ID, err, id)
 		}
 		pokeSupervisor(l)
 		if app.JSON {
@@ -189,4 +189,12 @@ func showEscalation(app *App, e escalation.Escalation, now time.Time) {
 	if e.State.Unresolved() {
 		fmt.Fprintf(w, "next:      swarm escalation resume|abort|approve|reject %d --note \"...\"\n", e.ID)
 	}
+}
+
+// itemOfApproval is the work item an approval escalation is about.
+func itemOfApproval(e escalation.Escalation) (string, bool) {
+	if e.Kind != escalation.KindApproval || e.Ref == nil {
+		return "", false
+	}
+	return escalation.ItemOf(*e.Ref)
 }

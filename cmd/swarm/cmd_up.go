@@ -133,6 +133,11 @@ func upSwarm(ctx context.Context, opts *UpOptions) error {
 			return err
 		}
 	}
+	// Enough open files for every agent, or a refusal naming the limit
+	// needed, before anything is touched: never a half-started swarm.
+	if err := ensureFDLimit(upAgents(cfg, opts.Agents)); err != nil {
+		return err
+	}
 	if opts.Web {
 		// A desk it may not serve stops it before anything starts.
 		if err := web.CheckAddr(cmp.Or(cfg.Web.Addr, "127.0.0.1:0"), cfg.Web.TokenFile); err != nil {
@@ -505,4 +510,19 @@ func reloadOnHUP(ctx context.Context, sup *swarm.Supervisor, w io.Writer, root s
 		close(end)
 		<-done
 	}
+}
+
+// upAgents is how many agents swarm up runs: those of --agents, else every
+// one in swarm.toml but the retired.
+func upAgents(cfg *config.Config, only []string) int {
+	if len(only) > 0 {
+		return len(only)
+	}
+	n := 0
+	for _, a := range cfg.Agents {
+		if a.Spawned == nil || !a.Spawned.Retired {
+			n++
+		}
+	}
+	return n
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +92,8 @@ func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'
 
 // TestTUIEndToEnd drives the real binary in tmux: swarm up shows the live
 // view, an urgent message from another command shows up on it, swarm watch
-// attaches and detaches, the supervisor idles cheaply, and q stops it.
+// attaches and detaches, and q stops it. (The view's idle CPU is measured
+// by `make bench`, P4, not by a timed test.)
 func TestTUIEndToEnd(t *testing.T) {
 	env := e2eEnv(t)
 	tm := newTmux(t, env)
@@ -142,25 +140,6 @@ func TestTUIEndToEnd(t *testing.T) {
 	swarmCmd(t, bin, dir, env, 0, "resume", "bravo")
 	tm.waitScreen("up", 3*time.Second, "bravo idle again", func(s string) bool { return strings.Contains(agentRow(s, "bravo"), "● Idle") })
 
-	// At idle, with the view up, the process uses under 2% CPU.
-	tm.waitScreen("up", 5*time.Second, "every agent idle", func(s string) bool {
-		return strings.Contains(agentRow(s, "alpha"), "● Idle") && strings.Contains(agentRow(s, "bravo"), "● Idle")
-	})
-	if runtime.GOOS == "linux" {
-		cpu := cpuTicks(t, *st.Pid)
-		start := time.Now()
-		// Measuring CPU over a span is the one wait here that is a span.
-		time.Sleep(10 * time.Second)
-		used := float64(cpuTicks(t, *st.Pid)-cpu) / 100 // USER_HZ: /proc counts in 1/100 s
-		pct := 100 * used / time.Since(start).Seconds()
-		t.Logf("swarm up with the live view, idle: %.2f%% CPU over %s", pct, time.Since(start).Round(time.Millisecond))
-		if pct >= 2 {
-			t.Errorf("idle CPU %.2f%%, want under 2%%", pct)
-		}
-	} else {
-		t.Logf("idle CPU is measured on Linux only (from /proc)")
-	}
-
 	// q asks, y stops gracefully: exit 0, and status says not running.
 	tm.run("send-keys", "-t", "e2e:up", "q")
 	tm.waitScreen("up", 3*time.Second, "the question", func(s string) bool { return strings.Contains(s, "stop the swarm? [y/N]") })
@@ -179,21 +158,4 @@ func TestTUIEndToEnd(t *testing.T) {
 			t.Errorf("after q, %s is %s", a.Name, a.State)
 		}
 	}
-}
-
-// cpuTicks is the user+system CPU time of pid, in clock ticks.
-func cpuTicks(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The command name (field 2) may hold spaces; count from after it.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("bad /proc/%d/stat: %s", pid, b)
-	}
-	return utime + stime
 }

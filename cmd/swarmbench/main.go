@@ -14,8 +14,11 @@
 //	P3  prompt build with 100 pending messages and 20 ready tasks, with a
 //	    fast fake bd and with one that takes 300 ms; 10 agents building at
 //	    once share one bd run
-//	P4  50 scripted agents from `swarm up` to all Running: wall time and the
-//	    supervisor's peak RSS (VmHWM)
+//	P4  50, 100 and 500 scripted agents (-p4): `swarm up` to all Running,
+//	    beyond the checkouts; the supervisor's peak RSS (VmHWM), idle CPU,
+//	    open fds; `swarm status` and `swarm send --all`; the live view's
+//	    idle CPU. With -base, P2 and P4 run with the previous release's
+//	    binary too, and the table shows new/old ratios (base.go)
 //	P5  worktree creation per agent (worktree.Manager.Ensure) against a plain
 //	    `git worktree add` on the same repository
 //	P6  base prompt size per mode and strategy, in bytes and estimated
@@ -97,6 +100,12 @@ type bench struct {
 	// dbURL, when set, is the PostgreSQL database the swarm processes use
 	// (SWARM_DB_URL): P8.
 	dbURL string
+	// baseBin is the previous release's binary (-base), and baseName the
+	// revision it was built from: P2 and P4 run with it too (base.go).
+	baseBin, baseName string
+	// prefix names the repositories and logs of the previous binary's
+	// runs apart from the new one's ("base-").
+	prefix string
 }
 
 func (b *bench) add(r row) { b.rows = append(b.rows, r) }
@@ -143,11 +152,12 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the temporary directory")
 	quick := flag.Bool("quick", false, "fewer samples (for trying the bench, not for figures)")
 	only := flag.String("only", "", "comma-separated figures to run, e.g. P2,P4 (default all)")
+	base := flag.String("base", "", "also run P2 and P4 with the swarm built from this revision (a tag or commit; auto: the latest tag, else main before its last merge; none: not)")
 	flag.Parse()
-	os.Exit(run(*bin, *out, *keep, *quick, *only))
+	os.Exit(run(*bin, *out, *keep, *quick, *only, *base))
 }
 
-func run(binPath, out string, keep, quick bool, only string) int {
+func run(binPath, out string, keep, quick bool, only, baseSpec string) int {
 	start := time.Now()
 	loadStart := loadAvg()
 	// The packages measured in-process log through slog; keep that quiet.
@@ -185,6 +195,15 @@ func run(binPath, out string, keep, quick bool, only string) int {
 	}()
 
 	ctx := context.Background()
+	if rev, err := baseRevision(baseSpec); err != nil || rev != "" {
+		if err == nil {
+			b.progress("building the previous swarm from %s ...", rev)
+			b.baseBin, err = b.buildBase(rev)
+		}
+		if err != nil {
+			b.add(row{ID: "base", Figure: "previous binary: " + firstLine(err.Error()), Status: "MISS", Target: "builds"})
+		}
+	}
 	want := func(id string) bool {
 		if only == "" {
 			return true
@@ -209,9 +228,14 @@ func run(binPath, out string, keep, quick bool, only string) int {
 		}
 		t0 := time.Now()
 		b.progress("%s ...", s.id)
+		first := len(b.rows) // the step's rows start here (side by side compares them)
 		if err := s.fn(ctx); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", s.id, err))
 			b.add(row{ID: s.id, Figure: "failed: " + firstLine(err.Error()), Status: "MISS", Target: "runs"})
+		} else if b.baseBin != "" && sideBySide(s.id) {
+			b.progress("%s with the previous swarm, %s ...", s.id, b.baseName)
+			old, err := b.runBase(ctx, s.id, s.fn)
+			b.compare(s.id, first, old, err)
 		}
 		b.progress("%s done in %s", s.id, time.Since(t0).Round(time.Millisecond))
 	}

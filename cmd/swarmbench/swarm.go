@@ -74,7 +74,7 @@ func countState(ctx context.Context, st mailbox.Store, state lifecycle.State) (i
 
 // upExited is the error of a supervisor that stopped before it should.
 func (b *bench) upExited(p *proc, log string) error {
-	data, _ := os.ReadFile(filepath.Join(b.tmp, log))
+	data, _ := os.ReadFile(filepath.Join(b.tmp, b.prefix+log))
 	return fmt.Errorf("swarm up exited early (%v):\n%s", p.err, tail(string(data), 2000))
 }
 

@@ -70,7 +70,7 @@ func (b *bench) swarm(dir string, args ...string) (string, error) {
 // newRepo makes a git repository with files spread over dirs and one
 // commit on main. files == 0 makes an empty first commit.
 func (b *bench) newRepo(name string, files, size int) (string, error) {
-	dir := filepath.Join(b.tmp, name)
+	dir := filepath.Join(b.tmp, b.prefix+name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -109,7 +109,7 @@ type proc struct {
 
 // start starts the swarm binary in dir with its output in logName.
 func (b *bench) start(dir, logName string, args ...string) (*proc, error) {
-	out, err := os.Create(filepath.Join(b.tmp, logName))
+	out, err := os.Create(filepath.Join(b.tmp, b.prefix+logName))
 	if err != nil {
 		return nil, err
 	}

@@ -397,23 +397,11 @@ func (s *Store) ownPID(pid uint32) bool {
 
 func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
 
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
-
 // pgCode returns the SQLSTATE of err, "" when it is not a server error.
 func pgCode(err error) string {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return pe.Code
-	}
-	return ""
-}
-
-// pgConstraint returns the constraint (or unique index) a server error
-// names, "" when none.
-func pgConstraint(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.ConstraintName
 	}
 	return ""
 }

@@ -376,5 +376,3 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 func nanos(t time.Time) int64 { return t.UTC().UnixNano() }
-
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
