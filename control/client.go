@@ -25,6 +25,18 @@ type Request struct {
 	Escalation int64 `json:"escalation,omitempty"`
 	// Run is the command an OpRun asks the supervisor to run.
 	Run *RunRequest `json:"run,omitempty"`
+	// Call is the verb an OpCall asks a session's door to run.
+	Call *CallRequest `json:"call,omitempty"`
+}
+
+// CallRequest is one verb with its typed request, as JSON (OpCall): what
+// `swarm mcp`'s tools send through the session's door, with no argv round
+// trip. The door decides who calls; Args names nobody.
+type CallRequest struct {
+	Verb string          `json:"verb"`
+	Args json.RawMessage `json:"args,omitempty"`
+	// Dir is the caller's working directory (the agent's worktree).
+	Dir string `json:"dir,omitempty"`
 }
 
 // RunRequest is a swarm command run inside an agent's session that the
@@ -90,6 +102,9 @@ const (
 	// OpRun runs a session's swarm command in the supervisor (Run); Data
 	// is a RunResult.
 	OpRun = "run"
+	// OpCall runs one verb with a typed request (Call) as the door's
+	// session; Data is a RunResult, what the verb's command would print.
+	OpCall = "call"
 	// OpSpawn starts the spawned agent Agent that `swarm spawn` stored.
 	OpSpawn = "spawn"
 	// OpRetire stops the spawned agent Agent, retired; answered once its

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -98,6 +99,23 @@ func RemoveDoors(l repo.Layout) error {
 // and returns what it printed.
 func RunAt(ctx context.Context, path string, req RunRequest) (RunResult, error) {
 	return runOn(ctx, path, req)
+}
+
+// CallVerbAt asks the server at path (a session's door) to run one verb
+// with its typed request (OpCall) and returns what it printed.
+func CallVerbAt(ctx context.Context, path string, req CallRequest) (RunResult, error) {
+	var res RunResult
+	resp, err := callPath(ctx, path, Request{Op: OpCall, Call: &req})
+	if err != nil {
+		if !resp.OK && resp.Error != "" {
+			return res, &RunRefused{Reason: resp.Error}
+		}
+		return res, err
+	}
+	if err := json.Unmarshal(resp.Data, &res); err != nil {
+		return res, fmt.Errorf("control %s: bad answer: %w", OpCall, err)
+	}
+	return res, nil
 }
 
 // CallAt sends one request to the server at path and waits for the answer.

@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -92,16 +93,30 @@ func (s *Supervisor) handleDoor(ctx context.Context, d *door, req control.Reques
 	if why := s.otherSession(ctx, d.caller); why != "" {
 		return control.Response{Error: why}
 	}
-	return HandleDoor(ctx, d.caller, req, s.opts.RunCommand)
+	return HandleDoorCall(ctx, d.caller, req, s.opts.RunCommand, s.opts.Verbs.Call)
 }
 
 // RunFunc runs a swarm command as caller (Options.RunCommand).
 type RunFunc func(ctx context.Context, caller identity.Caller, req control.RunRequest) control.RunResult
 
+// CallFunc runs one verb with its typed request as caller (Verbs.Call): an
+// error is a verb the door does not know, refused by its name.
+type CallFunc func(ctx context.Context, caller identity.Caller, req control.CallRequest) (control.RunResult, error)
+
+// identityArgs are the fields a typed request might use to claim who is
+// asking; the door knows, so a request with one is refused.
+var identityArgs = []string{"from", "agent", "caller", "session", "session_id", "session_seq", "env"}
+
 // HandleDoor answers one request that came through session c's door: the
 // door's rules, whatever the request says. run runs the commands (nil
-// refuses them).
+// refuses them); it takes no typed verb calls (HandleDoorCall does).
 func HandleDoor(ctx context.Context, c identity.Caller, req control.Request, run RunFunc) control.Response {
+	return HandleDoorCall(ctx, c, req, run, nil)
+}
+
+// HandleDoorCall is HandleDoor with call running the typed verb calls
+// (control.OpCall; nil refuses them).
+func HandleDoorCall(ctx context.Context, c identity.Caller, req control.Request, run RunFunc, call CallFunc) control.Response {
 	if req.Agent != "" || req.Escalation != 0 || len(req.Mail) > 0 {
 		return refused(c, "a request naming "+namedIn(req), "a session's door is that session: a request names no agent, escalation or mail", "send only the command")
 	}
@@ -119,12 +134,42 @@ func HandleDoor(ctx context.Context, c identity.Caller, req control.Request, run
 			return control.Response{Error: control.RunUnsupported}
 		}
 		return answer(run(ctx, c, *req.Run))
+	case control.OpCall:
+		if req.Call == nil || req.Call.Verb == "" {
+			return control.Response{Error: "bad request: call without a verb"}
+		}
+		if k := namesIdentity(req.Call.Args); k != "" {
+			return refused(c, "the verb "+req.Call.Verb+" with "+k, "the request names an identity ("+k+"); the door knows who the session is", "call the verb without "+k)
+		}
+		if call == nil {
+			return control.Response{Error: "this supervisor runs no verbs for its sessions' doors"}
+		}
+		res, err := call(ctx, c, *req.Call)
+		if err != nil {
+			return control.Response{Error: err.Error()}
+		}
+		return answer(res)
 	case control.OpStop, control.OpPause, control.OpResume, control.OpRetire, control.OpSpawn, control.OpEscalation, control.OpReload,
 		control.OpMail, control.OpPoke, control.OpWatch:
 		return refused(c, "the control operation "+req.Op, "it is not offered on a session's door",
 			"run the swarm command instead (swarm spawn, swarm escalate ...); the operator's commands are the operator's")
 	}
-	return control.Response{Error: fmt.Sprintf("unknown operation %q on a session's door (it offers %s and %s)", req.Op, control.OpRun, control.OpPing)}
+	return control.Response{Error: fmt.Sprintf("unknown operation %q on a session's door (it offers %s, %s and %s)", req.Op, control.OpRun, control.OpCall, control.OpPing)}
+}
+
+// namesIdentity is the identity field a typed request's arguments name,
+// "" for none (or arguments that are not an object: the verb refuses them).
+func namesIdentity(args json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(args, &fields) != nil {
+		return ""
+	}
+	for _, k := range identityArgs {
+		if v, ok := fields[k]; ok && string(v) != "null" && string(v) != `""` {
+			return k
+		}
+	}
+	return ""
 }
 
 // checkDoorRun says why a command request does not fit a session's door,

@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -60,5 +61,47 @@ func TestHandleDoor(t *testing.T) {
 	var who struct{ Agent, Session string }
 	if json.Unmarshal(HandleDoor(ctx, dev, control.Request{Op: control.OpPing}, run).Data, &who); who.Agent != "dev" || who.Session != "dev-3" {
 		t.Errorf("ping says %+v", who)
+	}
+}
+
+// TestHandleDoorCall: a typed verb call runs as the door's session; one
+// whose arguments name an identity is refused before any verb runs, and
+// an unknown verb is refused by its name.
+func TestHandleDoorCall(t *testing.T) {
+	dev := identity.Session("dev", 3, mode.Vector{mode.CanMessage: true})
+	var called []string
+	call := func(ctx context.Context, c identity.Caller, req control.CallRequest) (control.RunResult, error) {
+		if req.Verb != "send_message" {
+			return control.RunResult{}, fmt.Errorf("unknown verb %q on a session's door", req.Verb)
+		}
+		called = append(called, req.Verb+" by "+c.By())
+		return control.RunResult{Stdout: "{}"}, nil
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		req  control.Request
+		want string // "" means answered OK
+	}{
+		{"a verb", control.Request{Op: control.OpCall, Call: &control.CallRequest{Verb: "send_message", Args: json.RawMessage(`{"to":"critic","body":"hi"}`)}}, ""},
+		{"a verb from operator", control.Request{Op: control.OpCall, Call: &control.CallRequest{Verb: "send_message", Args: json.RawMessage(`{"to":"critic","body":"hi","from":"operator"}`)}}, "names an identity (from)"},
+		{"a verb as a teammate", control.Request{Op: control.OpCall, Call: &control.CallRequest{Verb: "send_message", Args: json.RawMessage(`{"to":"critic","body":"hi","agent":"critic"}`)}}, "names an identity (agent)"},
+		{"a forged session", control.Request{Op: control.OpCall, Call: &control.CallRequest{Verb: "send_message", Args: json.RawMessage(`{"to":"critic","body":"hi","session_id":"critic-9"}`)}}, "names an identity (session_id)"},
+		{"an unknown verb", control.Request{Op: control.OpCall, Call: &control.CallRequest{Verb: "retire", Args: json.RawMessage(`{}`)}}, `unknown verb "retire"`},
+		{"a call without a verb", control.Request{Op: control.OpCall}, "call without a verb"},
+	} {
+		resp := HandleDoorCall(ctx, dev, tc.req, nil, call)
+		switch {
+		case tc.want == "" && !resp.OK:
+			t.Errorf("%s: refused: %s", tc.name, resp.Error)
+		case tc.want != "" && (resp.OK || !strings.Contains(resp.Error, tc.want)):
+			t.Errorf("%s: %+v, want an error with %q", tc.name, resp, tc.want)
+		}
+	}
+	if len(called) != 1 || called[0] != "send_message by dev/dev-3" {
+		t.Errorf("called %v; want one send_message by dev/dev-3", called)
+	}
+	if resp := HandleDoor(ctx, dev, control.Request{Op: control.OpCall, Call: &control.CallRequest{Verb: "send_message"}}, nil); resp.OK {
+		t.Errorf("a door without verbs answered a call: %+v", resp)
 	}
 }

@@ -13,20 +13,20 @@ import (
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
-	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/protocol"
-	"github.com/swarmhq/swarm/workflow"
 	"github.com/swarmhq/swarm/worktree"
 )
 
-// This file is the protocol layer (DESIGN §9.2) as one use case that the
-// CLI (swarm send --type, swarm ack, swarm protocol log) and the engines'
-// tools (send_protocol, ack) share: it resolves what a reply answers,
-// binds ACKs and results to the sender's current session, builds and
-// stores the message through the one mail service (Poster.PostProtocol),
-// and raises a branch_violation escalation when a dispatch names a
-// protected branch. The ACK deadlines are enforced by the supervisor's
-// ack-deadlines service (acks.go).
+// This file is the protocol layer (DESIGN §9.2) as the rule-free
+// primitives the protocol verbs (verbs.SendProtocol, Ack, AckAll: the
+// CLI's and the engines' tools') and the runtime's own dispatches share:
+// it resolves what a reply answers, builds and stores the message through
+// the one mail service (Poster.PostProtocol), and raises a
+// branch_violation escalation when a dispatch names a protected branch.
+// Who may send what (the sender, the capabilities, the reviewer's verdict,
+// the current session) is the verbs' to check, once, before they call
+// here. The ACK deadlines are enforced by the supervisor's ack-deadlines
+// service (acks.go).
 
 // Protocol sends protocol messages and ACKs. It is safe for concurrent use.
 type Protocol struct {
@@ -47,19 +47,15 @@ type Protocol struct {
 
 // SendRequest is a protocol message to send.
 type SendRequest struct {
-	// Draft is what the sender supplies. Its From is the sender's
-	// identity ($SWARM_AGENT, operator, or swarm), never a model's
-	// argument.
+	// Draft is what the sender supplies. Its From is the sender, as the
+	// verb decided it from the caller (or swarm for the runtime), never a
+	// model's argument.
 	Draft protocol.Draft
 	// ReplyTo names the message answered: its number (12 or #12) or its
 	// msg_id. It fills task_id, to (when not given) and context_ref.
 	ReplyTo string
-	// Caller is who sends, as the door established it (DESIGN §13.1):
-	// Draft.From must name the caller unless the caller is the operator
-	// or the runtime; a session needs can_message (can_dispatch for a
-	// dispatch); an ack or a task_result from an agent must come from its
-	// current session; a workflow item's review_verdict only from the
-	// reviewer's current session, as a reply to the open review request.
+	// Caller is who sends, as the door established it (DESIGN §13.1), for
+	// verbs.SendProtocol's rules; Send itself checks none.
 	Caller identity.Caller
 }
 
@@ -129,48 +125,20 @@ func (p *Protocol) Builder(ctx context.Context) (*protocol.Builder, error) {
 	return &protocol.Builder{Resolver: mailbox.Resolver{Store: p.Store, Commits: p.Commits}, BaseBranch: base, Now: p.Now}, nil
 }
 
-// Send builds, checks and stores a protocol message. Refusals:
-// *protocol.ValidationError (every failing field by its JSON path; a
-// *BranchViolationError when a dispatch names a protected branch, after
-// raising the escalation), *StaleSessionError, or the mail service's own
-// (an unknown recipient).
+// Send builds, validates and stores a protocol message from d.From,
+// checking no rule of who may send it (verbs.SendProtocol does, first).
+// Refusals: *protocol.ValidationError (every failing field by its JSON
+// path; a *BranchViolationError when a dispatch names a protected branch,
+// after raising the escalation), or the mail service's own (an unknown
+// recipient, a request answered already).
 func (p *Protocol) Send(ctx context.Context, req SendRequest) (message.Message, protocol.Envelope, error) {
 	d := req.Draft
-	c := req.Caller
-	from, err := c.Sender(d.From)
-	if err != nil {
-		return message.Message{}, protocol.Envelope{}, err
-	}
-	d.From = from
-	if err := c.Require(mode.CanMessage, "swarm send --type "+string(d.Type)); err != nil {
-		return message.Message{}, protocol.Envelope{}, err
-	}
-	if d.Type == protocol.TypeTaskDispatch {
-		if err := c.Require(mode.CanDispatch, "swarm send --type task_dispatch (a dispatch)"); err != nil {
-			return message.Message{}, protocol.Envelope{}, err
-		}
-	}
-	var answered protocol.Envelope
 	if req.ReplyTo != "" {
-		answered, err = p.envelopeOf(ctx, req.ReplyTo)
+		answered, err := p.Envelope(ctx, req.ReplyTo)
 		if err != nil {
 			return message.Message{}, protocol.Envelope{}, err
 		}
 		if err := d.ReplyTo(answered); err != nil {
-			return message.Message{}, protocol.Envelope{}, err
-		}
-	}
-	if d.Type == protocol.TypeReviewVerdict {
-		if err := p.checkVerdict(ctx, c, d, req.ReplyTo != "", answered); err != nil {
-			return message.Message{}, protocol.Envelope{}, err
-		}
-	}
-	if d.Type == protocol.TypeTaskResult || d.Type == protocol.TypeAck {
-		what := "send a task_result"
-		if d.Type == protocol.TypeAck {
-			what = "acknowledge"
-		}
-		if err := p.CheckSession(ctx, d.From, c.SessionID(), what); err != nil {
 			return message.Message{}, protocol.Envelope{}, err
 		}
 	}
@@ -211,42 +179,9 @@ func (p *Protocol) branchViolation(ctx context.Context, d protocol.Draft, bv *pr
 	return out
 }
 
-// checkVerdict is the rule of a workflow item's review_verdict: only the
-// reviewer the open review request went to, from its current session, as
-// a reply to that request. Anyone else (the dev with or without --from,
-// the operator, a leftover of an earlier session) is refused and nothing
-// is stored. A verdict about anything but a work item is not checked here.
-func (p *Protocol) checkVerdict(ctx context.Context, c identity.Caller, d protocol.Draft, replied bool, answered protocol.Envelope) error {
-	it, err := p.Store.Item(ctx, d.TaskID)
-	switch {
-	case errors.Is(err, mailbox.ErrNoSuchItem):
-		return nil
-	case err != nil:
-		return fmt.Errorf("read work item %s: %w", d.TaskID, err)
-	}
-	refuse := func(why, hint string) error {
-		return &identity.Refusal{Rule: identity.RuleVerdict, Caller: c, What: "a review_verdict for item " + it.ID, Why: why, Hint: hint}
-	}
-	if it.State != workflow.InReview || it.Request == "" {
-		return refuse(fmt.Sprintf("the item is %s, with no review open", it.State), "'swarm workflow status' shows where it is")
-	}
-	reqMsg, err := p.Store.ProtocolMessage(ctx, it.Request)
-	if err != nil {
-		return fmt.Errorf("read the review request %s of item %s: %w", it.Request, it.ID, err)
-	}
-	reviewer := reqMsg.To
-	if !c.IsSession() || c.Agent() != reviewer {
-		return refuse("only the reviewer the request went to ("+reviewer+") gives this item's verdict, from its own session", "")
-	}
-	if !replied || answered.MsgID != it.Request {
-		return refuse("a verdict answers the open review request", "send it with --reply-to "+it.Request)
-	}
-	return p.CheckSession(ctx, reviewer, c.SessionID(), "give the verdict of item "+it.ID)
-}
-
-// CheckSession refuses an agent's ACK or task_result from anything but
-// its current session: session must be its latest session (running or
-// last ended). Operator and swarm have no sessions and are not checked.
+// CheckSession says whether session is agent's current one (its latest,
+// running or last ended), with a *StaleSessionError when it is not: what
+// the verbs' own_session rule asks. Operator and swarm have no sessions.
 func (p *Protocol) CheckSession(ctx context.Context, agent, session, what string) error {
 	if message.Reserved(agent) {
 		return nil
@@ -266,56 +201,60 @@ func (p *Protocol) CheckSession(ctx context.Context, agent, session, what string
 	return nil
 }
 
-// Ack acknowledges one message (ref: 12, #12 or a msg_id) as the caller:
-// an agent's current session (with can_message), or the operator for mail
-// to operator.
+// Ack acknowledges one message (ref: 12, #12 or a msg_id) as c's agent (or
+// the operator, for mail to operator): Owed, then AckEnvelope. Whether c
+// may (its capability, its current session) is verbs.Ack's rule.
 func (p *Protocol) Ack(ctx context.Context, c identity.Caller, ref string) (message.Message, error) {
-	if err := c.Require(mode.CanMessage, "swarm ack"); err != nil {
-		return message.Message{}, err
-	}
-	agent, session := c.Name(), c.SessionID()
-	m, err := ResolveMessage(ctx, p.Store, ref)
+	env, err := p.Owed(ctx, c, ref)
 	if err != nil {
 		return message.Message{}, err
+	}
+	return p.AckEnvelope(ctx, c, env)
+}
+
+// Owed is the envelope of the message ref names when c's agent owes it an
+// ACK now: sent to it, asking for one, still open and delivered.
+func (p *Protocol) Owed(ctx context.Context, c identity.Caller, ref string) (protocol.Envelope, error) {
+	agent := c.Name()
+	m, err := ResolveMessage(ctx, p.Store, ref)
+	if err != nil {
+		return protocol.Envelope{}, err
 	}
 	env, err := mailbox.Envelope(m)
 	if err != nil {
-		return message.Message{}, fmt.Errorf("nothing to acknowledge: %w", err)
+		return protocol.Envelope{}, fmt.Errorf("nothing to acknowledge: %w", err)
 	}
 	a := m.Ack
 	switch {
 	case m.To != agent:
-		return message.Message{}, fmt.Errorf("%s was sent to %s, not to %s: only its recipient acknowledges it", m.MsgID, m.To, agent)
+		return protocol.Envelope{}, fmt.Errorf("%s was sent to %s, not to %s: only its recipient acknowledges it", m.MsgID, m.To, agent)
 	case a == nil || !a.Required:
-		return message.Message{}, fmt.Errorf("%s asks for no ACK: nothing to acknowledge", m.MsgID)
+		return protocol.Envelope{}, fmt.Errorf("%s asks for no ACK: nothing to acknowledge", m.MsgID)
 	case a.State == message.AckAcked:
-		return message.Message{}, fmt.Errorf("%s was acknowledged already, at %s: nothing to do", m.MsgID, a.AckedAt.Format(time.RFC3339))
+		return protocol.Envelope{}, fmt.Errorf("%s was acknowledged already, at %s: nothing to do", m.MsgID, a.AckedAt.Format(time.RFC3339))
 	case a.State == message.AckCancelled:
-		return message.Message{}, fmt.Errorf("%s was cancelled by the operator: do not work on it", m.MsgID)
+		return protocol.Envelope{}, fmt.Errorf("%s was cancelled by the operator: do not work on it", m.MsgID)
 	case a.DueAt == nil && !message.Reserved(agent):
-		return message.Message{}, fmt.Errorf("%s has not been delivered to %s yet: acknowledge it once it is in your prompt", m.MsgID, agent)
+		return protocol.Envelope{}, fmt.Errorf("%s has not been delivered to %s yet: acknowledge it once it is in your prompt", m.MsgID, agent)
 	}
-	if err := p.CheckSession(ctx, agent, session, "acknowledge"); err != nil {
-		return message.Message{}, err
-	}
+	return env, nil
+}
+
+// AckEnvelope stores c's agent's ACK of env (Owed's).
+func (p *Protocol) AckEnvelope(ctx context.Context, c identity.Caller, env protocol.Envelope) (message.Message, error) {
 	b, err := p.Builder(ctx)
 	if err != nil {
 		return message.Message{}, err
 	}
-	sent, _, err := p.Poster.PostProtocol(ctx, b, protocol.AckDraft(env, agent))
+	sent, _, err := p.Poster.PostProtocol(ctx, b, protocol.AckDraft(env, c.Name()))
 	return sent, err
 }
 
-// AckAll acknowledges every message that awaits the caller's ACK and has
-// been delivered to it, oldest first, and returns the ACKs it sent.
+// AckAll acknowledges every message that awaits c's ACK and has been
+// delivered to it, oldest first, and returns the ACKs it sent (the rules:
+// verbs.AckAll).
 func (p *Protocol) AckAll(ctx context.Context, c identity.Caller) ([]message.Message, error) {
-	if err := c.Require(mode.CanMessage, "swarm ack"); err != nil {
-		return nil, err
-	}
-	agent, session := c.Name(), c.SessionID()
-	if err := p.CheckSession(ctx, agent, session, "acknowledge"); err != nil {
-		return nil, err
-	}
+	agent := c.Name()
 	owed, err := p.Store.PendingAcks(ctx, agent)
 	if err != nil {
 		return nil, err
@@ -343,8 +282,9 @@ func (p *Protocol) Log(ctx context.Context, task string, limit int) ([]message.M
 	return p.Store.ProtocolMessages(ctx, limit)
 }
 
-// envelopeOf is the envelope of the protocol message ref names.
-func (p *Protocol) envelopeOf(ctx context.Context, ref string) (protocol.Envelope, error) {
+// Envelope is the envelope of the protocol message ref names (12, #12 or
+// a msg_id); plain mail has none.
+func (p *Protocol) Envelope(ctx context.Context, ref string) (protocol.Envelope, error) {
 	m, err := ResolveMessage(ctx, p.Store, ref)
 	if err != nil {
 		return protocol.Envelope{}, err

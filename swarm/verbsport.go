@@ -2,6 +2,9 @@ package swarm
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/swarmhq/swarm/control"
 
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/identity"
@@ -16,8 +19,7 @@ import (
 // socket (pause, resume, reload, stop). Package verbs implements them;
 // swarm cannot import it (verbs imports swarm), so the binary gives them
 // in Options.Verbs. Without them (the runtime's own tests) the primitives
-// run as they are: the protocol's rules live in Protocol, the rest
-// checks nothing.
+// run as they are and check nothing: the rules are the verbs'.
 type Verbs interface {
 	// Send posts d from caller through p (verbs.Send).
 	Send(ctx context.Context, c identity.Caller, p *mailbox.Poster, d message.Draft) (message.Message, error)
@@ -34,6 +36,10 @@ type Verbs interface {
 	Resume(ctx context.Context, c identity.Caller, rt Runtime, agent string) (string, error)
 	Reload(ctx context.Context, c identity.Caller, rt Runtime) (ReloadReport, error)
 	Stop(ctx context.Context, c identity.Caller, stop func()) error
+	// Call runs one verb with its typed request as a session's door's
+	// caller (control.OpCall, what `swarm mcp`'s tools send); an error is
+	// a verb it does not know, refused by name.
+	Call(ctx context.Context, c identity.Caller, req control.CallRequest) (control.RunResult, error)
 }
 
 // Runtime is what the runtime's verbs ask of the supervisor.
@@ -83,6 +89,10 @@ func (primitives) Resume(ctx context.Context, _ identity.Caller, rt Runtime, age
 
 func (primitives) Reload(ctx context.Context, _ identity.Caller, rt Runtime) (ReloadReport, error) {
 	return rt.Reload(ctx)
+}
+
+func (primitives) Call(_ context.Context, _ identity.Caller, req control.CallRequest) (control.RunResult, error) {
+	return control.RunResult{}, fmt.Errorf("unknown verb %q: this supervisor runs no verbs for its sessions' doors", req.Verb)
 }
 
 func (primitives) Stop(_ context.Context, _ identity.Caller, stop func()) error {

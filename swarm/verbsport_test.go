@@ -43,6 +43,11 @@ func (v *refusingVerbs) Stop(_ context.Context, c identity.Caller, _ func()) err
 	return errRefusedHere
 }
 
+func (v *refusingVerbs) Call(_ context.Context, c identity.Caller, req control.CallRequest) (control.RunResult, error) {
+	v.called("call "+req.Verb, c)
+	return control.RunResult{}, errRefusedHere
+}
+
 var errRefusedHere = errors.New("refused by the verbs")
 
 func (v *refusingVerbs) called(verb string, c identity.Caller) {

@@ -42,18 +42,33 @@ func Reply(ctx context.Context, c identity.Caller, p *mailbox.Poster, id int64, 
 
 // checkMail applies the mail rules to d and sets its sender.
 func checkMail(c identity.Caller, d *message.Draft, what string) error {
-	from, err := c.Sender(d.From)
-	if err != nil {
-		return err
-	}
-	d.From = from
-	if err := c.Require(mode.CanMessage, what); err != nil {
-		return err
-	}
+	dispatch := ""
 	if d.Kind == message.KindTask {
-		return c.Require(mode.CanDispatch, what+" --kind task (a dispatch)")
+		dispatch = what + " --kind task (a dispatch)"
 	}
-	return nil
+	from, err := senderRules(c, d.From, what, dispatch)
+	d.From = from
+	return err
+}
+
+// senderRules are the rules of every sending verb (mail and protocol), in
+// one place: --from only names the caller (the operator names anyone), a
+// session needs can_message, and can_dispatch for a dispatch (dispatch
+// names it; "" for none). It returns the sender.
+func senderRules(c identity.Caller, from, what, dispatch string) (string, error) {
+	from, err := c.Sender(from)
+	if err != nil {
+		return "", err
+	}
+	if err := c.Require(mode.CanMessage, what); err != nil {
+		return "", err
+	}
+	if dispatch != "" {
+		if err := c.Require(mode.CanDispatch, dispatch); err != nil {
+			return "", err
+		}
+	}
+	return from, nil
 }
 
 // Escalate is the escalate verb: caller raises d. A session needs

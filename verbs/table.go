@@ -11,7 +11,7 @@ type Door string
 // The doors.
 const (
 	CLI    Door = "cli"    // the swarm commands, run by the operator or through a session's door
-	MCP    Door = "mcp"    // `swarm mcp`'s tools, through the session's door
+	MCP    Door = "mcp"    // `swarm mcp`'s tools: typed verb calls through the session's door (control.OpCall)
 	Live   Door = "tui"    // the live view (`swarm up`, `swarm watch`)
 	Desk   Door = "web"    // the web desk
 	Engine Door = "engine" // the in-process engines' tools
@@ -35,7 +35,7 @@ var Table = []Verb{
 	{"Reply", "swarm reply", []Door{CLI, MCP, Desk}, "capability can_message; sender"},
 	{"SendProtocol", "swarm send --type", []Door{CLI, MCP, Engine}, "capability can_message (can_dispatch for a dispatch); sender; verdict: a review_verdict only from the reviewer's current session, answering the open request; own_session for acks and results"},
 	{"Ack", "swarm ack", []Door{CLI, MCP, Engine}, "capability can_message; own_session"},
-	{"AckAll", "swarm ack --all", []Door{CLI, Engine}, "capability can_message; own_session"},
+	{"AckAll", "swarm ack --all", []Door{CLI, MCP, Engine}, "capability can_message; own_session"},
 	{"ProtocolLog", "swarm protocol log", []Door{CLI}, "known caller (a read)"},
 	{"Escalate", "swarm escalate", []Door{CLI, MCP, Engine}, "capability can_escalate; hold_self: an agent holds only itself"},
 	{"MarkRead", "swarm inbox --mark-read", []Door{CLI, Desk}, "mark_read: only the operator marks the operator's mail read"},
@@ -49,7 +49,7 @@ var Table = []Verb{
 	{"CancelLanding", "swarm land --cancel", []Door{CLI, Desk}, "operator_only"},
 	{"WaitLanded", "swarm land --wait", []Door{CLI}, "known caller (a read)"},
 	{"StartItem", "swarm workflow start", []Door{CLI}, "capability can_dispatch"},
-	{"SignalItem", "swarm workflow signal", []Door{CLI}, "stage: only the stage's agent's session"},
+	{"SignalItem", "swarm workflow signal", []Door{CLI, MCP}, "stage: only the stage's agent's session"},
 	{"AbortItem", "swarm workflow abort", []Door{CLI, Desk}, "operator_only"},
 	{"MergeItem", "swarm workflow merge", []Door{CLI, Desk}, "operator_only"},
 	{"MergeApproved", "swarm escalation approve (an item's approval)", []Door{CLI, Live, Desk}, "operator_only"},
@@ -60,6 +60,7 @@ var Table = []Verb{
 	{"Reserve", "swarm reserve", []Door{CLI}, "capability can_edit_files; own_session"},
 	{"Release", "swarm release", []Door{CLI, Desk}, "own_session"},
 	{"Reservations", "swarm reservations", []Door{CLI, Desk}, "known caller (a read)"},
+	{"Status", "swarm status", []Door{CLI, MCP, Live, Desk}, "known caller (a read)"},
 	{"ReadBudgets", "swarm status (budgets)", []Door{CLI, Live, Desk}, "known caller (a read)"},
 	{"Preview", "swarm prompt", []Door{CLI}, "known caller (a read)"},
 	{"Team", "swarm team", []Door{CLI}, "known caller (a read)"},

@@ -255,9 +255,9 @@ func History(ctx context.Context, c identity.Caller, st mailbox.Store, ids ...st
 	return out, nil
 }
 
-// Status is one workflow as `swarm workflow status --json` prints it: the
+// WorkflowView is one workflow as `swarm workflow status --json` prints it: the
 // items, and for dev-qa seed 001's workflow-state.json fields.
-type Status struct {
+type WorkflowView struct {
 	Name string        `json:"name"`
 	Kind workflow.Kind `json:"kind"`
 	// Roles binds each of the kind's roles to its agent.
@@ -277,7 +277,7 @@ type Status struct {
 
 // MarshalJSON keeps seed 001's shape for dev-qa: a reader of
 // workflow-state.json finds every key, whatever the state.
-func (s Status) MarshalJSON() ([]byte, error) {
+func (s WorkflowView) MarshalJSON() ([]byte, error) {
 	type common struct {
 		Name  string            `json:"name"`
 		Kind  workflow.Kind     `json:"kind"`
@@ -305,11 +305,11 @@ func (s Status) MarshalJSON() ([]byte, error) {
 
 // WorkflowStatus is the status verb: one workflow (every workflow when
 // name is empty). A read any caller the door knows may make.
-func WorkflowStatus(ctx context.Context, c identity.Caller, st mailbox.Store, cfg *config.Config, name string) ([]Status, error) {
+func WorkflowStatus(ctx context.Context, c identity.Caller, st mailbox.Store, cfg *config.Config, name string) ([]WorkflowView, error) {
 	if !c.Known() {
 		return nil, operatorOnly(c, "swarm workflow status")
 	}
-	var out []Status
+	var out []WorkflowView
 	for _, w := range cfg.Workflows {
 		if name != "" && w.Name != name {
 			continue
@@ -321,7 +321,7 @@ func WorkflowStatus(ctx context.Context, c identity.Caller, st mailbox.Store, cf
 		if items == nil {
 			items = []workflow.Item{}
 		}
-		s := Status{Name: w.Name, Kind: w.Kind, Roles: map[string]string{}, Items: items}
+		s := WorkflowView{Name: w.Name, Kind: w.Kind, Roles: map[string]string{}, Items: items}
 		for _, r := range []string{"dev", "reviewer", "qa", "initializer"} {
 			if a := w.Role(r); a != "" {
 				s.Roles[r] = a
@@ -342,7 +342,7 @@ func WorkflowStatus(ctx context.Context, c identity.Caller, st mailbox.Store, cf
 
 // qaState fills seed 001's fields: the workflow's state is its active
 // item's, START before any item began, COMPLETE when every item is done.
-func qaState(ctx context.Context, c identity.Caller, st mailbox.Store, w config.Workflow, s *Status) error {
+func qaState(ctx context.Context, c identity.Caller, st mailbox.Store, w config.Workflow, s *WorkflowView) error {
 	ids := make([]string, len(s.Items))
 	for i, it := range s.Items {
 		ids[i] = it.ID

@@ -13,7 +13,7 @@ import (
 // COMPLETE); a dev-review workflow has none of them.
 func TestDevQAStatusKeepsEveryKey(t *testing.T) {
 	prev := "QA_PASSED"
-	qa, err := json.Marshal(Status{Name: "qa", Kind: workflow.DevQA, Roles: map[string]string{}, Items: []workflow.Item{},
+	qa, err := json.Marshal(WorkflowView{Name: "qa", Kind: workflow.DevQA, Roles: map[string]string{}, Items: []workflow.Item{},
 		CurrentState: "COMPLETE", PreviousState: &prev})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestDevQAStatusKeepsEveryKey(t *testing.T) {
 	if got["next_agent"] != nil || got["current_state"] != "COMPLETE" {
 		t.Errorf("dev-qa status = %s", qa)
 	}
-	review, err := json.Marshal(Status{Name: "review", Kind: workflow.DevReview, Roles: map[string]string{}, Items: []workflow.Item{}})
+	review, err := json.Marshal(WorkflowView{Name: "review", Kind: workflow.DevReview, Roles: map[string]string{}, Items: []workflow.Item{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -275,7 +275,7 @@ func (s *Server) threadPage(r *http.Request) (any, error) {
 }
 
 type workflowsData struct {
-	Workflows []verbs.Status
+	Workflows []verbs.WorkflowView
 }
 
 func (s *Server) workflowsPage(r *http.Request) (any, error) {

@@ -12,20 +12,14 @@ import (
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
+	"github.com/swarmhq/swarm/verbs"
 )
 
-// modeJSON is how --json shows an agent's mode contract (DESIGN §9.4):
-// "mode" is execute or coordinate, "profile" the old word or null.
-type modeJSON struct {
-	Mode         string      `json:"mode"`
-	Profile      *string     `json:"profile"`
-	Strategy     string      `json:"strategy"`
-	TreeRoot     string      `json:"tree_root,omitempty"`
-	Capabilities mode.Vector `json:"capabilities"`
-}
+// modeJSON is how --json shows an agent's mode contract (verbs.ModeView).
+type modeJSON = verbs.ModeView
 
 // modeOf is the agent's mode contract; caps is the vector its session
-// stored, nil to derive it from swarm.toml.
+// stored, nil to derive it from swarm.toml (as the status verb's rows).
 func modeOf(a config.Agent, caps mode.Vector) modeJSON {
 	s := a.Spec()
 	if caps == nil {

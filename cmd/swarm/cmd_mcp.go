@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/swarmhq/swarm/control"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -35,10 +32,11 @@ external CLI agent (Claude Code, Codex, Gemini CLI) running a session.
 The exec presets register it in every session themselves; run it by hand
 only to register it with a CLI of your own.
 
-The identity is the session's: $SWARM_AGENT and $SWARM_SESSION_ID, never
-a tool argument. Each tool runs the swarm command of the same name, so
-validation, wake-ups and refusals are exactly the CLI's, and only the
-tools the agent's capabilities allow are offered:
+The identity is the session's door's ($SWARM_DOOR), never a tool
+argument. Each tool calls the verb of the swarm command of the same name
+with its typed input, through the door, so validation, wake-ups and
+refusals are exactly the CLI's, and only the tools the agent's
+capabilities allow are offered:
 
   send_message    swarm send            can_message
   send_protocol   swarm send --type     can_message (task_dispatch: can_dispatch)
@@ -94,7 +92,7 @@ func runMCP(ctx context.Context, opts *MCPOptions) error {
 		return fmt.Errorf("swarm mcp: this session's door (%s) gave no agent: %s", door, resp.Data)
 	}
 	agent := who.Agent
-	s := &mcpServer{app: app, agent: agent}
+	s := &mcpServer{app: app, door: door, agent: agent}
 	caps, err := s.capabilities(ctx)
 	if err != nil {
 		return err
@@ -121,32 +119,45 @@ func serveMCP(ctx context.Context, opts *MCPOptions, srv *mcp.Server) error {
 	return nil
 }
 
-// mcpServer runs each tool as the swarm command of the same name, in this
-// process: the same validation, refusals, wake-ups and, on PostgreSQL, the
-// same path through the supervisor as the CLI.
+// mcpServer calls each tool's verb with its typed input through the
+// session's door (control.OpCall): the supervisor runs it as the session
+// the door is, with the same validation, refusals and wake-ups as the
+// command of the same name, whose --json output is the tool's result.
 type mcpServer struct {
 	app   *App
+	door  string
 	agent string
 	// staged says the agent works stages of a dev-qa workflow, which it
 	// ends with workflow_signal.
 	staged bool
-	mu     sync.Mutex // one command at a time: they share the process
 }
 
-// swarm runs one swarm command and returns its output and exit code.
-func (s *mcpServer) swarm(ctx context.Context, args ...string) (stdout, stderr string, code int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out, errb bytes.Buffer
-	sub := &App{Stdin: bytes.NewReader(nil), Stdout: &out, Stderr: &errb, Env: s.app.Env, Cwd: s.app.Cwd, Dir: s.app.Dir, nested: true}
-	code = run(ctx, sub, args)
-	return out.String(), errb.String(), code
+// call calls verb with its typed request in through the door and returns
+// what its command printed and its exit code.
+func (s *mcpServer) call(ctx context.Context, verb string, in any) (stdout, stderr string, code int) {
+	args, err := json.Marshal(in)
+	if err != nil {
+		return "", "swarm: " + err.Error(), exitUsage
+	}
+	cctx, cancel := context.WithTimeout(ctx, doorTimeout)
+	defer cancel()
+	res, err := control.CallVerbAt(cctx, s.door, control.CallRequest{Verb: verb, Args: args, Dir: s.app.Cwd})
+	var refused *control.RunRefused
+	switch {
+	case errors.As(err, &refused):
+		return "", "swarm: " + refused.Reason, exitError
+	case errors.Is(err, control.ErrNoSupervisor):
+		return "", fmt.Sprintf("swarm: this session's door (%s) is closed: the session has ended, or the supervisor stopped; nothing was done", s.door), exitError
+	case err != nil:
+		return "", fmt.Sprintf("swarm: this session's door did not answer: %v", err), exitError
+	}
+	return res.Stdout, res.Stderr, res.Code
 }
 
 // capabilities reads the agent's vector as 'swarm status --json' shows it:
 // its session's, stored when the session started.
 func (s *mcpServer) capabilities(ctx context.Context) (mode.Vector, error) {
-	out, errs, code := s.swarm(ctx, "status", "--json")
+	out, errs, code := s.call(ctx, "status", struct{}{})
 	if code != 0 {
 		return nil, fmt.Errorf("read %s's capabilities: %s", s.agent, strings.TrimSpace(errs))
 	}
@@ -275,152 +286,61 @@ type (
 	}
 )
 
+// mistake says what an input lacks before it is sent, "" for nothing (the
+// verb checks it again: a door is called by others too).
+func (in ackIn) mistake() string {
+	if !in.All && in.MsgID == "" {
+		return "give msg_id, or all: true"
+	}
+	return ""
+}
+
+func (in diffIn) mistake() string {
+	if in.Dev == "" || strings.HasPrefix(in.Dev, "-") {
+		return "give dev: the agent whose commit you review"
+	}
+	return ""
+}
+
 // register adds the tools the capabilities allow. The list stays short:
 // every definition costs context on every model turn.
 func (s *mcpServer) register(srv *mcp.Server, caps mode.Vector) {
 	offered := caps.MCPTools()
 	on := func(name string) bool { return slices.Contains(offered, name) }
 	if on("send_message") {
-		mcp.AddTool(srv, &mcp.Tool{Name: "send_message", Description: "Send a message to a teammate or operator (swarm send)."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, any, error) {
-				args := []string{"send", "--json"}
-				if in.Urgent {
-					args = append(args, "--urgent")
-				}
-				if in.ReplyTo != "" {
-					args = append(args, "--reply-to", in.ReplyTo)
-				}
-				return result(s.swarm(ctx, append(args, "--", in.To, in.Body)...))
-			})
-		mcp.AddTool(srv, &mcp.Tool{Name: "send_protocol", Description: "Send a typed protocol message (swarm send --type); it is validated before it is stored."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in protocolIn) (*mcp.CallToolResult, any, error) {
-				payload, err := json.Marshal(in.Payload)
-				if err != nil {
-					return result("", "payload: "+err.Error(), exitUsage)
-				}
-				args := []string{"send", "--json", "--type", in.Type, "--payload", string(payload)}
-				if in.Task != "" {
-					args = append(args, "--task", in.Task)
-				}
-				if in.ReplyTo != "" {
-					args = append(args, "--reply-to", in.ReplyTo)
-				}
-				for _, r := range in.ContextRef {
-					args = append(args, "--context-ref", r)
-				}
-				if in.AckTimeout != "" {
-					args = append(args, "--ack-timeout", in.AckTimeout)
-				}
-				if in.NoAck {
-					args = append(args, "--no-ack")
-				}
-				return result(s.swarm(ctx, append(args, "--", in.To)...))
-			})
-		mcp.AddTool(srv, &mcp.Tool{Name: "reply", Description: "Answer a message in its thread (swarm reply)."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in replyIn) (*mcp.CallToolResult, any, error) {
-				args := []string{"reply", "--json"}
-				if in.Urgent {
-					args = append(args, "--urgent")
-				}
-				return result(s.swarm(ctx, append(args, "--", in.ID, in.Body)...))
-			})
-		mcp.AddTool(srv, &mcp.Tool{Name: "ack", Description: "Acknowledge a protocol message that asks for an ack (swarm ack)."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in ackIn) (*mcp.CallToolResult, any, error) {
-				switch {
-				case in.All:
-					return result(s.swarm(ctx, "ack", "--json", "--all"))
-				case in.MsgID == "":
-					return result("", "give msg_id, or all: true", 2)
-				}
-				return result(s.swarm(ctx, "ack", "--json", "--", in.MsgID))
-			})
+		addVerb[sendIn](s, srv, "send_message", "Send a message to a teammate or operator (swarm send).")
+		addVerb[protocolIn](s, srv, "send_protocol", "Send a typed protocol message (swarm send --type); it is validated before it is stored.")
+		addVerb[replyIn](s, srv, "reply", "Answer a message in its thread (swarm reply).")
+		addVerb[ackIn](s, srv, "ack", "Acknowledge a protocol message that asks for an ack (swarm ack).")
 	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "inbox", Description: "List your mail, oldest first (swarm inbox)."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in inboxIn) (*mcp.CallToolResult, any, error) {
-			limit := in.Limit
-			if limit <= 0 {
-				limit = 20
-			}
-			args := []string{"inbox", s.agent, "--json", "--limit", strconv.Itoa(limit)}
-			if in.State != "" {
-				args = append(args, "--state", in.State)
-			}
-			return result(s.swarm(ctx, args...))
-		})
+	addVerb[inboxIn](s, srv, "inbox", "List your mail, oldest first (swarm inbox).")
 	if on("escalate") {
-		mcp.AddTool(srv, &mcp.Tool{Name: "escalate", Description: "Ask the human operator to decide or know something (swarm escalate)."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in escalateIn) (*mcp.CallToolResult, any, error) {
-				args := []string{"escalate", "--json"}
-				if in.Severity != "" {
-					args = append(args, "--severity", in.Severity)
-				}
-				if in.Hold {
-					args = append(args, "--hold")
-				}
-				if in.Approval {
-					args = append(args, "--approval")
-				}
-				if in.Ref != "" {
-					args = append(args, "--ref", in.Ref)
-				}
-				return result(s.swarm(ctx, append(args, "--", in.Summary)...))
-			})
+		addVerb[escalateIn](s, srv, "escalate", "Ask the human operator to decide or know something (swarm escalate).")
 	}
 	// Only an agent of a dev-qa workflow gets workflow_signal: every tool
 	// definition costs context on every turn.
 	if on("send_message") && s.staged {
-		mcp.AddTool(srv, &mcp.Tool{Name: "workflow_signal", Description: "End your dev-qa stage (swarm workflow signal); Workflow Context names the next states."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in signalIn) (*mcp.CallToolResult, any, error) {
-				args := []string{"workflow", "signal", "--json", "--status", in.Status}
-				if in.Item != "" {
-					args = append(args, "--item", in.Item)
-				}
-				if in.Next != "" {
-					args = append(args, "--next", in.Next)
-				}
-				if in.Message != "" {
-					args = append(args, "--message", in.Message)
-				}
-				for _, a := range in.Artifact {
-					args = append(args, "--artifact", a)
-				}
-				return result(s.swarm(ctx, args...))
-			})
+		addVerb[signalIn](s, srv, "workflow_signal", "End your dev-qa stage (swarm workflow signal); Workflow Context names the next states.")
 	}
 	if on("report") {
-		mcp.AddTool(srv, &mcp.Tool{Name: "report", Description: "Report a task's progress, blockage or completion, or a session milestone, to your coordinator (swarm report)."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in reportIn) (*mcp.CallToolResult, any, error) {
-				args := []string{"report", in.Kind, "--json", "--"}
-				if in.Task != "" {
-					args = append(args, in.Task)
-				}
-				return result(s.swarm(ctx, append(args, in.Message)...))
-			})
+		addVerb[reportIn](s, srv, "report", "Report a task's progress, blockage or completion, or a session milestone, to your coordinator (swarm report).")
 	}
 	if on("spawn") {
-		mcp.AddTool(srv, &mcp.Tool{Name: "spawn", Description: "Add a teammate with its own worktree, and send it its role as a task (swarm spawn)."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in spawnIn) (*mcp.CallToolResult, any, error) {
-				args := []string{"spawn", "--json", "--role", in.Role}
-				if in.Task != "" {
-					args = append(args, "--task", in.Task)
-				}
-				if in.Ephemeral {
-					args = append(args, "--ephemeral")
-				}
-				return result(s.swarm(ctx, append(args, "--", in.Name)...))
-			})
+		addVerb[spawnIn](s, srv, "spawn", "Add a teammate with its own worktree, and send it its role as a task (swarm spawn).")
 	}
 	if on("diff") {
-		mcp.AddTool(srv, &mcp.Tool{Name: "diff", Description: "Read the commit you review against the base branch, all of it or some files (swarm diff --commit)."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in diffIn) (*mcp.CallToolResult, any, error) {
-				args := []string{"diff", "--color", "never", "--commit", in.Commit}
-				if in.Stat {
-					args = append(args, "--stat")
-				}
-				if in.Dev == "" || strings.HasPrefix(in.Dev, "-") {
-					return result("", "give dev: the agent whose commit you review", exitUsage)
-				}
-				return result(s.swarm(ctx, append(append(args, in.Dev, "--"), in.Paths...)...))
-			})
+		addVerb[diffIn](s, srv, "diff", "Read the commit you review against the base branch, all of it or some files (swarm diff --commit).")
 	}
+}
+
+// addVerb offers the tool name, whose typed input In is the request of
+// the verb of the same name (mcpVerbs), called through the door.
+func addVerb[In any](s *mcpServer, srv *mcp.Server, name, description string) {
+	mcp.AddTool(srv, &mcp.Tool{Name: name, Description: description},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+			if c, ok := any(in).(interface{ mistake() string }); ok && c.mistake() != "" {
+				return result("", c.mistake(), exitUsage)
+			}
+			return result(s.call(ctx, name, in))
+		})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/termsafe"
+	"github.com/swarmhq/swarm/verbs"
 )
 
 // MergesOptions are the inputs of `swarm merges`.
@@ -55,20 +56,12 @@ candidate {"id", "agent", "commit", "source", "item", "requested_by",
 	return cmd
 }
 
-// checkoutJSON is the operator's checkout against the base branch.
-type checkoutJSON struct {
-	Base   string `json:"base"`
-	Behind int    `json:"behind"`
-	// Remote is [worktree] push; RemoteBehind how many commits the base
-	// is behind the remote's as last fetched (landed from another host).
-	Remote       string `json:"remote,omitempty"`
-	RemoteBehind int    `json:"remote_behind"`
-}
-
-type mergesJSON struct {
-	Candidates []merge.Candidate `json:"candidates"`
-	Checkout   checkoutJSON      `json:"checkout"`
-}
+// checkoutJSON and mergesJSON are the status verb's rows (verbs.CheckoutView,
+// verbs.MergesView).
+type (
+	checkoutJSON = verbs.CheckoutView
+	mergesJSON   = verbs.MergesView
+)
 
 func runMerges(ctx context.Context, opts *MergesOptions) error {
 	app := opts.App

@@ -378,7 +378,7 @@ type sentJSON struct {
 
 // notStartedHint says what to do about an agent the running supervisor
 // does not run.
-const notStartedHint = "restart 'swarm up' to run it"
+const notStartedHint = verbs.NotStartedHint
 
 // sendOutcome is what the supervisor did with a message, as the end of its
 // line ("" when there is nothing to add).

@@ -14,19 +14,15 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
-	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
-	"github.com/swarmhq/swarm/team"
 	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/verbs"
 	"github.com/swarmhq/swarm/workflow"
-	"github.com/swarmhq/swarm/worktree"
 )
 
 // StatusOptions are the inputs of `swarm status`.
@@ -86,38 +82,15 @@ budget.`,
 	}
 }
 
-type statusJSON struct {
-	Running bool          `json:"running"`
-	Pid     *int          `json:"pid"`
-	Agents  []agentStatus `json:"agents"`
-	// Escalations are the unresolved ones (open and acked), as 'swarm
-	// escalations --json' lists them.
-	Escalations []escalation.Escalation `json:"escalations"`
-	// Budget is the swarm's ([budget] swarm_tokens), or null.
-	Budget *verbs.BudgetUse `json:"budget"`
-	// Workflows are the [[workflow]]s with their items, as 'swarm workflow
-	// status --json' prints them.
-	Workflows []verbs.Status `json:"workflows"`
-	// Team is the team launch's record ('swarm team --json'); absent
-	// without [team].
-	Team *team.Record `json:"team,omitempty"`
-	// Merges is the merge queue's live candidates (queued, testing), and
-	// how far the operator's checkout is behind the base branch.
-	Merges mergesJSON `json:"merges"`
-}
-
-// usageJSON is an agent's usage over its budget window.
-type usageJSON struct {
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheWrite int64 `json:"cache_write"`
-	CacheRead  int64 `json:"cache_read"`
-	Work       int64 `json:"work"`
-	// CostUSD sums the sessions of known cost; Unpriced counts the others
-	// (an API engine's model with no [prices] row), never counted as 0.
-	CostUSD  float64 `json:"cost_usd"`
-	Unpriced int64   `json:"unpriced_sessions"`
-}
+// The status read-model is the status verb's (verbs.Status); these are
+// its rows under the names the printers use.
+type (
+	statusJSON  = verbs.StatusView
+	usageJSON   = verbs.UsageView
+	agentStatus = verbs.AgentStatus
+	reportJSON  = verbs.ReportView
+	pingInfo    = verbs.SupervisorInfo
+)
 
 // costText is the COST column: dollars over the budget window, "+ N
 // unknown" for sessions of unknown cost, and the usd budget if any.
@@ -133,52 +106,6 @@ func costText(u usageJSON, b *verbs.BudgetUse) string {
 		out += fmt.Sprintf(" (%s/%s in %s)", swarm.USD(b.UsedUSD), swarm.USD(b.USD), b.Window)
 	}
 	return out
-}
-
-type agentStatus struct {
-	Name       string          `json:"name"`
-	State      lifecycle.State `json:"state"`
-	SessionSeq int64           `json:"session_seq"`
-	modeJSON
-	LastReport        *reportJSON `json:"last_report"`
-	Engine            string      `json:"engine"`
-	Branch            string      `json:"branch"`
-	Worktree          string      `json:"worktree"`
-	Pending           int         `json:"pending"`
-	Urgent            int         `json:"urgent"`
-	HeartbeatAt       *time.Time  `json:"heartbeat_at"`
-	Stale             bool        `json:"stale"`
-	ConsecutiveErrors int         `json:"consecutive_errors"`
-	TotalErrors       int         `json:"total_errors"`
-	Tokens            int64       `json:"tokens"`
-	// Usage is over the agent's budget window (24h without a budget);
-	// Budget is null when the agent has none.
-	Usage    usageJSON        `json:"usage"`
-	Budget   *verbs.BudgetUse `json:"budget"`
-	Activity string           `json:"activity,omitempty"`
-	// Host is the supervisor that runs the agent, <hostname>:<pid>, from
-	// its lease; empty when none does.
-	Host       string     `json:"host"`
-	StateSince *time.Time `json:"state_since,omitempty"`
-	// NotStarted says why a configured agent is not running although a
-	// supervisor is: it does not run it. Empty otherwise.
-	NotStarted string `json:"not_started,omitempty"`
-	// SpawnedBy names who spawned an agent `swarm spawn` added (empty for
-	// the others); Ephemeral and Retired say how it ends and whether it
-	// did (DESIGN §9.5).
-	SpawnedBy string `json:"spawned_by,omitempty"`
-	Ephemeral bool   `json:"ephemeral,omitempty"`
-	Retired   bool   `json:"retired"`
-}
-
-// notStarted marks an agent the running supervisor does not run.
-const notStarted = "not started: " + notStartedHint + " (it was added to swarm.toml since 'swarm up' started, or left out by --agents)"
-
-// pingInfo is a running supervisor's answer to a ping.
-type pingInfo struct {
-	Pid    int      `json:"pid"`
-	Agents []string `json:"agents"` // the agents it runs
-	Engine string   `json:"engine"` // swarm up --engine, if given
 }
 
 // ping asks the control socket who is running.
@@ -200,130 +127,17 @@ func supervisorPid(ctx context.Context, l repo.Layout) (int, bool) {
 	return p.Pid, ok
 }
 
+// collectStatus is the status verb with what only this door sees: the
+// running supervisor's answer on this host and the operator's checkout.
 func collectStatus(ctx context.Context, who identity.Caller, l repo.Layout, cfg *config.Config, st mailbox.Store, now time.Time) (statusJSON, error) {
-	var out statusJSON
 	sup, running := ping(ctx, l)
-	if running {
-		out.Running, out.Pid = true, &sup.Pid
-	}
-	// An agent configured but not run by the running supervisor: added to
-	// swarm.toml since it started, or left out by --agents. An older
-	// supervisor names no agents; then nothing is marked.
-	runs := make(map[string]bool, len(sup.Agents))
-	for _, n := range sup.Agents {
-		runs[n] = true
-	}
-	rows, err := st.Agents(ctx)
-	if err != nil {
-		return out, err
-	}
-	byName := make(map[string]mailbox.Agent, len(rows))
-	for _, r := range rows {
-		byName[r.Name] = r
-	}
-	holders, err := liveHolders(ctx, st)
-	if err != nil {
-		return out, err
-	}
-	// One grouped read for every agent's mail, not one query per agent.
-	pending, err := st.PendingAll(ctx)
-	if err != nil {
-		return out, err
-	}
-	// The same for each agent's last session's capabilities and its last
-	// report.
-	caps, err := st.LastCapabilities(ctx)
-	if err != nil {
-		return out, err
-	}
-	reports, err := st.LastReports(ctx)
-	if err != nil {
-		return out, err
-	}
-	// Sessions that ended count; a running session's tokens join when it
-	// ends (the supervisor enforces budgets on them as they come).
-	budgets, err := verbs.ReadBudgets(ctx, who, st, cfg, now)
-	if err != nil {
-		return out, err
-	}
-	out.Budget = budgets.Swarm
-	live, err := st.Candidates(ctx, mailbox.CandidateFilter{States: []merge.State{merge.Queued, merge.Testing}})
-	if err != nil {
-		return out, err
-	}
-	out.Merges = mergesJSON{Candidates: append([]merge.Candidate{}, live...), Checkout: checkoutOf(ctx, l, cfg, st)}
-	out.Agents = make([]agentStatus, 0, len(cfg.Agents))
-	for _, a := range cfg.Agents {
-		eng := a.Engine
-		row, ok := byName[a.Name]
-		s := agentStatus{Name: a.Name, State: lifecycle.Stopped, modeJSON: modeOf(a, caps[a.Name]), Engine: eng,
-			Branch: worktree.Branch(a.Name), Worktree: filepathJoin(cfg.Worktree.Dir, a.Name)}
-		if r, ok := reports[a.Name]; ok {
-			s.LastReport = &reportJSON{Kind: string(r.Kind), Task: r.Task, Message: r.Message, At: r.At}
-		}
-		if running && sup.Engine != "" {
-			s.Engine = sup.Engine
-		}
-		if ok {
-			s.State, s.SessionSeq = row.State, row.SessionSeq
-			if row.Engine != "" {
-				s.Engine = row.Engine
-			}
-			if row.Worktree != "" {
-				s.Worktree = row.Worktree
-			}
-			s.HeartbeatAt, s.StateSince = row.HeartbeatAt, row.StateSince
-			s.ConsecutiveErrors, s.TotalErrors, s.Tokens, s.Activity = row.ConsecutiveErrors, row.TotalErrors, row.Tokens, row.Activity
-		}
-		u := budgets.Usage[a.Name]
-		s.Usage = usageJSON{Input: u.Input, Output: u.Output, CacheWrite: u.CacheWrite, CacheRead: u.CacheRead, Work: u.Work(),
-			CostUSD: u.CostUSD, Unpriced: u.Unpriced}
-		s.Budget = budgets.Agents[a.Name]
-		c := pending[a.Name]
-		s.Pending, s.Urgent = c.Queued+c.Delivered, c.Urgent
-		h, held := holders[a.Name]
-		if held {
-			s.Host = h.String()
-		}
-		// Held by a supervisor on another host (or in another clone): it
-		// runs there, and only its heartbeat says whether it is alive.
-		elsewhere := held && !(running && h.PID == sup.Pid && h.Host == thisHost())
-		if sp := a.Spawned; sp != nil {
-			s.SpawnedBy, s.Ephemeral, s.Retired = sp.By, sp.Ephemeral, sp.Retired
-		}
-		if running && len(sup.Agents) > 0 && !runs[a.Name] && !elsewhere && !s.Retired {
-			s.NotStarted = notStarted
-		}
-		if s.State != lifecycle.Stopped {
-			stale := 3 * cfg.Liveness.Heartbeat
-			s.Stale = (!out.Running && !elsewhere) || s.HeartbeatAt == nil || now.Sub(*s.HeartbeatAt) > stale
-		}
-		out.Agents = append(out.Agents, s)
-	}
-	out.Escalations, err = st.Escalations(ctx, mailbox.EscalationFilter{})
-	if err != nil {
-		return out, err
-	}
-	if rec, ok, err := verbs.Team(ctx, who, cfg, st); err != nil {
-		return out, err
-	} else if ok {
-		out.Team = &rec
-	}
-	if out.Escalations == nil {
-		out.Escalations = []escalation.Escalation{}
-	}
-	if out.Workflows, err = verbs.WorkflowStatus(ctx, who, st, cfg, ""); err != nil {
-		return out, err
-	}
-	if out.Workflows == nil {
-		out.Workflows = []verbs.Status{}
-	}
-	return out, nil
+	return verbs.Status(ctx, who, verbs.StatusRequest{Store: st, Config: cfg, Now: now, Supervisor: sup, Running: running,
+		Checkout: func(ctx context.Context) verbs.CheckoutView { return checkoutOf(ctx, l, cfg, st) }})
 }
 
 // workflowLines are one line per live work item (and one per dev-qa
 // workflow's state), for status and the live view.
-func workflowLines(sts []verbs.Status) []string {
+func workflowLines(sts []verbs.WorkflowView) []string {
 	var out []string
 	for _, w := range sts {
 		if w.CurrentState != "" && len(w.Items) > 0 {
@@ -356,7 +170,8 @@ func thisHost() string { return swarm.ThisHolder().Host }
 
 // liveHolders maps each agent to the supervisor whose lease holds it,
 // leaving out the leases of supervisors on this host that are gone (a
-// kill -9 leaves its lease behind until the next claim).
+// kill -9 leaves its lease behind until the next claim): what send
+// reports, as the status verb's rows.
 func liveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Holder, error) {
 	leases, err := st.AgentLeases(ctx)
 	if err != nil {
@@ -477,7 +292,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 			// What the budget counts against its limit.
 			tokens += " (" + budgetText(b) + ")"
 		}
-		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s", a.Name, state, since, a.SessionSeq, a.modeWord(), a.Engine, mail,
+		line := fmt.Sprintf("%s\t%s%s\t%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s", a.Name, state, since, a.SessionSeq, modeWord(a), a.Engine, mail,
 			a.ConsecutiveErrors, a.TotalErrors, tokens, costText(a.Usage, a.Budget), hb)
 		if hosts {
 			host := a.Host
@@ -501,7 +316,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 			fmt.Fprintln(app.Stdout, "\nlast reports:")
 			first = false
 		}
-		fmt.Fprintf(app.Stdout, "  %s: %s (%s ago)\n", a.Name, a.LastReport.line(), humanAge(now.Sub(a.LastReport.At)))
+		fmt.Fprintf(app.Stdout, "  %s: %s (%s ago)\n", a.Name, reportLine(*a.LastReport), humanAge(now.Sub(a.LastReport.At)))
 	}
 	if len(notRun) > 0 {
 		them := "them"
@@ -514,17 +329,9 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 	return nil
 }
 
-// reportJSON is an agent's last report in status --json.
-type reportJSON struct {
-	Kind    string    `json:"kind"`
-	Task    string    `json:"task,omitempty"`
-	Message string    `json:"message"`
-	At      time.Time `json:"at"`
-}
-
-// line is the report on one line, made safe for a terminal: "progress
+// reportLine is the report on one line, made safe for a terminal: "progress
 // T-1: half done".
-func (r reportJSON) line() string {
+func reportLine(r reportJSON) string {
 	what := r.Kind
 	if r.Task != "" {
 		what += " " + r.Task
@@ -537,7 +344,7 @@ func (r reportJSON) line() string {
 }
 
 // modeWord is the MODE column: the profile, else mode/strategy.
-func (a agentStatus) modeWord() string {
+func modeWord(a agentStatus) string {
 	if a.Profile != nil {
 		return *a.Profile
 	}

@@ -387,7 +387,7 @@ func newSupervisor(cfg *config.Config, l repo.Layout, st mailbox.Store, wtm *wor
 	if via != nil {
 		o.RunCommand = via.run
 	}
-	o.Verbs = supervisorVerbs{} // the engines' tools and the socket go through the verbs
+	o.Verbs = supervisorVerbs{via: via} // the engines' tools and the socket go through the verbs
 	return swarm.New(o)
 }
 

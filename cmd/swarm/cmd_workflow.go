@@ -170,7 +170,7 @@ func runWorkflow(ctx context.Context, opts *WorkflowOptions) error {
 				return app.printJSON(sts[0])
 			}
 			if sts == nil {
-				sts = []verbs.Status{}
+				sts = []verbs.WorkflowView{}
 			}
 			return app.printJSON(sts)
 		}
@@ -308,7 +308,7 @@ func workflowErr(err error) error {
 	return err
 }
 
-func printWorkflows(app *App, sts []verbs.Status, now time.Time) {
+func printWorkflows(app *App, sts []verbs.WorkflowView, now time.Time) {
 	for i, s := range sts {
 		if i > 0 {
 			fmt.Fprintln(app.Stdout)

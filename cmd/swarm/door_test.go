@@ -109,7 +109,7 @@ func openTestDoor(cwd string, env repo.Env, agent string, seq int64) (path, root
 	go func() {
 		defer close(done)
 		srv.Serve(ctx, func(ctx context.Context, req control.Request, send func(any) error) control.Response {
-			return swarm.HandleDoor(ctx, caller, req, via.run)
+			return swarm.HandleDoorCall(ctx, caller, req, via.run, via.call)
 		})
 	}()
 	return srv.Path(), l.Root, func() {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/swarmhq/swarm/control"
 
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/identity"
@@ -15,8 +18,9 @@ import (
 // supervisorVerbs are the verbs the supervisor runs for its own doors
 // (swarm.Options.Verbs): the engines' in-process tools, with their
 // session's caller, and the operator's control socket. Package swarm
-// cannot import verbs, so the binary wires them.
-type supervisorVerbs struct{}
+// cannot import verbs, so the binary wires them. via runs the typed verb
+// calls of the sessions' doors (nil: none).
+type supervisorVerbs struct{ via *swarmCommands }
 
 var _ swarm.Verbs = supervisorVerbs{}
 
@@ -61,4 +65,13 @@ func (supervisorVerbs) Reload(ctx context.Context, c identity.Caller, rt swarm.R
 
 func (supervisorVerbs) Stop(ctx context.Context, c identity.Caller, stop func()) error {
 	return verbs.Stop(ctx, c, stop)
+}
+
+// Call runs a verb a session's door was called with (control.OpCall), as
+// that session: `swarm mcp`'s tools.
+func (v supervisorVerbs) Call(ctx context.Context, c identity.Caller, req control.CallRequest) (control.RunResult, error) {
+	if v.via == nil {
+		return control.RunResult{}, fmt.Errorf("unknown verb %q: this supervisor runs no verbs for its sessions' doors", req.Verb)
+	}
+	return v.via.call(ctx, c, req)
 }

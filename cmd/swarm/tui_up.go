@@ -162,7 +162,7 @@ func (s *storeSource) Snapshot(ctx context.Context) (tui.Snapshot, error) {
 		if a.Usage.CostUSD > 0 || a.Usage.Unpriced > 0 {
 			ta.Cost = costText(a.Usage, nil)
 		}
-		ta.Mode = modeText(a.modeJSON)
+		ta.Mode = modeText(a.ModeView)
 		snap.Agents = append(snap.Agents, ta)
 		snap.Tokens += a.Tokens
 	}

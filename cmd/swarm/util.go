@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,8 +17,6 @@ func isNotFound(err error) bool {
 	var ee *exec.Error
 	return errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrNotFound)
 }
-
-func filepathJoin(elem ...string) string { return filepath.Join(elem...) }
 
 // pokeEscalation tells a running supervisor that escalation id was raised
 // or decided, so it holds, releases and notifies now. Without a supervisor

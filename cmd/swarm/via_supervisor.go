@@ -135,6 +135,16 @@ func (c *swarmCommands) run(ctx context.Context, caller identity.Caller, req con
 		err := caller.OperatorOnly("'swarm " + commandName(req.Args) + "'")
 		return control.RunResult{Stderr: "swarm: " + err.Error() + "\n", Code: exitError}
 	}
+	var stdout, stderr bytes.Buffer
+	app := c.app(caller, req.Dir, req.Stdin, &stdout, &stderr)
+	code := run(ctx, app, req.Args)
+	return control.RunResult{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
+}
+
+// app is the App of one command or verb run as caller in dir: the
+// session's variables as the door established them, whatever the request
+// said, and the supervisor's own store.
+func (c *swarmCommands) app(caller identity.Caller, dir string, stdin []byte, stdout, stderr *bytes.Buffer) *App {
 	env := overlayEnv{set: map[string]string{}, drop: map[string]bool{"SWARM_DB_URL": true, control.DoorEnv: true}}
 	for _, k := range []string{"SWARM_AGENT", "SWARM_SESSION_ID", "SWARM_SESSION_SEQ"} {
 		env.drop[k] = true
@@ -146,19 +156,16 @@ func (c *swarmCommands) run(ctx context.Context, caller identity.Caller, req con
 		env.set["BD_ACTOR"] = caller.Agent()
 	}
 	env.set["SWARM_ROOT"] = c.root
-	var stdout, stderr bytes.Buffer
-	app := &App{
-		Stdin:     bytes.NewReader(req.Stdin),
-		Stdout:    &stdout,
-		Stderr:    &stderr,
+	return &App{
+		Stdin:     bytes.NewReader(stdin),
+		Stdout:    stdout,
+		Stderr:    stderr,
 		Env:       env,
-		Cwd:       req.Dir,
+		Cwd:       dir,
 		inProcess: true,
 		shared:    c.store,
 		caller:    &caller,
 	}
-	code := run(ctx, app, req.Args)
-	return control.RunResult{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
 }
 
 // operatorSend hands the operator's `swarm send` to this host's running
