@@ -187,12 +187,21 @@ func (b *bench) benchDoor(ctx context.Context, dir, agent string) (string, func(
 		}
 		return control.RunResult{Stdout: out.String(), Stderr: errb.String(), Code: code}
 	}
+	// swarm mcp reads the agent's capabilities with a typed status call at
+	// start; the bench's door answers it with the command's --json, and
+	// refuses the other verbs, which listing the tools never calls.
+	call := func(ctx context.Context, c identity.Caller, req control.CallRequest) (control.RunResult, error) {
+		if req.Verb != "status" {
+			return control.RunResult{}, fmt.Errorf("the bench's door serves only the status verb, not %q", req.Verb)
+		}
+		return run(ctx, c, control.RunRequest{Args: []string{"status", "--json"}}), nil
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		srv.Serve(sctx, func(ctx context.Context, req control.Request, _ func(any) error) control.Response {
-			return swarm.HandleDoor(ctx, caller, req, run)
+			return swarm.HandleDoorCall(ctx, caller, req, run, call)
 		})
 	}()
 	return srv.Path(), func() { cancel(); <-done }, nil
