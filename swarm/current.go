@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/promptpipe"
@@ -62,7 +63,7 @@ func (r *runner) integration(ctx context.Context) *promptpipe.Integration {
 		}
 		if err != nil {
 			r.sup.log.Warn("bring the agent's branch up to date", "agent", r.agent.Name, "err", err)
-			in.Behind = &promptpipe.BaseBehind{Reason: truncate(err.Error(), 300)}
+			in.Behind = &promptpipe.BaseBehind{Reason: text.Truncate(err.Error(), 300)}
 		} else {
 			r.applyCurrent(ctx, res, in)
 		}
@@ -78,7 +79,7 @@ func (r *runner) integration(ctx context.Context) *promptpipe.Integration {
 // conflict.
 func (r *runner) applyCurrent(ctx context.Context, res worktree.Current, in *promptpipe.Integration) {
 	in.Base = res.Base
-	short := shortCommit(res.BaseTip)
+	short := text.Short(res.BaseTip, 7)
 	switch {
 	case res.Merged():
 		r.sup.log.Info("brought the agent's branch up to date", "agent", r.agent.Name, "base", res.Base, "base_tip", short, "commits", res.Behind, "fast_forward", res.FastForward)
@@ -103,7 +104,7 @@ func (r *runner) mailConflict(ctx context.Context, res worktree.Current) {
 	} else if last == res.BaseTip {
 		return
 	}
-	short := shortCommit(res.BaseTip)
+	short := text.Short(res.BaseTip, 7)
 	commits := fmt.Sprintf("%d commits", res.Behind)
 	if res.Behind == 1 {
 		commits = "1 commit"
@@ -123,13 +124,6 @@ func (r *runner) mailConflict(ctx context.Context, res worktree.Current) {
 	if err := bounded(ctx, func(c context.Context) error { return r.sup.store.SetMeta(c, key, res.BaseTip) }); err != nil {
 		r.sup.log.Warn("remember the conflict mailed", "agent", r.agent.Name, "err", err)
 	}
-}
-
-func shortCommit(h string) string {
-	if len(h) > 7 {
-		return h[:7]
-	}
-	return h
 }
 
 // warnOverlaps trial-merges the agent's branch after a session (and when

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/proc"
@@ -227,7 +229,7 @@ func Down(ctx context.Context, req DownRequest) (DownResult, error) {
 		case err != nil:
 			return res, fmt.Errorf("fetch the base branch: %w; or remove [worktree] push to merge on the local base only", err)
 		case s.Old != s.New:
-			res.Fetched = append(res.Fetched, fmt.Sprintf("%s: fast-forwarded to %s's, %s..%s (landed from another host)", s.Base, remote, short(s.Old), short(s.New)))
+			res.Fetched = append(res.Fetched, fmt.Sprintf("%s: fast-forwarded to %s's, %s..%s (landed from another host)", s.Base, remote, text.Short(s.Old, 12), text.Short(s.New, 12)))
 			landedElsewhere = before
 		}
 	}
@@ -291,7 +293,7 @@ func mergedItems(ctx context.Context, st mailbox.Store, cfg *config.Config, agen
 			}
 			err := st.InTx(ctx, func(tx mailbox.Tx) error {
 				_, err := fsm.ApplyBy(tx, workflow.ReviewTable, fsm.SubjectItem, it.ID, workflow.Approved, workflow.Merge, workflow.Merged,
-					fmt.Sprintf("%s with %s by swarm down (reviewed at %s)", how, worktree.Branch(w.Dev), short(it.ReviewCommit)), message.Operator)
+					fmt.Sprintf("%s with %s by swarm down (reviewed at %s)", how, worktree.Branch(w.Dev), text.Short(it.ReviewCommit, 12)), message.Operator)
 				return err
 			})
 			if err != nil {
@@ -310,26 +312,15 @@ func (r DownResult) Failed() []string {
 	for _, a := range r.Agents {
 		switch a.Status {
 		case "conflict":
-			out = append(out, fmt.Sprintf("%s (conflict in %s)", a.Agent, joinComma(a.ConflictFiles)))
+			out = append(out, fmt.Sprintf("%s (conflict in %s)", a.Agent, strings.Join(a.ConflictFiles, ", ")))
 		case "ignored_files":
-			out = append(out, fmt.Sprintf("%s (its worktree holds files git ignores: %s; move what you need, then run again with --delete-ignored)", a.Agent, listSome(a.Ignored, 5)))
+			out = append(out, fmt.Sprintf("%s (its worktree holds files git ignores: %s; move what you need, then run again with --delete-ignored)", a.Agent, text.ListSome(a.Ignored, 5)))
 		case "error":
 			out = append(out, fmt.Sprintf("%s (%s)", a.Agent, a.Error))
 		}
 	}
 	if r.RecoverError != "" {
 		out = append(out, fmt.Sprintf("what an interrupted run left (%s)", r.RecoverError))
-	}
-	return out
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
 	}
 	return out
 }

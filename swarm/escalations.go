@@ -14,6 +14,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 )
@@ -68,7 +69,7 @@ func raiseCause(e escalation.Escalation) string {
 		fmt.Fprintf(&b, ", holds %s", e.AgentName())
 	}
 	fmt.Fprintf(&b, ": %s", e.Summary)
-	return truncate(b.String(), 300)
+	return text.Truncate(b.String(), 300)
 }
 
 // Actions the operator takes on an escalation: ack, or one of the
@@ -116,7 +117,7 @@ func Decide(ctx context.Context, st mailbox.Store, caller identity.Caller, id in
 		if note != "" {
 			cause += ": " + note
 		}
-		if _, err := fsm.Apply(tx, escalation.Table, fsm.SubjectEscalation, escalation.Subject(id), e.State, action, to, truncate(cause, 300), 0); err != nil {
+		if _, err := fsm.Apply(tx, escalation.Table, fsm.SubjectEscalation, escalation.Subject(id), e.State, action, to, text.Truncate(cause, 300), 0); err != nil {
 			return err
 		}
 		if note != "" || decision != "" {
@@ -343,5 +344,5 @@ func escalationLine(e escalation.Escalation, to escalation.State) string {
 	if e.Hold && to == escalation.Open && e.Agent != nil {
 		hold = ", holds " + *e.Agent
 	}
-	return fmt.Sprintf("escalation %d %s (%s %s%s): %s", e.ID, what, e.Severity, e.Kind, hold, truncate(e.Summary, 120))
+	return fmt.Sprintf("escalation %d %s (%s %s%s): %s", e.ID, what, e.Severity, e.Kind, hold, text.Truncate(e.Summary, 120))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -168,7 +169,7 @@ func (f *flow) move(ctx context.Context, it workflow.Item, ev workflow.Event, to
 		if cur.State != it.State {
 			return fmt.Errorf("item %s is %s now, not %s: %w", it.ID, cur.State, it.State, mailbox.ErrStateConflict)
 		}
-		if _, err := fsm.ApplyBy(tx, cur.Kind.Table(), fsm.SubjectItem, cur.ID, cur.State, ev, to, truncate(cause, 500), by); err != nil {
+		if _, err := fsm.ApplyBy(tx, cur.Kind.Table(), fsm.SubjectItem, cur.ID, cur.State, ev, to, text.Truncate(cause, 500), by); err != nil {
 			return err
 		}
 		cur.State = to
@@ -222,5 +223,5 @@ func (f *flow) wakeMembers(w config.Workflow) {
 // itemNotice is an item's transition as a notice for the live view.
 func itemNotice(at time.Time, it workflow.Item, from workflow.State, cause string) lifecycle.Notice {
 	return lifecycle.Notice{At: at, Kind: lifecycle.NoticeInfo,
-		Text: fmt.Sprintf("workflow %s: item %s %s → %s (%s)", it.Workflow, it.ID, from, it.State, truncate(cause, 120))}
+		Text: fmt.Sprintf("workflow %s: item %s %s → %s (%s)", it.Workflow, it.ID, from, it.State, text.Truncate(cause, 120))}
 }

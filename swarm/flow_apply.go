@@ -12,6 +12,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
@@ -144,7 +145,7 @@ func (f *flow) toReview(ctx context.Context, w config.Workflow, it workflow.Item
 			status = r.Status
 		}
 	}
-	cause := fmt.Sprintf("task_result %s (%s); CI %s; review at %s", res.MsgID, status, a.CI, short(commit))
+	cause := fmt.Sprintf("task_result %s (%s); CI %s; review at %s", res.MsgID, status, a.CI, text.Short(commit, 12))
 	it, err = f.move(ctx, it, a.Event, a.To, cause, a.By, func(cur *workflow.Item) {
 		cur.ResultMsg, cur.ReviewCommit, cur.Request, cur.Agent, cur.CIFailures = res.MsgID, commit, "", w.Reviewer, 0
 	})
@@ -174,7 +175,7 @@ func (f *flow) request(ctx context.Context, w config.Workflow, it workflow.Item)
 	if patch.Cut() {
 		// The reviewer must know what it was not shown, and how to read it.
 		notes += fmt.Sprintf(" The diff was cut when it reached %d KiB: it shows %d of its %d bytes, and %d of %d files are left out (listed, with their sizes, at the end of the diff). Read them before you judge: the git_diff and git_show tools, or 'swarm diff %s --commit %s -- <path>'.",
-			maxReviewDiff>>10, patch.Shown, patch.Size, len(patch.LeftOut), patch.Files, w.Dev, short(it.ReviewCommit))
+			maxReviewDiff>>10, patch.Shown, patch.Size, len(patch.LeftOut), patch.Files, w.Dev, text.Short(it.ReviewCommit, 12))
 	}
 	if res, err := f.d.Store.ProtocolMessage(ctx, it.ResultMsg); err == nil {
 		if env, err := mailbox.Envelope(res); err == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
 	"github.com/swarmhq/swarm/protocol"
@@ -447,15 +448,15 @@ func stageState(s workflow.State) workflow.State {
 
 func approvalDraft(w config.Workflow, it workflow.Item) escalation.Draft {
 	return escalation.Draft{Kind: escalation.KindApproval, Agent: w.Dev, Ref: escalation.ItemRef(it.ID),
-		Summary: truncate(fmt.Sprintf("item %s (%s, risk %s) was approved by %s: 'swarm escalation approve' merges the reviewed commit %s into the base branch",
-			it.ID, it.Title, it.Risk, w.Reviewer, short(it.ReviewCommit)), 500),
+		Summary: text.Truncate(fmt.Sprintf("item %s (%s, risk %s) was approved by %s: 'swarm escalation approve' merges the reviewed commit %s into the base branch",
+			it.ID, it.Title, it.Risk, w.Reviewer, text.Short(it.ReviewCommit, 12)), 500),
 		Details:   details(map[string]any{"item": it.ID, "workflow": w.Name, "risk": it.Risk, "review_commit": it.ReviewCommit}),
 		DedupeKey: escalation.ItemKey(escalation.KindApproval, it.ID)}
 }
 
 func lockDraft(w config.Workflow, it workflow.Item) escalation.Draft {
 	return escalation.Draft{Kind: escalation.KindHallucinationLock, Agent: w.Dev, Ref: escalation.ItemRef(it.ID),
-		Summary: truncate(fmt.Sprintf("item %s (%s) is locked: %s rejected it %d times; resume gives %s a fresh count and the last issues, abort ends the item",
+		Summary: text.Truncate(fmt.Sprintf("item %s (%s) is locked: %s rejected it %d times; resume gives %s a fresh count and the last issues, abort ends the item",
 			it.ID, it.Title, w.Reviewer, it.RejectCount, w.Dev), 500),
 		Details:   details(map[string]any{"item": it.ID, "workflow": w.Name, "reject_count": it.RejectCount, "issues": it.Inputs}),
 		DedupeKey: escalation.ItemKey(escalation.KindHallucinationLock, it.ID)}
@@ -463,7 +464,7 @@ func lockDraft(w config.Workflow, it workflow.Item) escalation.Draft {
 
 func ciDraft(w config.Workflow, it workflow.Item, out string) escalation.Draft {
 	return escalation.Draft{Kind: escalation.KindCIFailure, Agent: w.Dev, Ref: escalation.ItemRef(it.ID),
-		Summary: truncate(fmt.Sprintf("item %s: CI (%s) failed %d times in a row in %s's worktree; no review was requested. Resume sends %s a repair dispatch with the output, abort ends the item",
+		Summary: text.Truncate(fmt.Sprintf("item %s: CI (%s) failed %d times in a row in %s's worktree; no review was requested. Resume sends %s a repair dispatch with the output, abort ends the item",
 			it.ID, strings.Join(w.CI, " "), it.CIFailures, w.Dev, w.Dev), 500),
 		Details:   details(map[string]any{"item": it.ID, "workflow": w.Name, "ci": w.CI, "failures": it.CIFailures, "output_tail": out}),
 		DedupeKey: escalation.ItemKey(escalation.KindCIFailure, it.ID)}
@@ -471,7 +472,7 @@ func ciDraft(w config.Workflow, it workflow.Item, out string) escalation.Draft {
 
 func timeoutDraft(w config.Workflow, it workflow.Item, d message.Message, due time.Time, timeout time.Duration) escalation.Draft {
 	return escalation.Draft{Kind: escalation.KindStageTimeout, Agent: w.Dev, Ref: escalation.ItemRef(it.ID),
-		Summary: truncate(fmt.Sprintf("item %s (%s): %s acknowledged dispatch #%d at %s and sent no task_result within %s; the item stays %s. Remind %s ('swarm send %s \"...\"'); resume keeps waiting for the result, abort ends the item",
+		Summary: text.Truncate(fmt.Sprintf("item %s (%s): %s acknowledged dispatch #%d at %s and sent no task_result within %s; the item stays %s. Remind %s ('swarm send %s \"...\"'); resume keeps waiting for the result, abort ends the item",
 			it.ID, it.Title, w.Dev, d.ID, d.Ack.AckedAt.UTC().Format(time.RFC3339), protocol.Age(timeout), it.State, w.Dev, w.Dev), 500),
 		Details: details(map[string]any{"item": it.ID, "workflow": w.Name, "stage": it.State, "dispatch": d.MsgID,
 			"acked_at": d.Ack.AckedAt.UTC().Format(time.RFC3339Nano), "due_at": due.UTC().Format(time.RFC3339Nano), "timeout": timeout.String()}),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/message"
@@ -231,7 +232,7 @@ func (q *MergeQueue) Step(ctx context.Context) (bool, error) {
 
 func (q *MergeQueue) retest(ctx context.Context, cs []merge.Candidate, why string) {
 	for _, c := range cs {
-		if err := q.move(ctx, c, merge.Testing, merge.Retest, merge.Queued, truncate(why, 300), nil); err != nil {
+		if err := q.move(ctx, c, merge.Testing, merge.Retest, merge.Queued, text.Truncate(why, 300), nil); err != nil {
 			q.log().Warn("merge queue: put back in the queue", "candidate", c.ID, "err", err)
 		}
 	}
@@ -410,7 +411,7 @@ func (q *MergeQueue) recordLanded(ctx context.Context, cs []merge.Candidate, res
 func (q *MergeQueue) conflict(ctx context.Context, c merge.Candidate, res worktree.BatchResult) {
 	files := res.Conflict.Files
 	reason := fmt.Sprintf("does not merge on %s: conflicts in %s", res.Base, strings.Join(files, ", "))
-	if err := q.move(ctx, c, merge.Testing, merge.Conflicts, merge.Conflict, truncate(reason, 300), func(cur *merge.Candidate) {
+	if err := q.move(ctx, c, merge.Testing, merge.Conflicts, merge.Conflict, text.Truncate(reason, 300), func(cur *merge.Candidate) {
 		cur.Reason, cur.Files = reason, files
 	}); err != nil {
 		q.log().Warn("merge queue: record a conflict", "candidate", c.ID, "err", err)
@@ -423,7 +424,7 @@ func (q *MergeQueue) conflict(ctx context.Context, c merge.Candidate, res worktr
 
 // failed sends a candidate whose CI failed back to its agent.
 func (q *MergeQueue) failed(ctx context.Context, c merge.Candidate, res worktree.BatchResult) {
-	if err := q.move(ctx, c, merge.Testing, merge.Fail, merge.Failed, truncate(res.CIReason, 300), func(cur *merge.Candidate) {
+	if err := q.move(ctx, c, merge.Testing, merge.Fail, merge.Failed, text.Truncate(res.CIReason, 300), func(cur *merge.Candidate) {
 		cur.Reason, cur.CITail = res.CIReason, res.CITail
 	}); err != nil {
 		q.log().Warn("merge queue: record a failure", "candidate", c.ID, "err", err)
@@ -463,7 +464,7 @@ func (q *MergeQueue) subject(ctx context.Context, c merge.Candidate) string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("swarm: merge %s (%s, reviewed at %s)", it.ID, truncate(it.Title, 80), short(c.Commit))
+	return fmt.Sprintf("swarm: merge %s (%s, reviewed at %s)", it.ID, text.Truncate(it.Title, 80), text.Short(c.Commit, 12))
 }
 
 // LandNow queues c and tests and lands it at once in this process,
@@ -566,7 +567,7 @@ func (q *MergeQueue) landNow(ctx context.Context, c merge.Candidate, tries int) 
 	if err != nil {
 		cctx, cancel := bookkeeping(ctx)
 		defer cancel()
-		if merr := q.move(cctx, claimed, merge.Testing, merge.Cancel, merge.Cancelled, truncate("not landed: "+err.Error(), 300), func(cur *merge.Candidate) {
+		if merr := q.move(cctx, claimed, merge.Testing, merge.Cancel, merge.Cancelled, text.Truncate("not landed: "+err.Error(), 300), func(cur *merge.Candidate) {
 			cur.Reason = err.Error()
 		}); merr != nil {
 			err = errors.Join(err, merr)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/swarmhq/swarm/engine"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
@@ -145,7 +146,7 @@ func RecoverWorktrees(ctx context.Context, m *worktree.Manager, st mailbox.Store
 			errs = append(errs, fmt.Errorf("%s: remove the file tools' leftover temporary files: %w", agent, rerr))
 		}
 		if len(removed) > 0 {
-			line := fmt.Sprintf("%s: removed %d temporary file(s) that a write cut short by the crash of session %d left in its worktree (%s)", agent, len(removed), last.Seq, listSome(removed, 5))
+			line := fmt.Sprintf("%s: removed %d temporary file(s) that a write cut short by the crash of session %d left in its worktree (%s)", agent, len(removed), last.Seq, text.ListSome(removed, 5))
 			slog.Warn(worktree.RecoveredLogMessage, "agent", agent, "what", line)
 			lines = append(lines, line)
 		}
@@ -178,11 +179,4 @@ func removeTempFiles(dir string) ([]string, error) {
 		return nil
 	})
 	return removed, err
-}
-
-func listSome(s []string, n int) string {
-	if len(s) <= n {
-		return joinComma(s)
-	}
-	return fmt.Sprintf("%s and %d more", joinComma(s[:n]), len(s)-n)
 }

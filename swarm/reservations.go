@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 )
 
@@ -326,7 +327,7 @@ func CrossingDraft(agent string, seq int64, files []string, live []mailbox.Reser
 		Severity: escalation.Warning,
 		Agent:    agent,
 		Ref:      escalation.SessionRef(SessionID(agent, seq)),
-		Summary:  truncate(summary, escalation.MaxSummary),
+		Summary:  text.Truncate(summary, escalation.MaxSummary),
 		Details:  details(map[string]any{"agent": agent, "session_seq": seq, "files": all, "reservations": detail}),
 		// The same agent crossing the same reservations counts one row,
 		// whichever session and files.

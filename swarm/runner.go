@@ -12,6 +12,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/fsm"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -209,7 +210,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 				if err := r.settleUnstarted(tx, "stopped: "+err.Error()); err != nil {
 					return err
 				}
-				return r.moveTx(tx, lifecycle.FatalError, lifecycle.Stopped, truncate(err.Error(), 500))
+				return r.moveTx(tx, lifecycle.FatalError, lifecycle.Stopped, text.Truncate(err.Error(), 500))
 			}); merr != nil {
 				r.sup.log.Error("record fatal error", "agent", r.agent.Name, "err", merr)
 			}
@@ -412,11 +413,4 @@ func SessionID(agent string, seq int64) string { return agent + "-" + strconv.Fo
 // carries; it tells a session's process group from one that reused its id.
 func sessionMarker(agent string, seq int64) string {
 	return "SWARM_SESSION_ID=" + SessionID(agent, seq)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

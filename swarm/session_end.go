@@ -10,6 +10,7 @@ import (
 
 	"github.com/swarmhq/swarm/engine"
 	"github.com/swarmhq/swarm/escalation"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -79,23 +80,23 @@ func (r *runner) endFailed(ctx context.Context, ev lifecycle.Event, state mailbo
 		}
 		lim := r.sup.cfg.Errors
 		to := lifecycle.CoolingDown
-		text := fmt.Sprintf("session %d %s: %v", r.seq, state, cause)
+		line := fmt.Sprintf("session %d %s: %v", r.seq, state, cause)
 		if a.ConsecutiveErrors >= lim.MaxConsecutive || a.TotalErrors >= lim.MaxTotal {
 			to = lifecycle.Stopped
-			text = fmt.Sprintf("%s; stopping after %d consecutive / %d total errors", text, a.ConsecutiveErrors, a.TotalErrors)
-			r.stopReason = text
+			line = fmt.Sprintf("%s; stopping after %d consecutive / %d total errors", line, a.ConsecutiveErrors, a.TotalErrors)
+			r.stopReason = line
 			stopped = &a
 		}
-		return r.moveTx(tx, ev, to, truncate(text, 500))
+		return r.moveTx(tx, ev, to, text.Truncate(line, 500))
 	})
 	if err == nil && stopped != nil {
 		// Nobody restarts it but the operator: tell them.
 		a := stopped
 		r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindErrors, Agent: r.agent.Name,
 			Summary: fmt.Sprintf("%s stopped after %d consecutive / %d total failed sessions; the last: %s",
-				r.agent.Name, a.ConsecutiveErrors, a.TotalErrors, truncate(cause.Error(), 300)),
+				r.agent.Name, a.ConsecutiveErrors, a.TotalErrors, text.Truncate(cause.Error(), 300)),
 			Details: details(map[string]any{"session_seq": r.seq, "consecutive_errors": a.ConsecutiveErrors,
-				"total_errors": a.TotalErrors, "last_error": truncate(cause.Error(), 2000)}),
+				"total_errors": a.TotalErrors, "last_error": text.Truncate(cause.Error(), 2000)}),
 			DedupeKey: escalation.DefaultDedupeKey(escalation.KindErrors, r.agent.Name, "", "stopped at the error thresholds")})
 	}
 	return err
@@ -155,7 +156,7 @@ func (s *Supervisor) reportFinding(ctx context.Context, agent string, seq int64,
 		ref = escalation.SessionRef(SessionID(agent, seq))
 	}
 	s.raise(ctx, escalation.Draft{Kind: kind, Agent: agent, Hold: true, Ref: ref,
-		Summary:   truncate(summary, 500),
+		Summary:   text.Truncate(summary, 500),
 		Details:   details(map[string]any{"finding": f.String(), "charged_to": agent}),
 		DedupeKey: escalation.DefaultDedupeKey(kind, agent, "", f.Dedupe())})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/fsm"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/message"
@@ -114,7 +115,7 @@ func (r *runner) stageTimedOut(ctx context.Context, s *session, st stageRun) err
 	r.logResult(s, res)
 	r.checkCut(ctx, s)
 	r.sup.raise(ctx, escalation.Draft{Kind: escalation.KindStageTimeout, Agent: r.agent.Name, Ref: escalation.ItemRef(st.Item),
-		Summary: truncate(fmt.Sprintf("item %s: %s's %s stage ran past its timeout of %s; session %d was cancelled and the item stays in %s",
+		Summary: text.Truncate(fmt.Sprintf("item %s: %s's %s stage ran past its timeout of %s; session %d was cancelled and the item stays in %s",
 			st.Item, r.agent.Name, st.State, st.Timeout, s.seq, st.State), 500),
 		Details:   details(map[string]any{"item": st.Item, "workflow": st.Workflow, "stage": st.State, "timeout": st.Timeout.String(), "session_seq": s.seq}),
 		DedupeKey: escalation.StageTimeoutKey(st.Item, string(st.State))})

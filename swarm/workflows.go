@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/text"
 
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/escalation"
@@ -109,7 +110,7 @@ func StartItem(ctx context.Context, st mailbox.Store, cfg *config.Config, req St
 		if err := tx.InsertItem(it); err != nil {
 			return err
 		}
-		_, err := fsm.ApplyBy(tx, w.Kind.Table(), fsm.SubjectItem, it.ID, "", workflow.Create, it.State, "started: "+truncate(title, 200), by)
+		_, err := fsm.ApplyBy(tx, w.Kind.Table(), fsm.SubjectItem, it.ID, "", workflow.Create, it.State, "started: "+text.Truncate(title, 200), by)
 		return err
 	})
 	if errors.Is(err, mailbox.ErrItemExists) {
@@ -278,11 +279,11 @@ func MergeItemLanding(ctx context.Context, st mailbox.Store, cfg *config.Config,
 // recordMerged moves the item to merged, once: the landing calls it again
 // when an interrupted run had recorded it already.
 func recordMerged(ctx context.Context, st mailbox.Store, id, reviewed, commit string) error {
-	cause := fmt.Sprintf("merged %s", short(reviewed))
+	cause := fmt.Sprintf("merged %s", text.Short(reviewed, 12))
 	if commit == "" {
 		cause += " (on the base branch already)"
 	} else {
-		cause += " as " + short(commit)
+		cause += " as " + text.Short(commit, 12)
 	}
 	return st.InTx(ctx, func(tx mailbox.Tx) error {
 		cur, err := tx.Item(id)
@@ -302,13 +303,6 @@ func decisionText(e escalation.Escalation) string {
 		return "nothing"
 	}
 	return string(*e.Decision)
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // needsApproval: risk high, or merge = "approval".
@@ -385,7 +379,7 @@ func contextOf(w config.Workflow, it workflow.Item, role, agent string) *promptp
 			c.Inputs = nil
 			read := "Judge the result against every acceptance criterion; the review_request carries the diff."
 			if it.ReviewCommit != "" {
-				read += fmt.Sprintf(" When it is cut, read every file it leaves out before you judge: the git_diff and git_show tools, or swarm diff %s --commit %s -- <path>.", w.Dev, short(it.ReviewCommit))
+				read += fmt.Sprintf(" When it is cut, read every file it leaves out before you judge: the git_diff and git_show tools, or swarm diff %s --commit %s -- <path>.", w.Dev, text.Short(it.ReviewCommit, 12))
 			}
 			c.Constraints = []string{read,
 				"Each issue you list is forwarded to dev verbatim: make each one specific and actionable.",

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/termsafe"
 	"github.com/swarmhq/swarm/worktree"
 )
@@ -153,7 +154,7 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 		fmt.Fprintf(w, "\n%s\n", text)
 	}
 	if len(c.Untracked) > 0 {
-		fmt.Fprintf(w, "\nUntracked: %s\n", listSome(c.Untracked, 20))
+		fmt.Fprintf(w, "\nUntracked: %s\n", text.ListSome(c.Untracked, 20))
 	}
 	return nil
 }

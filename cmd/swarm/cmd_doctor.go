@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox/open"
 
 	"github.com/spf13/cobra"
@@ -199,7 +200,7 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 				fmt.Fprintln(app.Stdout, "To try swarm offline meanwhile, with scripted agents: swarm up --engine script")
 			}
 		} else if warned := countStatus(r, checkWarn); warned > 0 {
-			fmt.Fprintf(app.Stdout, "\nEverything swarm needs is here; see the %s above.\n", plural(warned, "warning"))
+			fmt.Fprintf(app.Stdout, "\nEverything swarm needs is here; see the %s above.\n", text.Plural(warned, "warning", "warnings"))
 		} else {
 			fmt.Fprintln(app.Stdout, "\nEverything swarm needs is here.")
 		}
@@ -288,7 +289,7 @@ func doctorBeads(ctx context.Context, r *doctorReport, l repo.Layout, cfg *confi
 		r.add("bd", checkFail, "%s is on PATH but 'bd version' failed: %v; reinstall bd or take it off PATH", path, err)
 		return
 	}
-	version := firstLineOf(strings.TrimSpace(string(res.Stdout)))
+	version := text.FirstLine(strings.TrimSpace(string(res.Stdout)))
 	if l.Root == "" {
 		r.add("bd", checkOK, "%s", version)
 		return
@@ -629,11 +630,6 @@ func doctorHosts(ctx context.Context, r *doctorReport, l repo.Layout, cfg *confi
 		}
 		r.add("hosts", checkOK, "agents' branches are pushed to %s (%s) after every session and fetched before a merge", remote, strings.TrimSpace(string(res.Stdout)))
 	}
-}
-
-func firstLineOf(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 // doctorSandbox says, per agent, which sandbox its sessions run in and why

@@ -15,6 +15,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/proc"
@@ -324,7 +325,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 			them = "it"
 		}
 		fmt.Fprintf(app.Stdout, "\nnot started: %s: the running supervisor does not run %s (added to swarm.toml since 'swarm up' started, or left out by --agents); restart 'swarm up' to run %s\n",
-			listSome(notRun, 10), them, them)
+			text.ListSome(notRun, 10), them, them)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/swarmhq/swarm/config"
 	"github.com/swarmhq/swarm/control"
 	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/open"
 	"github.com/swarmhq/swarm/message"
@@ -270,7 +271,7 @@ func (a *App) loadRunning(ctx context.Context) (repo.Layout, *config.Config, err
 	}
 	a.fallback = err
 	fmt.Fprintf(a.Stderr, "swarm: warning: %s; going on with the %s the database knows (%s), default settings and worktrees in %s; fix swarm.toml ('swarm doctor' lists every problem)\n",
-		firstProblem(err), plural(len(names), "agent"), listSome(names, 5), rel(l.Root, fb.Worktree.Dir))
+		firstProblem(err), text.Plural(len(names), "agent", "agents"), text.ListSome(names, 5), rel(l.Root, fb.Worktree.Dir))
 	return l, fb, nil
 }
 
@@ -279,7 +280,7 @@ func (a *App) loadRunning(ctx context.Context) (repo.Layout, *config.Config, err
 func firstProblem(err error) string {
 	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
 	if len(lines) > 1 {
-		return fmt.Sprintf("%s (and %s)", lines[0], plural(len(lines)-1, "more problem"))
+		return fmt.Sprintf("%s (and %s)", lines[0], text.Plural(len(lines)-1, "more problem", "more problems"))
 	}
 	return lines[0]
 }
@@ -333,21 +334,6 @@ func fallbackConfig(ctx context.Context, l repo.Layout, t open.Target) (*config.
 		return nil, nil, fmt.Errorf("the database's agents: %w", err)
 	}
 	return cfg, names, nil
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// listSome lists at most n items, saying how many more there are.
-func listSome(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
 
 // checkEngineFlag checks --engine NAME against every agent of cfg. A
@@ -407,7 +393,7 @@ func unknownName(what, name string, names []string, have string) error {
 	if s := config.Suggest(name, names); s != "" {
 		msg += fmt.Sprintf("did you mean %q? ", s)
 	}
-	return errors.New(msg + have + " " + listSome(names, 20))
+	return errors.New(msg + have + " " + text.ListSome(names, 20))
 }
 
 // storeTarget is the repository's database: $SWARM_DB_URL, else
