@@ -36,27 +36,9 @@ func (s *stuckStore) InTx(ctx context.Context, fn func(mailbox.Tx) error) error 
 // item's move waits on a stuck store returns once the move's bookkeeping
 // deadline passes; without one it would wait forever.
 func TestStuckStoreCannotHangShutdown(t *testing.T) {
-	defer func(d time.Duration) { bookkeepingTimeout = d }(bookkeepingTimeout)
-	bookkeepingTimeout = 50 * time.Millisecond
-	root := t.TempDir()
 	toml := baseConfig + "[[agent]]\nname = \"dev\"\n[[agent]]\nname = \"tester\"\n" +
 		"[[workflow]]\nname = \"qa\"\nkind = \"dev-qa\"\ndev = \"dev\"\nqa = \"tester\"\n"
-	cfg, err := config.Parse([]byte(toml), "swarm.toml", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := repo.At(root, "")
-	st, err := sqlite.Open(context.Background(), l.DB, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	sup, err := New(Options{Config: cfg, Layout: l, Store: st,
-		Engines:   func(config.Agent) (engine.Engine, error) { return &fakeEngine{name: "script"}, nil },
-		Worktrees: &fakeWorktrees{root: filepath.Join(root, "wt")}, Prompts: &fakePrompts{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sup, st, cfg := bookkeepingSupervisor(t, toml)
 	if _, err := StartItem(context.Background(), st, cfg, StartRequest{Workflow: "qa", Item: "F-1", Title: "login", Caller: identity.Operator()}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,25 +66,7 @@ func TestStuckStoreCannotHangShutdown(t *testing.T) {
 // a stuck store it gives up at the bookkeeping deadline instead of holding
 // the swarm's shutdown for ever.
 func TestStuckStoreCannotHangARunnersStop(t *testing.T) {
-	defer func(d time.Duration) { bookkeepingTimeout = d }(bookkeepingTimeout)
-	bookkeepingTimeout = 50 * time.Millisecond
-	root := t.TempDir()
-	cfg, err := config.Parse([]byte(baseConfig+"[[agent]]\nname = \"dev\"\n"), "swarm.toml", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := repo.At(root, "")
-	st, err := sqlite.Open(context.Background(), l.DB, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	sup, err := New(Options{Config: cfg, Layout: l, Store: st,
-		Engines:   func(config.Agent) (engine.Engine, error) { return &fakeEngine{name: "script"}, nil },
-		Worktrees: &fakeWorktrees{root: filepath.Join(root, "wt")}, Prompts: &fakePrompts{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sup, st, _ := bookkeepingSupervisor(t, baseConfig+"[[agent]]\nname = \"dev\"\n")
 	stuck := &stuckStore{Store: st, entered: make(chan struct{})}
 	sup.store = stuck
 	r := sup.runners["dev"]
@@ -120,4 +84,31 @@ func TestStuckStoreCannotHangARunnersStop(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the runner's transition did not return: its write waits on the stuck store without a deadline")
 	}
+}
+
+// bookkeepingSupervisor is a supervisor over a real SQLite store with the
+// given swarm.toml, and a bookkeeping deadline short enough for a test.
+func bookkeepingSupervisor(t *testing.T, toml string) (*Supervisor, mailbox.Store, *config.Config) {
+	t.Helper()
+	old := bookkeepingTimeout
+	t.Cleanup(func() { bookkeepingTimeout = old })
+	bookkeepingTimeout = 50 * time.Millisecond
+	root := t.TempDir()
+	cfg, err := config.Parse([]byte(toml), "swarm.toml", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := repo.At(root, "")
+	st, err := sqlite.Open(context.Background(), l.DB, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sup, err := New(Options{Config: cfg, Layout: l, Store: st,
+		Engines:   func(config.Agent) (engine.Engine, error) { return &fakeEngine{name: "script"}, nil },
+		Worktrees: &fakeWorktrees{root: filepath.Join(root, "wt")}, Prompts: &fakePrompts{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sup, st, cfg
 }
