@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/swarmhq/swarm/control"
-
 	"github.com/swarmhq/swarm/escalation"
 	"github.com/swarmhq/swarm/identity"
 	"github.com/swarmhq/swarm/mailbox"

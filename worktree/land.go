@@ -244,10 +244,7 @@ func (m *Manager) Land(ctx context.Context, req LandRequest) (res Landing, err e
 	defer m.mu.Unlock()
 	var rec recoveries
 	defer func() { res.Recovered = rec }()
-	if err := m.clearBaseLock(ctx, &rec); err != nil {
-		return res, err
-	}
-	if err := m.recoverBase(ctx, &rec); err != nil {
+	if err := m.settleBase(ctx, &rec); err != nil {
 		return res, err
 	}
 	mine, err := m.recoverLandings(ctx, &rec, req.Key)

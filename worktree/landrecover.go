@@ -167,13 +167,7 @@ func (m *Manager) finishForward(ctx context.Context, j *landJournal, now string,
 	if err != nil {
 		return err
 	}
-	var paths []string
-	for _, c := range chs {
-		if !strings.HasSuffix(c.path, "/") {
-			paths = append(paths, c.path)
-		}
-	}
-	work, err := m.workBlobs(ctx, paths)
+	work, err := m.workBlobs(ctx, chs)
 	if err != nil {
 		return err
 	}

@@ -60,13 +60,7 @@ func (m *Manager) mergeLeftovers(ctx context.Context, j journal) (leftovers, err
 	if err != nil {
 		return lo, err
 	}
-	var paths []string
-	for _, c := range chs {
-		if !strings.HasSuffix(c.path, "/") {
-			paths = append(paths, c.path)
-		}
-	}
-	work, err := m.workBlobs(ctx, paths)
+	work, err := m.workBlobs(ctx, chs)
 	if err != nil {
 		return lo, err
 	}
@@ -189,9 +183,16 @@ func (m *Manager) indexBlobs(ctx context.Context) (map[string][]string, error) {
 	return out, nil
 }
 
-// workBlobs hashes the working-tree files at paths (relative to the root)
-// as git would store them; a missing file maps to "".
-func (m *Manager) workBlobs(ctx context.Context, paths []string) (map[string]string, error) {
+// workBlobs hashes the working-tree files that chs names (a path ending
+// in "/", a nested repository, is no file) as git would store them; a
+// missing file maps to "".
+func (m *Manager) workBlobs(ctx context.Context, chs []change) (map[string]string, error) {
+	var paths []string
+	for _, c := range chs {
+		if !strings.HasSuffix(c.path, "/") {
+			paths = append(paths, c.path)
+		}
+	}
 	out := map[string]string{}
 	var files []string
 	for _, p := range paths {

@@ -13,6 +13,16 @@ import (
 	"github.com/swarmhq/swarm/proc"
 )
 
+// settleBase clears what an interrupted move of the base branch left
+// before another one starts: a stale index.lock, then a half-done merge.
+// The caller holds m.mu.
+func (m *Manager) settleBase(ctx context.Context, rec *recoveries) error {
+	if err := m.clearBaseLock(ctx, rec); err != nil {
+		return err
+	}
+	return m.recoverBase(ctx, rec)
+}
+
 // recoverBase deals with every merge or squash an interrupted run left
 // started in the main checkout (journal state merging): when its commit is
 // on the base branch, the entry is marked merged; when the main checkout

@@ -257,10 +257,7 @@ func (m *Manager) SyncBase(ctx context.Context, remote string, leaveDirty bool) 
 	defer m.mu.Unlock()
 	var rec recoveries
 	defer func() { res.Recovered = rec }()
-	if err := m.clearBaseLock(ctx, &rec); err != nil {
-		return res, err
-	}
-	if err := m.recoverBase(ctx, &rec); err != nil {
+	if err := m.settleBase(ctx, &rec); err != nil {
 		return res, err
 	}
 	// An interrupted sync has no one else to clear its entry.
