@@ -11,8 +11,8 @@ STATICCHECK_VERSION := v0.8.2
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/swarm (static, no cgo)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/swarm
+build: ## build bin/swarm (the quick front) and bin/swarmd (the whole program it hands the rest to): static, no cgo
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/swarm ./cmd/swarmd
 
 test: ## run every test with the race detector (offline; the PostgreSQL half needs the postgresql package)
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
@@ -89,16 +89,16 @@ CLI_USER     ?= nobody
 .PHONY: presets
 presets: ## install claude, codex and gemini-cli from npm; journeys where each calls swarm's MCP tools against fake model APIs (as root, also as CLI_USER)
 	npm install --prefix $(CLI_PREFIX) --no-audit --no-fund --loglevel=error $(CLI_PACKAGES)
-	PATH=$(CLI_PREFIX)/node_modules/.bin:$$PATH SWARM_TEST_CLIS=1 $(GO) test -count=1 -run 'CLI' -v ./engine/exec/ ./cmd/swarm/
+	PATH=$(CLI_PREFIX)/node_modules/.bin:$$PATH SWARM_TEST_CLIS=1 $(GO) test -count=1 -run 'CLI' -v ./engine/exec/ ./cmd/swarmd/
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory presets-user; fi
 
 .PHONY: presets-user
 presets-user: ## (as root) the presets' tests again as CLI_USER
 	set -e; dir=$$(mktemp -d /var/tmp/swarm-presets-XXXXXX); trap 'rm -rf "$$dir"' EXIT; chmod 755 "$$dir"; \
 	cp -al $(CLI_PREFIX) "$$dir/clis" 2>/dev/null || cp -a $(CLI_PREFIX) "$$dir/clis"; \
-	$(GO) test -c -o "$$dir/exec.test" ./engine/exec/; $(GO) test -c -o "$$dir/swarm.test" ./cmd/swarm/; \
+	$(GO) test -c -o "$$dir/exec.test" ./engine/exec/; $(GO) test -c -o "$$dir/swarmd.test" ./cmd/swarmd/; \
 	mkdir "$$dir/home"; chown $(CLI_USER) "$$dir/home"; \
-	for pkg in engine/exec:exec cmd/swarm:swarm; do \
+	for pkg in engine/exec:exec cmd/swarmd:swarmd; do \
 		(cd "$${pkg%%:*}" && runuser -u $(CLI_USER) -- env HOME="$$dir/home" TMPDIR=/tmp PATH="$$dir/clis/node_modules/.bin:$$PATH" SWARM_TEST_CLIS=1 \
 			"$$dir/$${pkg##*:}.test" -test.count=1 -test.run CLI -test.v); \
 	done

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/swarmhq/swarm/internal/front"
 	"github.com/swarmhq/swarm/proc"
 )
 
@@ -45,7 +46,7 @@ func SessionEnv(base []string, s *Session) []string {
 		set["EMAIL"] = FallbackEmail
 	}
 	path := lookup(base, "PATH")
-	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "swarm" {
+	if exe, err := os.Executable(); err == nil && front.IsSwarm(exe) {
 		path = filepath.Dir(exe) + string(os.PathListSeparator) + path
 	}
 	set["PATH"] = path

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/internal/front"
 	"github.com/swarmhq/swarm/mode"
 	"github.com/swarmhq/swarm/proc"
 )
@@ -39,7 +40,7 @@ func (tb *toolbox) swarm(ctx context.Context, a swarmArgs) (string, error) {
 			if err != nil {
 				return "", fmt.Errorf("cannot find the swarm binary: %v", err)
 			}
-			bin = exe
+			bin = front.Beside(exe)
 		}
 	case "bd":
 		p, err := exec.LookPath("bd")

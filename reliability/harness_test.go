@@ -49,7 +49,9 @@ func run(m *testing.M) (int, error) {
 		}
 		defer os.RemoveAll(dir)
 		swarmBin = filepath.Join(dir, "swarm")
-		cmd := exec.Command("go", "build", "-o", swarmBin, "../cmd/swarm")
+		// Both binaries, as they are installed: the front hands swarmd
+		// everything but what it answers through a socket.
+		cmd := exec.Command("go", "build", "-o", dir+"/", "../cmd/swarm", "../cmd/swarmd")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return 0, fmt.Errorf("build swarm: %v\n%s", err, out)

@@ -35,7 +35,7 @@ import (
 )
 
 // Desk is what the pages do as the operator, and read besides the store.
-// cmd/swarm implements it over the live view's source: in `swarm web`
+// cmd/swarmd implements it over the live view's source: in `swarm web`
 // Next reads the control socket's watch stream, in `swarm up --web` the
 // supervisor's notice bus.
 type Desk interface {

@@ -50,8 +50,19 @@ func (b *bench) buildBase(rev string) (string, error) {
 		return "", fmt.Errorf("check out %s: %v: %s", rev, err, out)
 	}
 	defer exec.Command("git", "worktree", "remove", "--force", src).Run()
-	bin := filepath.Join(b.tmp, "swarm-base")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/swarm")
+	// A release with the front (cmd/swarmd beside cmd/swarm) is built as
+	// installed, both binaries in one directory; an older one is one
+	// binary.
+	dir := filepath.Join(b.tmp, "base-bin")
+	bin := filepath.Join(dir, "swarm")
+	pkgs := []string{"./cmd/swarm"}
+	if _, err := os.Stat(filepath.Join(src, "cmd", "swarmd")); err == nil {
+		pkgs = append(pkgs, "./cmd/swarmd")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", dir + "/"}, pkgs...)...)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

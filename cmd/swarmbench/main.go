@@ -88,12 +88,13 @@ type row struct {
 }
 
 type bench struct {
-	bin   string
-	tmp   string
-	home  string
-	quick bool
-	procs []*proc
-	rows  []row
+	bin    string
+	rusage string // the start-up helper (internal/rusage), built on first use
+	tmp    string
+	home   string
+	quick  bool
+	procs  []*proc
+	rows   []row
 	// details are the raw measurements behind the rows, by figure.
 	details map[string]any
 	log     io.Writer

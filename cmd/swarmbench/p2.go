@@ -3,7 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/swarmhq/swarm/control"
@@ -60,6 +66,9 @@ func (b *bench) p2(ctx context.Context) error {
 		return err
 	}
 	det := p2Details{Trials: trials, SamplesMs: lat.samples}
+	if err := b.startup(dir); err != nil {
+		return err
+	}
 	if _, err := stopUp(up); err != nil {
 		return err
 	}
@@ -90,6 +99,89 @@ func (b *bench) p2(ctx context.Context) error {
 	b.add(row{ID: "P2", Figure: "  a session's door at start: open, serve, first ping, close; p50 / p99", Value: door.P50, Unit: "ms",
 		Text: fmt.Sprintf("%.2f / %.2f ms", door.P50, door.P99)})
 	return nil
+}
+
+// startupRuns is how many runs each start-up figure's median takes.
+const startupRuns = 20
+
+// startup measures what typing a command costs before it does anything:
+// `swarm version`, and `swarm send` to the running swarm in dir (the
+// front answers both; its process's own CPU, user and system, and peak
+// RSS, medians of startupRuns), and swarmd's `version` for comparison.
+func (b *bench) startup(dir string) error {
+	version, err := b.processCost(b.bin, dir, "version")
+	if err != nil {
+		return err
+	}
+	send, err := b.processCost(b.bin, dir, "send", "target", "start-up probe")
+	if err != nil {
+		return err
+	}
+	b.details["P2c"] = map[string]any{"runs": startupRuns, "version": version, "send": send}
+	for _, c := range []struct {
+		name string
+		cost procCost
+	}{{"`swarm version`", version}, {"`swarm send` to a running swarm", send}} {
+		b.check(row{ID: "P2c", Figure: fmt.Sprintf("start-up: %s, CPU (user+sys), median of %d", c.name, startupRuns), Value: c.cost.CPUms, Unit: "ms",
+			Text: fmt.Sprintf("%.2f ms", c.cost.CPUms)}, "< 5 ms", c.cost.CPUms < 5)
+		b.check(row{ID: "P2c", Figure: fmt.Sprintf("start-up: %s, peak RSS, median", c.name), Value: c.cost.RSSMiB, Unit: "MiB",
+			Text: fmt.Sprintf("%.1f MiB", c.cost.RSSMiB)}, "≤ 15 MiB", c.cost.RSSMiB <= 15)
+	}
+	// swarmd, the whole program, beside the front: what every command
+	// cost before the front (not a target).
+	if whole := filepath.Join(filepath.Dir(b.bin), "swarmd"); b.bin != whole && statOK(whole) {
+		c, err := b.processCost(whole, dir, "version")
+		if err != nil {
+			return err
+		}
+		b.details["P2c"].(map[string]any)["swarmd_version"] = c
+		b.add(row{ID: "P2c", Figure: "  for comparison: `swarmd version` (the whole program), CPU / peak RSS", Value: c.CPUms, Unit: "ms",
+			Text: fmt.Sprintf("%.2f ms / %.1f MiB", c.CPUms, c.RSSMiB)})
+	}
+	return nil
+}
+
+// procCost is one command's start-up: medians of CPU and peak RSS.
+type procCost struct {
+	CPUms  float64 `json:"cpu_ms"`
+	RSSMiB float64 `json:"rss_mib"`
+}
+
+// processCost runs bin args startupRuns times in dir, through the rusage
+// helper (see its doc for why), and returns the medians of the process's
+// CPU (user+sys) and peak RSS.
+func (b *bench) processCost(bin, dir string, args ...string) (procCost, error) {
+	if b.rusage == "" {
+		b.rusage = filepath.Join(b.tmp, "rusage")
+		build := exec.Command("go", "build", "-o", b.rusage, "./cmd/swarmbench/internal/rusage")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.rusage = ""
+			return procCost{}, fmt.Errorf("build the rusage helper: %v: %s", err, out)
+		}
+	}
+	out, err := exec.Command(b.rusage, append([]string{strconv.Itoa(startupRuns), dir, bin}, args...)...).Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return procCost{}, fmt.Errorf("%s", exit.Stderr)
+		}
+		return procCost{}, err
+	}
+	var runs []struct {
+		CPUNanos int64 `json:"cpu_ns"`
+		MaxRSSKB int64 `json:"max_rss_kb"`
+	}
+	if err := json.Unmarshal(out, &runs); err != nil || len(runs) == 0 {
+		return procCost{}, fmt.Errorf("rusage helper printed %q: %v", out, err)
+	}
+	var cpu []time.Duration
+	var rss []float64
+	for _, r := range runs {
+		cpu = append(cpu, time.Duration(r.CPUNanos))
+		rss = append(rss, float64(r.MaxRSSKB)/1024)
+	}
+	slices.Sort(rss)
+	return procCost{CPUms: summarize(cpu).P50, RSSMiB: round(rss[len(rss)/2], 1)}, nil
 }
 
 // doorCost measures what a session's door adds to its start and end, as
@@ -215,3 +307,5 @@ func (b *bench) urgentTrials(ctx context.Context, sendDir string, st mailbox.Sto
 	}
 	return lat, nil
 }
+
+func statOK(p string) bool { _, err := os.Stat(p); return err == nil }

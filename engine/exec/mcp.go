@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/swarmhq/swarm/internal/front"
 )
 
 // How a preset's CLI learns of an MCP server (Preset.MCP).
@@ -38,7 +39,7 @@ type mcpServer struct {
 // swarm from PATH), with the session's identity from env.
 func newMCPServer(env []string) mcpServer {
 	cmd := "swarm"
-	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "swarm" {
+	if exe, err := os.Executable(); err == nil && front.IsSwarm(exe) {
 		cmd = exe
 	}
 	srv := mcpServer{Command: cmd, Args: []string{"mcp"}, Env: map[string]string{}}

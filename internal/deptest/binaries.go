@@ -17,6 +17,32 @@ type Binary struct {
 	// BadDeps maps an import path to why the binary must not link it. A
 	// path ending in "/..." names that package and every one below it.
 	BadDeps map[string]string
+	// Only, when set, is all the binary may link beyond the standard
+	// library (paths, or patterns ending in "/..."), and Why says why.
+	Only []string
+	Why  string
+}
+
+// frontOnly is what the swarm front may link: the socket's client, the
+// repository's layout and swarm.toml (to name the database a send would
+// write), and what those read. Every package added here runs its
+// initialiser in every command an agent types.
+var frontOnly = []string{
+	Module + "/cmd/swarm",
+	Module + "/internal/front",
+	Module + "/control",
+	Module + "/repo",
+	Module + "/config",
+	Module + "/mailbox/dburl",
+	Module + "/message",
+	Module + "/fsm",
+	Module + "/escalation",
+	Module + "/mode",
+	Module + "/sandbox",
+	Module + "/tomlfile",
+	Module + "/workflow",
+	"github.com/pelletier/go-toml/v2/...",
+	"golang.org/x/sys/unix",
 }
 
 // testHelpers are what only tests may link: every binary refuses them,
@@ -34,7 +60,9 @@ var testHelpers = map[string]string{
 
 // Binaries are the module's binaries with their rules.
 var Binaries = []Binary{
-	{Pkg: "cmd/swarm", BadDeps: testHelpers},
+	{Pkg: "cmd/swarm", BadDeps: testHelpers, Only: frontOnly,
+		Why: "the front starts every command an agent or the operator types: the supervisor's, the engines' and the stores' dependencies belong in swarmd"},
+	{Pkg: "cmd/swarmd", BadDeps: testHelpers},
 	{Pkg: "cmd/swarmbench", BadDeps: without(testHelpers,
 		// P8 measures the PostgreSQL store against a cluster of its own.
 		Module+"/internal/pgtest")},
@@ -61,8 +89,18 @@ func CheckBinary(b Binary, deps []string) []Violation {
 				out = append(out, Violation{Pkg: Module + "/" + b.Pkg + " (the binary, through its deps)", Import: d, Rule: "the binary never links it (" + why + ")"})
 			}
 		}
+		if b.Only != nil && !isStd(d) && !slices.ContainsFunc(b.Only, func(p string) bool { return matches(p, d) }) {
+			out = append(out, Violation{Pkg: Module + "/" + b.Pkg + " (the binary, through its deps)", Import: d, Rule: "not in what the binary may link (" + b.Why + ")"})
+		}
 	}
 	return out
+}
+
+// isStd reports whether pkg is in the standard library: no dot in its
+// first element (the toolchain's vendored packages included).
+func isStd(pkg string) bool {
+	first, _, _ := strings.Cut(pkg, "/")
+	return !strings.Contains(first, ".")
 }
 
 // matches reports whether pattern (a path, or a path ending in "/...")
@@ -94,6 +132,7 @@ func Named() []string {
 		for bad := range b.BadDeps {
 			out = append(out, bad)
 		}
+		out = append(out, b.Only...)
 	}
 	for _, p := range sessionBuilders {
 		out = append(out, Module+"/"+strings.TrimSuffix(p, "/"))

@@ -66,10 +66,11 @@ func family(r string) string {
 }
 
 // isStore reports whether r is a store implementation: mailbox/<backend>,
-// but not the interfaces or the conformance suite.
+// but not the interfaces, the conformance suite or dburl (which names a
+// database and opens nothing).
 func isStore(r string) bool {
 	rest, ok := strings.CutPrefix(r, "mailbox/")
-	return ok && !strings.Contains(rest, "/") && rest != "mailboxtest"
+	return ok && !strings.Contains(rest, "/") && rest != "mailboxtest" && rest != "dburl"
 }
 
 var adapters = []string{"mailbox", "worktree", "beads", "engine"}

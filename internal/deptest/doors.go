@@ -19,7 +19,7 @@ import (
 // case called around the verbs.
 
 // DoorPrefixes are the door packages' directories.
-var DoorPrefixes = []string{"cmd/swarm/", "web/", "tui/", "engine/"}
+var DoorPrefixes = []string{"cmd/swarm/", "cmd/swarmd/", "internal/front/", "web/", "tui/", "engine/"}
 
 // RuntimeNames are the names of package swarm a door may use, each with
 // why it is runtime, not a use case.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/mailbox/dburl"
+
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/postgres"
 	"github.com/swarmhq/swarm/mailbox/sqlite"
@@ -20,7 +22,7 @@ import (
 
 // EnvURL names the environment variable that chooses a PostgreSQL
 // database over swarm.toml's [mailbox] url.
-const EnvURL = "SWARM_DB_URL"
+const EnvURL = dburl.EnvURL
 
 // Target is the store to open.
 type Target struct {
@@ -41,11 +43,7 @@ var ErrNoDatabase = errors.New("no swarm database")
 // Choose picks the target: the environment's URL, else the configured
 // one, else the SQLite file.
 func Choose(getenv func(string) string, configURL, path string) Target {
-	u := getenv(EnvURL)
-	if u == "" {
-		u = configURL
-	}
-	return Target{URL: u, Path: path}
+	return Target{URL: dburl.Choose(getenv, configURL), Path: path}
 }
 
 // Backend is "postgres" or "sqlite".
@@ -59,10 +57,7 @@ func (t Target) Backend() string {
 // String names the database: the file, or the URL (which never has a
 // password).
 func (t Target) String() string {
-	if t.URL != "" {
-		return postgres.Redact(t.URL)
-	}
-	return t.Path
+	return dburl.Name(t.URL, t.Path)
 }
 
 // Open opens (creating or migrating as needed) the target's store.

@@ -40,6 +40,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/swarmhq/swarm/mailbox/dburl"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -128,33 +130,16 @@ func IsURL(s string) bool {
 // password: swarm.toml and the command line are no place for one.
 func CheckURL(raw string) error {
 	if !IsURL(raw) {
-		return fmt.Errorf("database URL %q: want postgres://[user@]host[:port]/dbname[?sslmode=...]", Redact(raw))
+		return fmt.Errorf("database URL %q: want postgres://[user@]host[:port]/dbname[?sslmode=...]", dburl.Redact(raw))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("database URL %q: %w", Redact(raw), err)
+		return fmt.Errorf("database URL %q: %w", dburl.Redact(raw), err)
 	}
 	if _, ok := u.User.Password(); ok || u.Query().Has("password") {
-		return fmt.Errorf("database URL %s carries a password: remove it, and put the password in PGPASSWORD or ~/.pgpass instead", Redact(raw))
+		return fmt.Errorf("database URL %s carries a password: remove it, and put the password in PGPASSWORD or ~/.pgpass instead", dburl.Redact(raw))
 	}
 	return nil
-}
-
-// Redact returns the URL with any password replaced, for messages.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
 
 // Open connects to the database at rawURL and migrates it. The URL must
@@ -165,7 +150,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("database URL %s: %w", Redact(rawURL), err)
+		return nil, fmt.Errorf("database URL %s: %w", dburl.Redact(rawURL), err)
 	}
 	cfg.MaxConns = 8
 	if opts.MaxConns > 0 {
@@ -181,7 +166,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	} else {
 		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
 	}
-	s := &Store{cfg: cfg, loc: Redact(rawURL), pids: map[uint32]bool{}}
+	s := &Store{cfg: cfg, loc: dburl.Redact(rawURL), pids: map[uint32]bool{}}
 	s.Store = sqlstore.New(conn{s}, dialect, opts.Now)
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		s.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmhq/swarm/config"
+	"github.com/swarmhq/swarm/internal/front"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/mailbox/open"
@@ -130,6 +131,11 @@ func upSwarm(ctx context.Context, opts *UpOptions) error {
 	}
 	if opts.Engine != "" {
 		if err := checkEngineFlag(cfg, opts.Engine); err != nil {
+			return err
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		if err := front.CheckBeside(exe); err != nil {
 			return err
 		}
 	}

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"fmt"
+	"io"
 	"runtime"
-	"runtime/debug"
+
+	"github.com/swarmhq/swarm/internal/front"
 
 	"github.com/spf13/cobra"
 )
@@ -11,16 +12,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = ""
 
-func versionString() string {
-	v := version
-	if v == "" {
-		v = "(devel)"
-		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-	}
-	return v
-}
+func versionString() string { return front.Version(version) }
 
 func newVersionCmd(app *App) *cobra.Command {
 	return &cobra.Command{
@@ -31,7 +23,7 @@ func newVersionCmd(app *App) *cobra.Command {
 			if app.JSON {
 				return app.printJSON(map[string]string{"version": versionString(), "go": runtime.Version()})
 			}
-			_, err := fmt.Fprintf(app.Stdout, "swarm %s (%s %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := io.WriteString(app.Stdout, front.VersionLine(version))
 			return err
 		},
 	}

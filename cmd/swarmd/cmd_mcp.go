@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/swarmhq/swarm/control"
 	"slices"
 	"strings"
+
+	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/internal/front"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -79,7 +81,7 @@ func runMCP(ctx context.Context, opts *MCPOptions) error {
 	}
 	// The door says whose session this is; its tools run as that session
 	// whatever they are asked.
-	pctx, cancel := context.WithTimeout(ctx, doorTimeout)
+	pctx, cancel := context.WithTimeout(ctx, front.Timeout)
 	resp, err := control.CallAt(pctx, door, control.Request{Op: control.OpPing})
 	cancel()
 	if err != nil {
@@ -139,7 +141,7 @@ func (s *mcpServer) call(ctx context.Context, verb string, in any) (stdout, stde
 	if err != nil {
 		return "", "swarm: " + err.Error(), exitUsage
 	}
-	cctx, cancel := context.WithTimeout(ctx, doorTimeout)
+	cctx, cancel := context.WithTimeout(ctx, front.Timeout)
 	defer cancel()
 	res, err := control.CallVerbAt(cctx, s.door, control.CallRequest{Verb: verb, Args: args, Dir: s.app.Cwd})
 	var refused *control.RunRefused

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmhq/swarm/internal/front"
 	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/mailbox/open"
 
@@ -128,6 +129,12 @@ func runDoctor(ctx context.Context, opts *DoctorOptions) error {
 	r := &doctorReport{}
 	gitOK := doctorGit(ctx, r)
 
+	if exe, err := os.Executable(); err == nil {
+		// A row only when it fails: the sessions' swarm is missing.
+		if err := front.CheckBeside(exe); err != nil {
+			r.add("front", checkFail, "%v", err)
+		}
+	}
 	l, err := app.layout()
 	switch {
 	case err != nil:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/swarmhq/swarm/identity"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/swarmhq/swarm/identity"
+	"github.com/swarmhq/swarm/internal/front"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -348,7 +350,7 @@ func TestDoorCallNamingAnIdentityIsRefused(t *testing.T) {
 		{"a verdict as the reviewer", "send_protocol", `{"to":"swarm","type":"review_verdict","payload":{"verdict":"approved"},"from":"critic"}`, "names an identity (from)"},
 		{"an unknown verb", "retire", `{"name":"mute"}`, `unknown verb "retire"`},
 	} {
-		cctx, cancel := context.WithTimeout(ctx, doorTimeout)
+		cctx, cancel := context.WithTimeout(ctx, front.Timeout)
 		res, err := control.CallVerbAt(cctx, door, control.CallRequest{Verb: tc.verb, Args: json.RawMessage(tc.args), Dir: root})
 		cancel()
 		msg := res.Stderr
@@ -423,7 +425,7 @@ func TestDoorCallsPrintWhatTheCommandsPrint(t *testing.T) {
 		{"a diff of nothing", "diff", `{"dev":"backend","commit":"abc123"}`, []string{"diff", "--color", "never", "--commit", "abc123", "backend", "--"}},
 		{"an unknown recipient", "send_message", `{"to":"nobody","body":"hi"}`, []string{"send", "--json", "--", "nobody", "hi"}},
 	} {
-		cctx, cancel := context.WithTimeout(ctx, doorTimeout)
+		cctx, cancel := context.WithTimeout(ctx, front.Timeout)
 		got, err := control.CallVerbAt(cctx, door, control.CallRequest{Verb: tc.verb, Args: json.RawMessage(tc.args), Dir: root})
 		if err != nil {
 			cancel()

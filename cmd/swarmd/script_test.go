@@ -17,11 +17,33 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files and testscript expectations")
 
+// TestMain runs every journey as installed: `swarm` on the scripts' PATH
+// is the real front (cmd/swarm), built beside this test binary as swarmd,
+// so each command goes through the front first and, when it hands off,
+// through the exec into swarmd.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"swarm":   func() { os.Exit(Main()) },
+	testscript.Main(withFront{m}, map[string]func(){
+		"swarmd":  func() { os.Exit(Main()) },
 		"rawsock": func() { os.Exit(rawSock(os.Args[1:])) },
 	})
+}
+
+// withFront builds the front into the directory testscript put its
+// commands in (first on PATH) before the tests run.
+type withFront struct{ m *testing.M }
+
+func (w withFront) Run() int {
+	bindir := filepath.SplitList(os.Getenv("PATH"))[0]
+	if _, err := os.Stat(filepath.Join(bindir, "swarmd")); err != nil {
+		fmt.Fprintln(os.Stderr, "testscript put no swarmd first on PATH:", err)
+		return 1
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(bindir, "swarm"), "../swarm")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the swarm front (the journeys need go on PATH): %v\n%s", err, out)
+		return 1
+	}
+	return w.m.Run()
 }
 
 // TestScripts runs the end-to-end CLI scripts in testdata/script. Each starts
