@@ -96,9 +96,9 @@ presets: ## install claude, codex and gemini-cli from npm; journeys where each c
 presets-user: ## (as root) the presets' tests again as CLI_USER
 	set -e; dir=$$(mktemp -d /var/tmp/swarm-presets-XXXXXX); trap 'rm -rf "$$dir"' EXIT; chmod 755 "$$dir"; \
 	cp -al $(CLI_PREFIX) "$$dir/clis" 2>/dev/null || cp -a $(CLI_PREFIX) "$$dir/clis"; \
-	$(GO) test -c -o "$$dir/exec.test" ./engine/exec/; $(GO) test -c -o "$$dir/swarmd.test" ./cmd/swarmd/; \
+	$(GO) test -c -o "$$dir/exec.test" ./engine/exec/; $(GO) test -c -o "$$dir/swarmd.test" ./cmd/swarmd/; $(GO) build -o "$$dir/swarm" ./cmd/swarm; \
 	mkdir "$$dir/home"; chown $(CLI_USER) "$$dir/home"; \
 	for pkg in engine/exec:exec cmd/swarmd:swarmd; do \
-		(cd "$${pkg%%:*}" && runuser -u $(CLI_USER) -- env HOME="$$dir/home" TMPDIR=/tmp PATH="$$dir/clis/node_modules/.bin:$$PATH" SWARM_TEST_CLIS=1 \
+		(cd "$${pkg%%:*}" && runuser -u $(CLI_USER) -- env HOME="$$dir/home" TMPDIR=/tmp PATH="$$dir/clis/node_modules/.bin:$$PATH" SWARM_TEST_CLIS=1 SWARM_FRONT="$$dir/swarm" \
 			"$$dir/$${pkg##*:}.test" -test.count=1 -test.run CLI -test.v); \
 	done

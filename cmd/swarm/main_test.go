@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	build := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "github.com/swarmhq/swarm/cmd/swarm", "github.com/swarmhq/swarm/cmd/swarmd")
+	build := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-o", dir+"/", "github.com/swarmhq/swarm/cmd/swarm", "github.com/swarmhq/swarm/cmd/swarmd")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build (the front's tests need go on PATH): %v\n%s", err, out)

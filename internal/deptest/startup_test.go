@@ -19,7 +19,7 @@ func TestStartupStaysLean(t *testing.T) {
 		dir = filepath.Dir(bin)
 	} else {
 		dir = t.TempDir()
-		build := exec.Command("go", "build", "-trimpath", "-o", dir+"/", Module+"/cmd/swarm", Module+"/cmd/swarmd")
+		build := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-o", dir+"/", Module+"/cmd/swarm", Module+"/cmd/swarmd")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("go build: %v\n%s", err, out)

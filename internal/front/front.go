@@ -6,7 +6,7 @@
 // handed to swarmd, the whole program.
 //
 // It is a package of its own because every process pays the initialisers
-// of everything its binary links (DESIGN §10): the swarm front links this
+// of everything its binary links, before main: the swarm front links this
 // package, control, repo and config, and starts in about 2 ms and 5 MiB,
 // where swarmd, with the engines, the stores and git, takes 6–7 ms and
 // 24 MiB before main. internal/deptest keeps the front that small. swarmd
