@@ -24,23 +24,16 @@ type Binary struct {
 }
 
 // frontOnly is what the swarm front may link: the socket's client, the
-// repository's layout and swarm.toml (to name the database a send would
-// write), and what those read. Every package added here runs its
-// initialiser in every command an agent types.
+// repository's layout, and a TOML reader for swarm.toml's database URL
+// (to name the database a send would write). Every package added here
+// runs its initialiser in every command an agent types.
 var frontOnly = []string{
 	Module + "/cmd/swarm",
 	Module + "/internal/front",
 	Module + "/control",
 	Module + "/repo",
-	Module + "/config",
 	Module + "/mailbox/dburl",
 	Module + "/message",
-	Module + "/fsm",
-	Module + "/escalation",
-	Module + "/mode",
-	Module + "/sandbox",
-	Module + "/tomlfile",
-	Module + "/workflow",
 	"github.com/pelletier/go-toml/v2/...",
 	"golang.org/x/sys/unix",
 }

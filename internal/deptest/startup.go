@@ -34,9 +34,9 @@ type StartupBudget struct {
 // Startups are the budgets, the front's first.
 var Startups = []StartupBudget{
 	{
-		// 57 KB in 52 initialisers when it was set, 19.7 KB of it the
-		// largest (tomlfile's key table); swarmd allocates 20 times that.
-		Pkg: "cmd/swarm", PerPackage: 24 << 10, Total: 96 << 10, MinInits: 20,
+		// 24 KB in 47 initialisers when it was set, 11.4 KB of it the
+		// largest (unicode's tables); swarmd allocates 45 times that.
+		Pkg: "cmd/swarm", PerPackage: 16 << 10, Total: 48 << 10, MinInits: 20,
 	},
 	{
 		Pkg: "cmd/swarmd", PerPackage: InitBudget, Total: InitTotalBudget,

@@ -3,10 +3,17 @@ package front
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/swarmhq/swarm/control"
+	"github.com/swarmhq/swarm/mailbox/dburl"
+	"github.com/swarmhq/swarm/repo"
 )
 
 type env map[string]string
@@ -110,5 +117,72 @@ func TestCheckBeside(t *testing.T) {
 	}
 	if err := CheckBeside(filepath.Join(t.TempDir(), "swarmd.test")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOperatorSendNamesItsDatabase: the send tells the supervisor which
+// database it would have written (SWARM_DB_URL, else swarm.toml's, else
+// the file), passwords redacted; swarm.toml that is not TOML is left to
+// the whole program, with no request made.
+func TestOperatorSendNamesItsDatabase(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{".git", ".swarm"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := repo.Find("", root, env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(l.DB, nil, 0o644)
+	srv, err := control.Listen(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	reqs := make(chan control.RunRequest, 8)
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.Serve(ctx, func(_ context.Context, req control.Request, _ func(any) error) control.Response {
+			reqs <- *req.Run
+			data, _ := json.Marshal(control.RunResult{Stdout: "sent\n"})
+			return control.Response{OK: true, Data: data}
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, tc := range []struct {
+		toml, envURL, want string
+	}{
+		{"[[agent]]\nname = \"backend\"\n", "", l.DB},
+		{"[mailbox]\nurl = \"postgres://db.example/swarm\"\n", "", "postgres://db.example/swarm"},
+		{"[mailbox]\nurl = \"postgres://db.example/swarm\"\n", "postgres://u:secret@other/x", "postgres://u:xxxxx@other/x"},
+		{"[[agent]] not toml", "", ""},
+	} {
+		os.WriteFile(l.Config, []byte(tc.toml), 0o644)
+		var stdout bytes.Buffer
+		c := &Call{Args: []string{"send", "backend", "hi"}, Stdout: &stdout, Stderr: io.Discard, Env: env{dburl.EnvURL: tc.envURL}, Cwd: root}
+		code, handled := Answer(ctx, c)
+		if tc.want == "" {
+			if handled {
+				t.Errorf("%q: answered", tc.toml)
+			}
+			continue
+		}
+		if !handled || code != 0 || stdout.String() != "sent\n" {
+			t.Errorf("%q: %d %v %q", tc.toml, code, handled, stdout.String())
+			continue
+		}
+		if got := <-reqs; got.Target != tc.want || !slices.Equal(got.Args, c.Args) || got.Dir != root {
+			t.Errorf("%q with %q: request %+v, want target %s", tc.toml, tc.envURL, got, tc.want)
+		}
+	}
+	if len(reqs) > 0 {
+		t.Errorf("a request for swarm.toml that does not read: %+v", <-reqs)
 	}
 }
