@@ -213,13 +213,13 @@ func TestIdentityRules(t *testing.T) {
 // TestCatchesIdentityClaims shows both identity rules failing.
 func TestCatchesIdentityClaims(t *testing.T) {
 	vs := CheckIdentity([]File{
-		{Path: "cmd/swarm/cmd_x.go", Src: "func f(a *App) { who := a.Env.Getenv(\"SWARM_AGENT\") }\n"},
-		{Path: "cmd/swarm/cmd_y.go", Src: "c := identity.Session(agent, 1, nil)\n"},
-		{Path: "cmd/swarm/cmd_y_test.go", Src: "c := identity.Session(agent, 1, nil)\n"},
+		{Path: "cmd/swarmd/cmd_x.go", Src: "func f(a *App) { who := a.Env.Getenv(\"SWARM_AGENT\") }\n"},
+		{Path: "cmd/swarmd/cmd_y.go", Src: "c := identity.Session(agent, 1, nil)\n"},
+		{Path: "cmd/swarmd/cmd_y_test.go", Src: "c := identity.Session(agent, 1, nil)\n"},
 		{Path: "swarm/doors.go", Src: "c := identity.Session(agent, 1, nil)\n"},
 		{Path: "engine/env.go", Src: `set := map[string]string{"SWARM_AGENT": s.Agent}` + "\n"},
 	})
-	if len(vs) != 2 || !strings.HasPrefix(vs[0].Pkg, "cmd/swarm/cmd_x.go:1") || !strings.HasPrefix(vs[1].Pkg, "cmd/swarm/cmd_y.go:1") {
+	if len(vs) != 2 || !strings.HasPrefix(vs[0].Pkg, "cmd/swarmd/cmd_x.go:1") || !strings.HasPrefix(vs[1].Pkg, "cmd/swarmd/cmd_y.go:1") {
 		t.Errorf("violations: %v", vs)
 	}
 }
@@ -230,13 +230,13 @@ func TestCatchesIdentityClaims(t *testing.T) {
 func TestCatchesUseCasesAroundTheVerbs(t *testing.T) {
 	const imp = "package main\n\nimport \"github.com/swarmhq/swarm/swarm\"\n\n"
 	vs := CheckDoors([]File{
-		{Path: "cmd/swarm/cmd_x.go", Src: imp + "func f() {\n\tswarm.SignalItem(ctx, st, cfg, req)\n}\n"},
+		{Path: "cmd/swarmd/cmd_x.go", Src: imp + "func f() {\n\tswarm.SignalItem(ctx, st, cfg, req)\n}\n"},
 		{Path: "web/desk.go", Src: "package web\n\nimport sw \"github.com/swarmhq/swarm/swarm\"\n\nvar _ = sw.Decide\n"},
-		{Path: "cmd/swarm/cmd_up.go", Src: imp + "func f() { swarm.New(swarm.Options{}) }\n"},
-		{Path: "cmd/swarm/cmd_x_test.go", Src: imp + "func f() { swarm.SignalItem(ctx, st, cfg, req) }\n"},
+		{Path: "cmd/swarmd/cmd_up.go", Src: imp + "func f() { swarm.New(swarm.Options{}) }\n"},
+		{Path: "cmd/swarmd/cmd_x_test.go", Src: imp + "func f() { swarm.SignalItem(ctx, st, cfg, req) }\n"},
 		{Path: "verbs/workflows.go", Src: "package verbs\n\n" + `import "github.com/swarmhq/swarm/swarm"` + "\n\nfunc f() { swarm.SignalItem(ctx, st, cfg, req) }\n"},
 	})
-	if len(vs) != 2 || vs[0].Pkg != "cmd/swarm/cmd_x.go:6" || vs[0].Import != "swarm.SignalItem" || vs[1].Pkg != "web/desk.go:5" || vs[1].Import != "swarm.Decide" {
+	if len(vs) != 2 || vs[0].Pkg != "cmd/swarmd/cmd_x.go:6" || vs[0].Import != "swarm.SignalItem" || vs[1].Pkg != "web/desk.go:5" || vs[1].Import != "swarm.Decide" {
 		t.Errorf("violations: %v", vs)
 	}
 }
