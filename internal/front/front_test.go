@@ -186,3 +186,25 @@ func TestOperatorSendNamesItsDatabase(t *testing.T) {
 		t.Errorf("a request for swarm.toml that does not read: %+v", <-reqs)
 	}
 }
+
+// TestBesideFront: swarmd is found beside the front, or beside the file a
+// link to the front names (a link in ~/bin to an unpacked release).
+func TestBesideFront(t *testing.T) {
+	release, bin := t.TempDir(), t.TempDir()
+	for _, n := range []string{Name, Program} {
+		os.WriteFile(filepath.Join(release, n), []byte("#!/bin/sh\n"), 0o755)
+	}
+	link := filepath.Join(bin, Name)
+	if err := os.Symlink(filepath.Join(release, Name), link); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := besideFront(link); !ok || p != filepath.Join(release, Program) {
+		t.Fatalf("through the link: %q %v", p, ok)
+	}
+	if p, ok := besideFront(filepath.Join(release, Name)); !ok || p != filepath.Join(release, Program) {
+		t.Fatalf("beside: %q %v", p, ok)
+	}
+	if _, ok := besideFront(filepath.Join(t.TempDir(), Name)); ok {
+		t.Fatal("found a swarmd where there is none")
+	}
+}

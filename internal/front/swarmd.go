@@ -22,7 +22,7 @@ var ErrNoProgram = errors.New("no " + Program)
 // are installed together), else the first on PATH.
 func FindProgram() (string, error) {
 	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), Program); isProgram(p) {
+		if p, ok := besideFront(exe); ok {
 			return p, nil
 		}
 	}
@@ -34,6 +34,22 @@ func FindProgram() (string, error) {
 		dir = filepath.Dir(exe)
 	}
 	return "", fmt.Errorf("%w: swarm hands this command to %s, the whole program, and found none beside it (%s) or on PATH; install both with: go install github.com/swarmhq/swarm/cmd/swarm@latest github.com/swarmhq/swarm/cmd/swarmd@latest (or make build, which writes bin/swarm and bin/swarmd)", ErrNoProgram, Program, dir)
+}
+
+// besideFront is the swarmd beside exe, the path the front was run as,
+// else beside the file a link there names (os.Executable resolves links on
+// Linux, not everywhere).
+func besideFront(exe string) (string, bool) {
+	dirs := []string{filepath.Dir(exe)}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		dirs = append(dirs, filepath.Dir(real))
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, Program); isProgram(p) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // Beside returns the swarm front installed beside exe (a swarmd), or exe
