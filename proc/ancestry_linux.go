@@ -67,18 +67,8 @@ func marked(pid int, root string) (SessionMark, bool) {
 
 // parentOf is pid's parent, 0 when unknown.
 func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces and parentheses:
-	// the fields after the last ')' are "state ppid ...".
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
+	f, ok := statFields(pid)
+	if !ok {
 		return 0
 	}
 	ppid, _ := strconv.Atoi(f[1])

@@ -17,19 +17,11 @@ func groupRunning(pgid int) (known, running bool) {
 		return false, false
 	}
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+		if f, ok := statFields(pid); ok && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
 			return true, true
 		}
 	}

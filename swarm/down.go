@@ -424,11 +424,16 @@ func downOne(ctx context.Context, m *worktree.Manager, mode DownMode, info workt
 }
 
 // StopSupervisor asks a running supervisor to stop and waits up to wait for
-// it to release the lock. It asks over the control socket; when the socket
+// it to release the lock and exit. It asks over the control socket; when the socket
 // does not answer but the lock is held, it sends SIGTERM to the pid in the
 // lock file. It reports whether one was running. No supervisor is not an
 // error.
 func StopSupervisor(ctx context.Context, l repo.Layout, wait time.Duration) (bool, error) {
+	// Its pid, to wait for the process itself: it frees the lock before it
+	// exits, and until then it may still hold what it was doing (the
+	// journal of a worktree checkout it was cancelled in names it).
+	supervisor, _ := LockHolder(l.Lock())
+	exited := processExited(supervisor)
 	callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	_, err := control.Call(callCtx, l, control.Request{Op: control.OpStop})
 	cancel()
@@ -446,7 +451,7 @@ func StopSupervisor(ctx context.Context, l repo.Layout, wait time.Duration) (boo
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		if _, held := LockHolder(l.Lock()); !held {
+		if _, held := LockHolder(l.Lock()); !held && exited() {
 			return true, nil
 		}
 		if time.Now().After(deadline) {
@@ -457,6 +462,23 @@ func StopSupervisor(ctx context.Context, l repo.Layout, wait time.Duration) (boo
 			return true, context.Cause(ctx)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// processExited returns a test of whether process pid, as it is now, has
+// ended: gone, a zombie, or its pid reused (told by its start time where
+// /proc has it). A pid of 0 or less has nothing to wait for.
+func processExited(pid int) func() bool {
+	if pid <= 0 {
+		return func() bool { return true }
+	}
+	start, known := proc.StartTime(pid)
+	return func() bool {
+		if !known {
+			return proc.Exited(pid)
+		}
+		now, ok := proc.StartTime(pid)
+		return !ok || now != start
 	}
 }
 

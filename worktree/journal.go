@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swarmhq/swarm/proc"
 )
 
 // The journal records, per agent, the state change a worktree operation is
@@ -132,7 +133,7 @@ func readEntry[T any](path, what, checkout string, check func(T) (int, bool)) (T
 // operation from one still running) at what time.
 func (m *Manager) stamp() (version, pid int, start uint64, at time.Time) {
 	pid = os.Getpid()
-	start, _ = procStart(pid)
+	start, _ = proc.StartTime(pid)
 	return journalVersion, pid, start, m.now().UTC()
 }
 
@@ -264,7 +265,8 @@ func syncDir(dir string) error {
 }
 
 // ownerRunning reports whether the process that wrote j is still running,
-// so its operation is in progress rather than interrupted. It needs /proc
+// so its operation is in progress rather than interrupted (a zombie is
+// not: it has ended). It needs /proc
 // (Linux): the start time tells the writer from a process that reused its
 // pid. Elsewhere, and for this very process, it reports false: a Manager
 // serializes its own writes, and the callers run recovery only when no
@@ -273,27 +275,6 @@ func ownerRunning(j journal) bool {
 	if j.PID <= 0 || j.PID == os.Getpid() {
 		return false
 	}
-	start, ok := procStart(j.PID)
+	start, ok := proc.StartTime(j.PID)
 	return ok && j.PIDStart != 0 && start == j.PIDStart
-}
-
-// procStart reads when pid started, in clock ticks since boot, from
-// /proc/<pid>/stat; ok is false when there is no such process or no /proc.
-func procStart(pid int) (uint64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) may hold spaces and parentheses; the
-	// fields after the last ')' start with field 3, and starttime is 22.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0, false
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	return start, err == nil
 }
