@@ -211,6 +211,18 @@ func (e Escalation) RefText() string {
 // escalation that is not resolved, about an agent.
 func (e Escalation) Holds() bool { return e.Hold && e.State.Unresolved() && e.Agent != nil }
 
+// About names the agent the escalation is about, marked when it holds
+// it ("backend (held)"); empty when it is about no agent.
+func (e Escalation) About() string {
+	if e.Agent == nil {
+		return ""
+	}
+	if e.Holds() {
+		return *e.Agent + " (held)"
+	}
+	return *e.Agent
+}
+
 // Subject is the escalation's subject in the events table.
 func Subject(id int64) string { return fmt.Sprint(id) }
 

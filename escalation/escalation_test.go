@@ -122,3 +122,20 @@ func TestSortAndPayload(t *testing.T) {
 		t.Errorf("payload = %s", b)
 	}
 }
+
+func TestAbout(t *testing.T) {
+	agent := "backend"
+	for _, tc := range []struct {
+		e    Escalation
+		want string
+	}{
+		{Escalation{}, ""},
+		{Escalation{Agent: &agent, State: Open}, "backend"},
+		{Escalation{Agent: &agent, State: Open, Hold: true}, "backend (held)"},
+		{Escalation{Agent: &agent, State: Resolved, Hold: true}, "backend"},
+	} {
+		if got := tc.e.About(); got != tc.want {
+			t.Errorf("%+v: About() = %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}

@@ -22,6 +22,13 @@ func StartTime(pid int) (start uint64, ok bool) {
 	return start, err == nil
 }
 
+// Running reports whether the process that had pid and started at start
+// still runs: not gone, not a zombie, and its pid not reused since.
+func Running(pid int, start uint64) bool {
+	now, ok := StartTime(pid)
+	return ok && start != 0 && now == start
+}
+
 // Exited reports whether process pid has ended: gone, or a zombie.
 func Exited(pid int) bool {
 	if f, ok := statFields(pid); ok {

@@ -477,8 +477,7 @@ func processExited(pid int) func() bool {
 		if !known {
 			return proc.Exited(pid)
 		}
-		now, ok := proc.StartTime(pid)
-		return !ok || now != start
+		return !proc.Running(pid, start)
 	}
 }
 

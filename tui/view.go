@@ -302,11 +302,8 @@ func (m *Model) escalationLines(w, rows int, now time.Time) []string {
 			mark = stBold.Render("▸ ")
 		}
 		about := ""
-		if e.Agent != nil {
-			about = " " + *e.Agent
-			if e.Holds() {
-				about += " (held)"
-			}
+		if a := e.About(); a != "" {
+			about = " " + a
 		}
 		state := ""
 		if e.State == escalation.Acked {

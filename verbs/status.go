@@ -171,10 +171,10 @@ const NotStartedHint = "restart 'swarm up' to run it"
 // notStarted marks an agent the running supervisor does not run.
 const notStarted = "not started: " + NotStartedHint + " (it was added to swarm.toml since 'swarm up' started, or left out by --agents)"
 
-// liveHolders maps each agent to the supervisor whose lease holds it,
+// LiveHolders maps each agent to the supervisor whose lease holds it,
 // leaving out the leases of supervisors on this host that are gone (a
 // kill -9 leaves its lease behind until the next claim).
-func liveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Holder, error) {
+func LiveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Holder, error) {
 	leases, err := st.AgentLeases(ctx)
 	if err != nil {
 		return nil, err
@@ -216,7 +216,7 @@ func Status(ctx context.Context, c identity.Caller, req StatusRequest) (StatusVi
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
-	holders, err := liveHolders(ctx, st)
+	holders, err := LiveHolders(ctx, st)
 	if err != nil {
 		return out, err
 	}

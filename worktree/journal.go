@@ -275,6 +275,5 @@ func ownerRunning(j journal) bool {
 	if j.PID <= 0 || j.PID == os.Getpid() {
 		return false
 	}
-	start, ok := proc.StartTime(j.PID)
-	return ok && j.PIDStart != 0 && start == j.PIDStart
+	return proc.Running(j.PID, j.PIDStart)
 }

@@ -12,11 +12,7 @@ import (
 
 // mergeTreeSupported refuses a git without `merge-tree --write-tree`.
 func (m *Manager) mergeTreeSupported(ctx context.Context) error {
-	out, err := m.run(ctx, m.root, "version")
-	if err != nil {
-		return err
-	}
-	major, minor, err := ParseGitVersion(out)
+	major, minor, out, err := m.gitVersion(ctx)
 	if err != nil {
 		return err
 	}

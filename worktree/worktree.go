@@ -235,6 +235,16 @@ func checkAgent(agent string) error {
 	return nil
 }
 
+// gitVersion runs `git version` and reads it: its major and minor
+// numbers, and the line itself for messages.
+func (m *Manager) gitVersion(ctx context.Context) (major, minor int, out string, err error) {
+	if out, err = m.run(ctx, m.root, "version"); err != nil {
+		return 0, 0, "", err
+	}
+	major, minor, err = ParseGitVersion(out)
+	return major, minor, out, err
+}
+
 // Preflight checks, before anything is created, that swarm can work in the
 // repository: git is on PATH and at least 2.20, Root is a git repository
 // with a working tree, HEAD is on a branch, and there is a first commit.
@@ -243,11 +253,7 @@ func (m *Manager) Preflight(ctx context.Context) error {
 	if fi, err := os.Stat(m.root); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%w: %s is not a directory", ErrNotRepo, m.root)
 	}
-	out, err := m.run(ctx, m.root, "version")
-	if err != nil {
-		return err
-	}
-	major, minor, err := ParseGitVersion(out)
+	major, minor, _, err := m.gitVersion(ctx)
 	if err != nil {
 		return err
 	}

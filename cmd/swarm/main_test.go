@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/swarmhq/swarm/internal/gittest"
 )
 
 // The front's journeys run the real binaries, built as `make build` does
@@ -68,12 +70,7 @@ func runBin(t *testing.T, bin, dir, stdin string, env []string, args ...string) 
 // with one scripted agent.
 func newRepo(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	dir := gittest.Repo(t, nil)
 	if r := runBin(t, filepath.Join(binDir, "swarm"), dir, "", nil, "init"); r.code != 0 {
 		t.Fatalf("swarm init: %+v", r)
 	}

@@ -116,11 +116,8 @@ func escalationTable(w io.Writer, es []escalation.Escalation, now time.Time) err
 // escalationLine is one escalation in a sentence, for status.
 func escalationLine(e escalation.Escalation, now time.Time) string {
 	about := ""
-	if e.Agent != nil {
-		about = " " + *e.Agent
-		if e.Holds() {
-			about += " (held)"
-		}
+	if a := e.About(); a != "" {
+		about = " " + a
 	}
 	state := ""
 	if e.State == escalation.Acked {

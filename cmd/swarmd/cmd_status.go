@@ -18,7 +18,6 @@ import (
 	"github.com/swarmhq/swarm/internal/text"
 	"github.com/swarmhq/swarm/lifecycle"
 	"github.com/swarmhq/swarm/mailbox"
-	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/repo"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/termsafe"
@@ -168,26 +167,6 @@ func workflowLines(sts []verbs.WorkflowView) []string {
 
 // thisHost is the name leases give this host (swarm.ThisHolder's).
 func thisHost() string { return swarm.ThisHolder().Host }
-
-// liveHolders maps each agent to the supervisor whose lease holds it,
-// leaving out the leases of supervisors on this host that are gone (a
-// kill -9 leaves its lease behind until the next claim): what send
-// reports, as the status verb's rows.
-func liveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Holder, error) {
-	leases, err := st.AgentLeases(ctx)
-	if err != nil {
-		return nil, err
-	}
-	host := thisHost()
-	out := make(map[string]mailbox.Holder, len(leases))
-	for _, le := range leases {
-		if le.Holder.Host == host && !proc.Alive(le.Holder.PID) {
-			continue
-		}
-		out[le.Agent] = le.Holder
-	}
-	return out, nil
-}
 
 func runStatus(ctx context.Context, opts *StatusOptions) error {
 	app := opts.App

@@ -89,20 +89,7 @@ func throughDoor(ctx context.Context, c *Call, door string) (int, bool) {
 		fmt.Fprintf(c.Stderr, "swarm: 'swarm %s' is the operator's, and this runs inside an agent's session; ask the operator instead: swarm escalate \"<what you need>\"\n", name)
 		return 1, true
 	}
-	req := control.RunRequest{Args: c.Args, Dir: c.Cwd}
-	// Input only from a pipe or a file: a terminal, or the /dev/null the
-	// tools give commands, has nothing to send.
-	if f, ok := c.Stdin.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) == os.ModeNamedPipe || err == nil && fi.Mode().IsRegular() {
-			if b, err := io.ReadAll(io.LimitReader(f, 1<<20)); err == nil {
-				req.Stdin = b
-			}
-		}
-	} else if c.Stdin != nil {
-		if b, err := io.ReadAll(io.LimitReader(c.Stdin, 1<<20)); err == nil {
-			req.Stdin = b
-		}
-	}
+	req := control.RunRequest{Args: c.Args, Dir: c.Cwd, Stdin: sessionInput(c.Stdin)}
 	cctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	res, err := control.RunAt(cctx, door, req)
@@ -115,6 +102,26 @@ func throughDoor(ctx context.Context, c *Call, door string) (int, bool) {
 		return 1, true
 	}
 	return relay(c, res), true
+}
+
+// sessionInput is what a session's command sends as its stdin: up to
+// 1 MiB from a pipe or a file. A terminal, or the /dev/null the tools give
+// commands, has nothing to send.
+func sessionInput(r io.Reader) []byte {
+	if r == nil {
+		return nil
+	}
+	if f, ok := r.(*os.File); ok {
+		fi, err := f.Stat()
+		if err != nil || !fi.Mode().IsRegular() && fi.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) != os.ModeNamedPipe {
+			return nil
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // operatorSend hands the operator's `swarm send` to this host's running
