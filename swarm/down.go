@@ -540,7 +540,7 @@ func claimForDown(ctx context.Context, st mailbox.Store, agents []string) (mine 
 	me := ThisHolder()
 	claim := func(names []string) (mailbox.Leases, error) {
 		return st.ClaimLeases(ctx, mailbox.LeaseClaim{Holder: me, Agents: names, TTL: downLeaseTTL,
-			Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) }})
+			Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && proc.Exited(h.PID) }})
 	}
 	mine = agents
 	l, err := claim(mine)

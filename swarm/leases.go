@@ -56,7 +56,7 @@ func (k *leaseKeeper) claim(ctx context.Context, agents []string) (mailbox.Lease
 	me := k.d.Holder
 	return k.d.Store.ClaimLeases(ctx, mailbox.LeaseClaim{
 		Holder: me, Agents: agents, TTL: k.ttl(),
-		Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && !proc.Alive(h.PID) },
+		Gone: func(h mailbox.Holder) bool { return h.Host == me.Host && proc.Exited(h.PID) },
 	})
 }
 

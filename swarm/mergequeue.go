@@ -102,7 +102,7 @@ func (q *MergeQueue) gone(c merge.Candidate) bool {
 		return false
 	}
 	host, pid, ok := strings.Cut(c.Claim, ":")
-	if n, err := strconv.Atoi(pid); ok && err == nil && host == q.Holder.Host && !proc.Alive(n) {
+	if n, err := strconv.Atoi(pid); ok && err == nil && host == q.Holder.Host && proc.Exited(n) {
 		return true
 	}
 	return c.ClaimedAt == nil || q.now().Sub(*c.ClaimedAt) > q.Cfg.CITimeout+claimTTL

@@ -182,7 +182,7 @@ func LiveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Hold
 	host := swarm.ThisHolder().Host
 	out := make(map[string]mailbox.Holder, len(leases))
 	for _, le := range leases {
-		if le.Holder.Host == host && !proc.Alive(le.Holder.PID) {
+		if le.Holder.Host == host && proc.Exited(le.Holder.PID) {
 			continue
 		}
 		out[le.Agent] = le.Holder
