@@ -24,6 +24,25 @@ func ThisHolder() mailbox.Holder {
 	return mailbox.Holder{Host: host, PID: os.Getpid()}
 }
 
+// LiveHolders maps each agent to the supervisor whose lease holds it,
+// leaving out the leases of supervisors on this host that are gone (a
+// kill -9 leaves its lease behind until the next claim).
+func LiveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Holder, error) {
+	leases, err := st.AgentLeases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host := ThisHolder().Host
+	out := make(map[string]mailbox.Holder, len(leases))
+	for _, le := range leases {
+		if le.Holder.Host == host && proc.Exited(le.Holder.PID) {
+			continue
+		}
+		out[le.Agent] = le.Holder
+	}
+	return out, nil
+}
+
 // leaseKeeper holds this supervisor's agents' leases (DESIGN §12): claimed
 // before anything is touched, renewed every heartbeat, released at the end.
 type leaseKeeper struct {

@@ -12,7 +12,6 @@ import (
 	"github.com/swarmhq/swarm/mailbox"
 	"github.com/swarmhq/swarm/merge"
 	"github.com/swarmhq/swarm/mode"
-	"github.com/swarmhq/swarm/proc"
 	"github.com/swarmhq/swarm/swarm"
 	"github.com/swarmhq/swarm/team"
 	"github.com/swarmhq/swarm/worktree"
@@ -171,25 +170,6 @@ const NotStartedHint = "restart 'swarm up' to run it"
 // notStarted marks an agent the running supervisor does not run.
 const notStarted = "not started: " + NotStartedHint + " (it was added to swarm.toml since 'swarm up' started, or left out by --agents)"
 
-// LiveHolders maps each agent to the supervisor whose lease holds it,
-// leaving out the leases of supervisors on this host that are gone (a
-// kill -9 leaves its lease behind until the next claim).
-func LiveHolders(ctx context.Context, st mailbox.Store) (map[string]mailbox.Holder, error) {
-	leases, err := st.AgentLeases(ctx)
-	if err != nil {
-		return nil, err
-	}
-	host := swarm.ThisHolder().Host
-	out := make(map[string]mailbox.Holder, len(leases))
-	for _, le := range leases {
-		if le.Holder.Host == host && proc.Exited(le.Holder.PID) {
-			continue
-		}
-		out[le.Agent] = le.Holder
-	}
-	return out, nil
-}
-
 // Status is the status verb (`swarm status`, the live view's and the web
 // desk's snapshot): a read any caller the door knows may make.
 func Status(ctx context.Context, c identity.Caller, req StatusRequest) (StatusView, error) {
@@ -216,7 +196,7 @@ func Status(ctx context.Context, c identity.Caller, req StatusRequest) (StatusVi
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
-	holders, err := LiveHolders(ctx, st)
+	holders, err := swarm.LiveHolders(ctx, st)
 	if err != nil {
 		return out, err
 	}

@@ -319,7 +319,7 @@ func runSend(ctx context.Context, opts *SendOptions) error {
 	// On a swarm spanning hosts, a recipient may run under another
 	// supervisor: the database wakes it there (LISTEN/NOTIFY).
 	elsewhere := map[string]string{}
-	if holders, err := verbs.LiveHolders(ctx, st); err == nil {
+	if holders, err := swarm.LiveHolders(ctx, st); err == nil {
 		local, _ := supervisorPid(ctx, l)
 		for agent, h := range holders {
 			if !running || h != (mailbox.Holder{Host: thisHost(), PID: local}) {

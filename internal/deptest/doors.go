@@ -31,7 +31,7 @@ var RuntimeNames = map[string]string{
 	"Protocol": "the protocol service the protocol verbs take", "Verbs": "the port the binary fills with the verbs", "Runtime": "what the runtime verbs run on", "SendRequest": "verbs.SendRequest", "Raise": "the Protocol's hook for a branch_violation, raised by the runtime's rule",
 	"ErrShutdown": "the supervisor's end", "RecoverWorktrees": "recovery at start", "WhileAway": "recovery at start",
 	"RecordSettings": "trusted settings at start", "ChangedSettings": "trusted settings at start", "SettingChange": "trusted settings at start",
-	"AcquireLock": "the supervisor's lock", "LockHolder": "the supervisor's lock", "ThisHolder": "the supervisor's lock",
+	"AcquireLock": "the supervisor's lock", "LockHolder": "the supervisor's lock", "ThisHolder": "the supervisor's lock", "LiveHolders": "the supervisors' leases, as send reports them",
 	"HandleDoor": "the door's own rules, for the testscript door",
 	// What the runtime verbs take and return (verbs.Down, Pause, Reload, Spawn).
 	"DownMode": "verbs.Down's request", "DownKeep": "verbs.Down's request", "DownMerge": "verbs.Down's request",
